@@ -1,0 +1,37 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Install the Debian 12 packages ringlb builds, tests and demos with, when they
+# are missing. Idempotent: a machine that has them all is left alone, without
+# touching the network. `make test`, `make demo` and `make bench` call this.
+set -eu
+
+# Build: clang's BPF target, libbpf + bpftool for skeletons, jansson for the
+# state file. Tests: cmocka, iproute2 and ethtool for namespace topologies,
+# nginx-light as a real backend, curl as a real client, netsniff-ng's trafgen
+# as a packet generator, python3 for the test topology's small helpers.
+PACKAGES="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
+libjansson-dev libcmocka-dev libclang-rt-14-dev iproute2 ethtool \
+nginx-light curl netsniff-ng util-linux"
+
+missing=""
+for pkg in $PACKAGES; do
+	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $pkg"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: missing Debian packages:$missing; run as root or install them" >&2
+	exit 1
+fi
+
+echo "deps.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >/dev/null
