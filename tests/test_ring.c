@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "ring.h"
+#include "siphash.h"
 #include "testutil.h"
 
 #define check(cond, ...)                        \
@@ -726,9 +727,61 @@ static void test_restore_rejects_truncated_corrupt_and_foreign_input(void **stat
 	ring_free(r);
 }
 
+/* SipHash over bytes with the header's primitives, little-endian words. */
+static uint64_t siphash_bytes(const unsigned char *msg, size_t len, uint64_t k0, uint64_t k1,
+			      unsigned int c, unsigned int d)
+{
+	struct siphash_state s;
+	uint64_t last = (uint64_t)(len & 0xff) << 56, w;
+	size_t i, j;
+
+	siphash_init(&s, k0, k1);
+	for (i = 0; i + 8 <= len; i += 8) {
+		for (w = 0, j = 0; j < 8; j++)
+			w |= (uint64_t)msg[i + j] << (8 * j);
+		siphash_compress(&s, w, c);
+	}
+	for (j = 0; i + j < len; j++)
+		last |= (uint64_t)msg[i + j] << (8 * j);
+	return siphash_finish(&s, last, c, d);
+}
+
+static void test_siphash_matches_reference_vectors(void **state)
+{
+	/* From the SipHash paper's test vectors: key 00..0f, message 00..(n-1). */
+	static const struct { size_t len; uint64_t hash; } vectors[] = {
+		{ 0, 0x726fdb47dd0e0e31ULL },
+		{ 15, 0xa129ca6149be45e5ULL },
+	};
+	const uint64_t k0 = 0x0706050403020100ULL, k1 = 0x0f0e0d0c0b0a0908ULL;
+	unsigned char msg[40];
+	uint64_t words[SIPHASH_FLOW_WORDS];
+	struct test_rng rng = { SEED + 11 };
+	size_t i;
+	int round;
+
+	(void)state;
+	for (i = 0; i < sizeof(msg); i++)
+		msg[i] = (unsigned char)i;
+	for (i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++)
+		check(siphash_bytes(msg, vectors[i].len, k0, k1, 2, 4) == vectors[i].hash,
+		      "SipHash-2-4 of %zu bytes differs from the reference", vectors[i].len);
+	/* The flow hash is SipHash-1-3 of the key's 40 bytes, for any key and secret. */
+	for (round = 0; round < 1000; round++) {
+		uint64_t s0 = test_rng_next(&rng), s1 = test_rng_next(&rng);
+
+		for (i = 0; i < sizeof(msg); i++)
+			msg[i] = (unsigned char)test_rng_next(&rng);
+		memcpy(words, msg, sizeof(words));
+		check(siphash13_flow(words, s0, s1) == siphash_bytes(msg, 40, s0, s1, 1, 3),
+		      "flow hash %d is not SipHash-1-3 of its bytes", round);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_siphash_matches_reference_vectors),
 		cmocka_unit_test(test_add_sixth_member_moves_about_a_sixth_all_to_new_member),
 		cmocka_unit_test(test_remove_moves_only_removed_members_keys),
 		cmocka_unit_test(test_million_keys_balanced_within_derived_tolerance),
