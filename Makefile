@@ -4,6 +4,9 @@
 # test (installing missing Debian packages first), `make bench` prints the
 # benchmark tables, `make demo` runs the live demonstration. V=1 shows the
 # commands.
+#
+# Pipeline, as in libbpf-bootstrap: bpf/*.bpf.c -> build/*.bpf.o (clang's BPF
+# target) -> build/*.skel.h (bpftool gen skeleton) -> the controller.
 
 OUTPUT := build
 CC := gcc
@@ -15,7 +18,13 @@ WARNINGS := -Wall -Wextra -Werror
 CFLAGS := -O2 -g -flto=auto -std=gnu11 $(WARNINGS)
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
+# uapi headers include <asm/types.h>, which lives under the multiarch folder.
+ARCH_INCLUDE := -I/usr/include/$(shell $(CC) -dumpmachine)
+# -ffreestanding: clang's own <stdint.h>, not glibc's (which wants gnu/stubs-32.h).
+BPF_CFLAGS := -g -O2 -target bpf -ffreestanding $(ARCH_INCLUDE) -Ibpf -Iring $(WARNINGS)
+INCLUDES := -I$(OUTPUT) -Iring -Ibpf -Iuser -Itests
 LDLIBS_RING := -lm
+LDLIBS_BPF := -lbpf -lelf -lz
 
 ifeq ($(V),1)
 	Q =
@@ -26,9 +35,9 @@ else
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all test unit-test bench deps clean
+.PHONY: all test unit-test prog-test bench deps clean
 
-all: $(OUTPUT)/libring.a
+all: $(OUTPUT)/libring.a $(OUTPUT)/ringlb.skel.h $(OUTPUT)/test_xdp
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -48,16 +57,31 @@ $(OUTPUT)/libring.a: $(OUTPUT)/ring.o
 	$(call msg,AR,$@)
 	$(Q)$(AR) rcs $@ $^
 
+# --- the XDP program ----------------------------------------------------------
+BPF_HDRS := bpf/lb_contract.h ring/siphash.h
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# --- controller library ----------------------------------------------------------
+USER_SRCS := user/lb.c
+USER_HDRS := user/lb.h $(BPF_HDRS) $(OUTPUT)/ringlb.skel.h
+
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
 UNIT_TESTS := test_ring
 
-$(OUTPUT)/%: tests/%.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
+$(OUTPUT)/test_ring: tests/test_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Iring $< $(RING_SRCS) -o $@ -lcmocka $(LDLIBS_RING)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $< $(RING_SRCS) -o $@ -lcmocka $(LDLIBS_RING)
 
-$(OUTPUT)/san/%: tests/%.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)/san
+$(OUTPUT)/san/test_ring: tests/test_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)/san
 	$(call msg,CC-SAN,$@)
-	$(Q)$(CC) $(WARNINGS) -std=gnu11 $(SAN_FLAGS) -Iring $< $(RING_SRCS) -o $@ \
+	$(Q)$(CC) $(WARNINGS) -std=gnu11 $(SAN_FLAGS) $(INCLUDES) $< $(RING_SRCS) -o $@ \
 		-lcmocka $(LDLIBS_RING)
 
 unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS))
@@ -66,14 +90,26 @@ unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UN
 		echo "== $$t (ASan+UBSan)"; $(OUTPUT)/san/$$t; \
 	done
 
+# --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
+TEST_XDP_SRCS := tests/test_xdp.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
+
+$(OUTPUT)/test_xdp: $(TEST_XDP_SRCS) tests/packets.h $(USER_HDRS) $(RING_HDRS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(TEST_XDP_SRCS) -o $@ -lcmocka $(LDLIBS_BPF) \
+		$(LDLIBS_RING)
+
+prog-test: $(OUTPUT)/test_xdp
+	$(Q)echo "== test_xdp"; $(OUTPUT)/test_xdp
+
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory unit-test
+	$(Q)$(MAKE) --no-print-directory prog-test
 
 # --- benchmark ----------------------------------------------------------------
 $(OUTPUT)/bench_ring: tests/bench_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Iring $< $(RING_SRCS) -o $@ $(LDLIBS_RING)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $< $(RING_SRCS) -o $@ $(LDLIBS_RING)
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring

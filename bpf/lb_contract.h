@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The contract between the XDP program and the controller: every map's key
+ * and value, every limit and flag, in one place. Both sides include this
+ * header and nothing re-declares these structs.
+ *
+ * Conventions: fixed-width types only; padding is explicit and must be zero
+ * (keys are hashed as raw bytes); addresses and ports are in network byte
+ * order exactly as they appear on the wire (marked __be); everything else is
+ * in host byte order. An IPv4 address occupies the first 4 bytes of a 16-byte
+ * address field and the other 12 are zero.
+ */
+#ifndef RINGLB_LB_CONTRACT_H
+#define RINGLB_LB_CONTRACT_H
+
+#include <linux/types.h>
+
+/* --- limits ---------------------------------------------------------------- */
+
+/** LB_VIPS_MAX - VIP ids are 0 .. LB_VIPS_MAX - 1 (slots of the rings map). */
+#define LB_VIPS_MAX 256
+/** LB_BACKENDS_MAX - backend ids are 1 .. LB_BACKENDS_MAX - 1; 0 means none. */
+#define LB_BACKENDS_MAX 4096
+#define LB_BACKEND_NONE 0
+/** LB_FLOWS_DEFAULT - flow table entries unless the loader says otherwise. */
+#define LB_FLOWS_DEFAULT 65536
+/** LB_RING_POINTS_MAX - points in one ring (RING_POINTS_MAX of ring.h). */
+#define LB_RING_POINTS_MAX (1u << 20)
+/** LB_RING_INDEX_BITS_MAX - bucket index bits (RING_INDEX_BITS_MAX of ring.h). */
+#define LB_RING_INDEX_BITS_MAX 21
+/** LB_RING_SEARCH_STEPS_MAX - strides of the largest possible bucket. */
+#define LB_RING_SEARCH_STEPS_MAX 21
+
+/* --- flow keys and the flow table (map "flows", LRU hash) -------------------- */
+
+enum lb_family {
+	LB_FAMILY_IPV4 = 4,
+	LB_FAMILY_IPV6 = 6,
+};
+
+/**
+ * struct lb_flow_key - a client's flow to a VIP; also the flow hash's input.
+ * @src_addr: client address (__be, IPv4 in the first 4 bytes)
+ * @dst_addr: VIP address (__be)
+ * @src_port: client port (__be16)
+ * @dst_port: VIP port (__be16)
+ * @protocol: IPPROTO_TCP or IPPROTO_UDP
+ * @family: enum lb_family
+ * @pad: zero
+ *
+ * 40 bytes, 8-byte aligned: the flow hash reads it as five 64-bit words
+ * (SipHash-1-3 of these bytes under the deployment's secret).
+ */
+struct lb_flow_key {
+	__u8 src_addr[16];
+	__u8 dst_addr[16];
+	__be16 src_port;
+	__be16 dst_port;
+	__u8 protocol;
+	__u8 family;
+	__u8 pad[2];
+} __attribute__((aligned(8)));
+
+/** LB_FLOW_FIN - a FIN was seen: the flow is closing (for live-flow counts). */
+#define LB_FLOW_FIN (1u << 0)
+
+/**
+ * struct lb_flow - where an established flow goes.
+ * @backend_id: the backend the flow is pinned to
+ * @backend_cookie: that backend's cookie when the flow was pinned; a flow
+ *                  whose backend slot has since been reused is re-placed
+ * @last_seen_ns: bpf_ktime_get_coarse_ns() of the flow's last packet, refreshed
+ *                at most every LB_FLOW_TOUCH_NS
+ * @vip_id: the VIP the flow belongs to
+ * @flags: LB_FLOW_*
+ */
+struct lb_flow {
+	__u32 backend_id;
+	__u32 backend_cookie;
+	__u64 last_seen_ns;
+	__u32 vip_id;
+	__u32 flags;
+};
+
+/** LB_FLOW_TOUCH_NS - refresh a flow's last_seen_ns at most once a second. */
+#define LB_FLOW_TOUCH_NS 1000000000ull
+
+/* --- VIPs (map "vips", hash) ------------------------------------------------- */
+
+/**
+ * struct lb_vip_key - a service: address, port, protocol.
+ * @addr: VIP address (__be, IPv4 in the first 4 bytes)
+ * @port: VIP port (__be16)
+ * @protocol: IPPROTO_TCP or IPPROTO_UDP
+ * @family: enum lb_family
+ */
+struct lb_vip_key {
+	__u8 addr[16];
+	__be16 port;
+	__u8 protocol;
+	__u8 family;
+};
+
+/**
+ * struct lb_vip - what a VIP key maps to.
+ * @vip_id: slot in the rings map and the vip_stats map
+ * @flags: reserved, zero
+ */
+struct lb_vip {
+	__u32 vip_id;
+	__u32 flags;
+};
+
+/* --- backends (map "backends", array indexed by backend id) ------------------ */
+
+enum lb_backend_state {
+	LB_BACKEND_UNUSED = 0,   /* slot free: anything pointing here is stale */
+	LB_BACKEND_ACTIVE = 1,   /* owns ring points, takes new and pinned flows */
+	LB_BACKEND_DRAINING = 2, /* owns no ring points, keeps its pinned flows */
+};
+
+/**
+ * struct lb_backend - one backend of one VIP.
+ * @addr: backend address (__be, IPv4 in the first 4 bytes), for operators
+ * @mac: backend MAC, the frame's new destination
+ * @family: enum lb_family of @addr
+ * @state: enum lb_backend_state
+ * @vip_id: the VIP it serves
+ * @cookie: changes whenever the slot is given to a new backend
+ * @pad: zero
+ *
+ * Array values are overwritten in place, not swapped, so a reader could see a
+ * half-written entry. The controller therefore never changes @state together
+ * with another field: it fills a slot while @state is UNUSED and then flips
+ * @state alone (a single byte), and the program reads @state first.
+ */
+struct lb_backend {
+	__u8 addr[16];
+	__u8 mac[6];
+	__u8 family;
+	__u8 state;
+	__u32 vip_id;
+	__u32 cookie;
+	__u32 pad;
+};
+
+/* --- rings (map "rings", array of maps indexed by VIP id) -------------------- */
+
+/*
+ * Each VIP's ring is one array map of 16-byte slots, swapped in whole:
+ *
+ *   slot 0                      struct lb_ring_header
+ *   slots 1 .. 1 + 2^b          struct lb_ring_bucket, 2^b buckets + sentinel
+ *   slots 2 + 2^b .. + points   struct lb_ring_point, sorted by position
+ *
+ * b is the header's index_bits. The bucket and point arrays are the ring
+ * library's (ring_index(), ring_points()) with member indices replaced by
+ * backend ids; the program runs ring_lookup()'s search over them.
+ */
+
+/**
+ * struct lb_ring_header - slot 0 of a ring.
+ * @points: number of points (0: the VIP has no backend taking new flows)
+ * @index_bits: b, 0 .. LB_RING_INDEX_BITS_MAX
+ * @search_steps: strides of the search in a bucket of two or more points
+ * @generation: the controller's change counter when this ring was built
+ */
+struct lb_ring_header {
+	__u32 points;
+	__u32 index_bits;
+	__u32 search_steps;
+	__u32 generation;
+};
+
+/**
+ * struct lb_ring_bucket - one bucket of the index.
+ * @position: position of the bucket's first point (~0 when none)
+ * @first: index of the first point at or after the bucket's start
+ * @backend_id: backend of that point (point 0's for the sentinel)
+ */
+struct lb_ring_bucket {
+	__u64 position;
+	__u32 first;
+	__u32 backend_id;
+};
+
+/**
+ * struct lb_ring_point - one virtual node.
+ * @position: place on the 64-bit circle
+ * @backend_id: its backend
+ * @pad: zero
+ */
+struct lb_ring_point {
+	__u64 position;
+	__u32 backend_id;
+	__u32 pad;
+};
+
+/** union lb_ring_slot - the value type of every ring map. */
+union lb_ring_slot {
+	struct lb_ring_header header;
+	struct lb_ring_bucket bucket;
+	struct lb_ring_point point;
+};
+
+/** LB_RING_SLOTS() - slots a ring of @points points and @bits index bits takes. */
+#define LB_RING_SLOTS(points, bits) (2u + (1u << (bits)) + (points))
+/** LB_RING_BUCKET_SLOT(), LB_RING_POINT_SLOT() - where bucket p and point i live. */
+#define LB_RING_BUCKET_SLOT(p) (1u + (p))
+#define LB_RING_POINT_SLOT(bits, i) (2u + (1u << (bits)) + (i))
+
+/* --- counters (per-CPU arrays) ---------------------------------------------- */
+
+/** struct lb_counters - packets and bytes (whole frames). */
+struct lb_counters {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/**
+ * struct lb_backend_counters - per backend (map "backend_stats").
+ * @packets: frames forwarded to it
+ * @bytes: their bytes
+ * @new_flows: flows placed on it by the ring (not the flow table)
+ */
+struct lb_backend_counters {
+	__u64 packets;
+	__u64 bytes;
+	__u64 new_flows;
+};
+
+/*
+ * Every frame is counted under exactly one reason (map "reason_stats"), so
+ * the reasons add up to what the program saw. Verdicts: FORWARDED* are
+ * XDP_TX, PASS_* are XDP_PASS (the frame goes to the host stack untouched:
+ * it is not ours, or not parseable, and the host decides), DROP_* are
+ * XDP_DROP (ours, but there is nowhere to send it).
+ */
+enum lb_reason {
+	LB_REASON_FORWARDED = 0,      /* TCP/UDP to a VIP, sent to its backend */
+	LB_REASON_FORWARDED_ICMP,     /* ICMP error about a VIP flow, sent to its backend */
+	LB_REASON_PASS_NOT_IP,        /* not IPv4 or IPv6 (ARP, LLDP, ...) */
+	LB_REASON_PASS_NOT_VIP,       /* IP, but not TCP/UDP to a configured VIP */
+	LB_REASON_PASS_FRAGMENT,      /* IPv4 or IPv6 fragment: no ports to hash */
+	LB_REASON_PASS_ICMP,          /* ICMP that is not an error about a VIP flow */
+	LB_REASON_PASS_IPV6_EXT,      /* IPv6 extension header not walked (AH, ESP, > 4) */
+	LB_REASON_PASS_VLAN_STACKED,  /* more than one VLAN tag */
+	LB_REASON_PASS_TRUNC_ETH,     /* shorter than an Ethernet header */
+	LB_REASON_PASS_TRUNC_VLAN,    /* shorter than its VLAN tag */
+	LB_REASON_PASS_TRUNC_IP,      /* shorter than its IPv4 (with options) or IPv6 header */
+	LB_REASON_PASS_TRUNC_IPV6_EXT,/* shorter than an IPv6 extension header */
+	LB_REASON_PASS_TRUNC_L4,      /* shorter than its TCP, UDP or ICMP header */
+	LB_REASON_PASS_BAD_IPV4,      /* IPv4 version, IHL or total length wrong */
+	LB_REASON_PASS_BAD_IPV6,      /* IPv6 version or payload length wrong */
+	LB_REASON_PASS_BAD_L4,        /* TCP data offset or UDP length wrong */
+	LB_REASON_DROP_NO_BACKEND,    /* VIP whose ring is empty: no backend takes new flows */
+	LB_REASON_DROP_NO_RING,       /* VIP with no ring installed */
+	LB_REASON_DROP_BAD_RING,      /* ring that fails its own header's bounds */
+	LB_REASON_DROP_BACKEND_GONE,  /* ring names a backend slot that is free */
+	LB_REASON_COUNT
+};
+
+#endif /* RINGLB_LB_CONTRACT_H */

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Test frame construction; see packets.h. Plain byte writing, no kernel
+ * headers, so the layout on the wire is explicit here.
+ */
+#include "packets.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <netinet/in.h>
+#include <string.h>
+
+const uint8_t pkt_lb_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 };
+const uint8_t pkt_client_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0xc1 };
+
+#define ETHERTYPE_IPV4 0x0800
+#define ETHERTYPE_IPV6 0x86dd
+#define ETHERTYPE_VLAN 0x8100
+
+static void put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)(v >> 8);
+	p[1] = (unsigned char)v;
+}
+
+void pkt_addr(int family, const char *text, uint8_t out[16])
+{
+	int ok;
+
+	memset(out, 0, 16);
+	ok = inet_pton(family == LB_FAMILY_IPV4 ? AF_INET : AF_INET6, text, out);
+	assert(ok == 1);
+	(void)ok;
+}
+
+void pkt_ipv4_checksum(struct pkt *pkt)
+{
+	unsigned char *ip = pkt->data + pkt->l3;
+	size_t len = (size_t)(ip[0] & 0x0f) * 4, i;
+	uint32_t sum = 0;
+
+	ip[10] = ip[11] = 0;
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	put16(ip + 10, (uint16_t)~sum);
+}
+
+void pkt_build(struct pkt *pkt, const struct pkt_spec *spec)
+{
+	unsigned char *p = pkt->data;
+	uint8_t src[16], dst[16];
+	size_t l4_len = spec->protocol == IPPROTO_TCP ? 20 : 8, off = 0, i;
+
+	memset(pkt, 0, sizeof(*pkt));
+	pkt_addr(spec->family, spec->src, src);
+	pkt_addr(spec->family, spec->dst, dst);
+	memcpy(p, pkt_lb_mac, 6);
+	memcpy(p + 6, pkt_client_mac, 6);
+	off = 12;
+	if (spec->vlan) {
+		put16(p + off, ETHERTYPE_VLAN);
+		put16(p + off + 2, spec->vlan);
+		off += 4;
+	}
+	put16(p + off, spec->family == LB_FAMILY_IPV4 ? ETHERTYPE_IPV4 : ETHERTYPE_IPV6);
+	off += 2;
+	pkt->l3 = off;
+	if (spec->family == LB_FAMILY_IPV4) {
+		size_t ihl = 5 + spec->ipv4_option_words;
+
+		p[off] = (unsigned char)(0x40 | ihl);
+		put16(p + off + 2, (uint16_t)(ihl * 4 + l4_len + PKT_PAYLOAD));
+		put16(p + off + 4, 0x1234);
+		put16(p + off + 6, 0x4000); /* DF */
+		p[off + 8] = 64;
+		p[off + 9] = spec->protocol;
+		memcpy(p + off + 12, src, 4);
+		memcpy(p + off + 16, dst, 4);
+		for (i = 20; i < ihl * 4; i++)
+			p[off + i] = 1; /* NOP options */
+		off += ihl * 4;
+	} else {
+		size_t ext = spec->ipv6_hopopts ? 8 : 0;
+
+		p[off] = 0x60;
+		put16(p + off + 4, (uint16_t)(ext + l4_len + PKT_PAYLOAD));
+		p[off + 6] = spec->ipv6_hopopts ? 0 /* hop-by-hop */ : spec->protocol;
+		p[off + 7] = 64;
+		memcpy(p + off + 8, src, 16);
+		memcpy(p + off + 24, dst, 16);
+		off += 40;
+		if (ext) {
+			p[off] = spec->protocol;
+			p[off + 1] = 0;    /* 8 bytes in all */
+			p[off + 2] = 1;    /* PadN option of 4 bytes */
+			p[off + 3] = 4;
+			off += 8;
+		}
+	}
+	pkt->l4 = off;
+	put16(p + off, spec->sport);
+	put16(p + off + 2, spec->dport);
+	if (spec->protocol == IPPROTO_TCP) {
+		put16(p + off + 4, 0x0102);
+		p[off + 12] = 5 << 4;
+		p[off + 13] = spec->tcp_flags ? spec->tcp_flags : 0x02; /* SYN */
+		put16(p + off + 14, 65535);
+	} else {
+		put16(p + off + 4, (uint16_t)(8 + PKT_PAYLOAD));
+	}
+	off += l4_len;
+	for (i = 0; i < PKT_PAYLOAD; i++)
+		p[off + i] = (unsigned char)('a' + i % 26);
+	off += PKT_PAYLOAD;
+	pkt->len = off;
+	if (spec->family == LB_FAMILY_IPV4)
+		pkt_ipv4_checksum(pkt);
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Crafting test frames: Ethernet (optionally VLAN-tagged), IPv4 or IPv6,
+ * TCP or UDP, with correct lengths and IPv4 checksum, and the offsets of
+ * each header so tests can cut or corrupt a frame at a chosen boundary.
+ */
+#ifndef RINGLB_TESTS_PACKETS_H
+#define RINGLB_TESTS_PACKETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lb_contract.h"
+
+#define PKT_MAX 2048
+#define PKT_PAYLOAD 32
+
+/**
+ * struct pkt_spec - what to build.
+ * @family: LB_FAMILY_IPV4 or LB_FAMILY_IPV6
+ * @protocol: IPPROTO_TCP or IPPROTO_UDP
+ * @src, @dst: addresses as text
+ * @sport, @dport: ports (host order)
+ * @vlan: VLAN id, 0 for an untagged frame
+ * @tcp_flags: TCP flag byte (SYN when 0 is asked for TCP)
+ * @ipv4_option_words: extra 32-bit IPv4 option words (NOPs)
+ * @ipv6_hopopts: add one 8-byte hop-by-hop options header
+ */
+struct pkt_spec {
+	int family;
+	uint8_t protocol;
+	const char *src;
+	const char *dst;
+	uint16_t sport;
+	uint16_t dport;
+	uint16_t vlan;
+	uint8_t tcp_flags;
+	uint8_t ipv4_option_words;
+	int ipv6_hopopts;
+};
+
+/** struct pkt - a built frame and where its headers start. */
+struct pkt {
+	unsigned char data[PKT_MAX];
+	size_t len;
+	size_t l3; /* IP header */
+	size_t l4; /* TCP/UDP header (after IPv6 extension headers) */
+};
+
+/** pkt_build() - build @spec into @pkt. */
+void pkt_build(struct pkt *pkt, const struct pkt_spec *spec);
+
+/** pkt_ipv4_checksum() - recompute the IPv4 header checksum after a change. */
+void pkt_ipv4_checksum(struct pkt *pkt);
+
+/** pkt_addr() - parse an address into 16 bytes (IPv4 in the first 4). */
+void pkt_addr(int family, const char *text, uint8_t out[16]);
+
+/** The MAC the test frames are addressed to (the balancer's interface). */
+extern const uint8_t pkt_lb_mac[6];
+/** The MAC the test frames come from (the client or router). */
+extern const uint8_t pkt_client_mac[6];
+
+#endif /* RINGLB_TESTS_PACKETS_H */

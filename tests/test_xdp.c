@@ -1,0 +1,980 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The XDP program's specification, run in the kernel with BPF_PROG_TEST_RUN
+ * on crafted frames: the backend it picks agrees with the ring library on
+ * random flows, the frame it sends differs from the one it got only in its
+ * MACs, it leaves everything else to the host, it counts every verdict under
+ * its documented reason, and rings swap under established flows without
+ * moving them.
+ *
+ * Needs root (CAP_BPF and CAP_NET_ADMIN). Without it the tests skip with a
+ * message, except under CI=true, where they fail.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "lb.h"
+#include "packets.h"
+#include "ring.h"
+#include "testutil.h"
+
+#define check(cond, ...)                        \
+	do {                                    \
+		if (!(cond))                    \
+			fail_msg(__VA_ARGS__);  \
+	} while (0)
+
+#define AGREEMENT_FLOWS 10000
+#define SEED 0x7864702d74657374ULL
+
+/* The test's VIPs: one per family and protocol, plus two broken ones. */
+enum {
+	VIP_V4_TCP = 1,
+	VIP_V4_UDP,
+	VIP_V6_TCP,
+	VIP_V6_UDP,
+	VIP_EMPTY_RING, /* a ring with no points */
+	VIP_NO_RING,    /* no ring installed */
+};
+
+#define V4_VIP "198.18.0.100"
+#define V4_VIP_EMPTY "198.18.0.101"
+#define V4_VIP_NO_RING "198.18.0.102"
+#define V4_NOT_VIP "198.18.0.200"
+#define V6_VIP "2001:db8::100"
+#define VIP_TCP_PORT 80
+#define VIP_UDP_PORT 53
+
+static const struct {
+	int id;
+	int family;
+	const char *addr;
+	uint16_t port;
+	uint8_t protocol;
+} test_vips[] = {
+	{ VIP_V4_TCP, LB_FAMILY_IPV4, V4_VIP, VIP_TCP_PORT, IPPROTO_TCP },
+	{ VIP_V4_UDP, LB_FAMILY_IPV4, V4_VIP, VIP_UDP_PORT, IPPROTO_UDP },
+	{ VIP_V6_TCP, LB_FAMILY_IPV6, V6_VIP, VIP_TCP_PORT, IPPROTO_TCP },
+	{ VIP_V6_UDP, LB_FAMILY_IPV6, V6_VIP, VIP_UDP_PORT, IPPROTO_UDP },
+	{ VIP_EMPTY_RING, LB_FAMILY_IPV4, V4_VIP_EMPTY, VIP_TCP_PORT, IPPROTO_TCP },
+	{ VIP_NO_RING, LB_FAMILY_IPV4, V4_VIP_NO_RING, VIP_TCP_PORT, IPPROTO_TCP },
+};
+
+static struct lb_prog *prog;
+static const struct lb_maps *maps;
+static const __u64 secret[2] = { 0x0123456789abcdefULL, 0xfedcba9876543210ULL };
+static const __u8 iface_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 };
+static int skip_reason; /* 0: run; else why not */
+static __u32 next_backend_id = 1, next_cookie = 1;
+
+/* --- harness ------------------------------------------------------------------ */
+
+static int group_setup(void **state)
+{
+	struct lb_load_opts opts = { .secret = { secret[0], secret[1] } };
+	struct bpf_prog_info info = {};
+	__u32 info_len = sizeof(info);
+	size_t i;
+	int err;
+
+	(void)state;
+	if (geteuid() != 0) {
+		if (getenv("CI") && strcmp(getenv("CI"), "true") == 0) {
+			fprintf(stderr, "test_xdp: CI=true but not root: these tests must run\n");
+			return -1;
+		}
+		fprintf(stderr, "test_xdp: skipped: needs root (CAP_BPF, CAP_NET_ADMIN)\n");
+		skip_reason = 1;
+		return 0;
+	}
+	memcpy(opts.iface_mac, iface_mac, 6);
+	err = lb_prog_load(&prog, &opts);
+	if (err) {
+		fprintf(stderr, "test_xdp: loading the program: %s\n", strerror(-err));
+		return -1;
+	}
+	maps = lb_prog_maps(prog);
+	if (bpf_obj_get_info_by_fd(lb_prog_fd(prog), &info, &info_len) == 0)
+		printf("verifier: ringlb_xdp loaded, %u instructions processed, %u xlated bytes\n",
+		       info.verified_insns, info.xlated_prog_len);
+	for (i = 0; i < sizeof(test_vips) / sizeof(test_vips[0]); i++) {
+		struct lb_vip_key key = { .port = htons(test_vips[i].port),
+					  .protocol = test_vips[i].protocol,
+					  .family = (__u8)test_vips[i].family };
+
+		pkt_addr(test_vips[i].family, test_vips[i].addr, key.addr);
+		err = lb_vip_set(maps, &key, (__u32)test_vips[i].id);
+		if (err)
+			return -1;
+	}
+	return lb_ring_swap(maps, VIP_EMPTY_RING, NULL, NULL, 1) ? -1 : 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	lb_prog_close(prog);
+	return 0;
+}
+
+#define NEEDS_ROOT()                                                      \
+	do {                                                              \
+		if (skip_reason)                                          \
+			skip();                                           \
+	} while (0)
+
+static __u64 reason_total(__u32 reason)
+{
+	int cpus = libbpf_num_possible_cpus(), i;
+	struct lb_counters *values = calloc((size_t)cpus, sizeof(*values));
+	__u64 sum = 0;
+
+	assert_non_null(values);
+	assert_int_equal(bpf_map_lookup_elem(maps->reason_stats, &reason, values), 0);
+	for (i = 0; i < cpus; i++)
+		sum += values[i].packets;
+	free(values);
+	return sum;
+}
+
+static void reasons_snapshot(__u64 *counts)
+{
+	__u32 r;
+
+	for (r = 0; r < LB_REASON_COUNT; r++)
+		counts[r] = reason_total(r);
+}
+
+static __u32 run_frame(const unsigned char *in, size_t len, unsigned char *out, size_t *out_len)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = (__u32)len,
+		    .data_out = out, .data_size_out = PKT_MAX, .repeat = 1);
+	int err = bpf_prog_test_run_opts(lb_prog_fd(prog), &opts);
+
+	check(err == 0, "BPF_PROG_TEST_RUN: %s", strerror(errno));
+	if (out_len)
+		*out_len = opts.data_size_out;
+	return opts.retval;
+}
+
+static void flows_clear(void)
+{
+	struct lb_flow_key key, next;
+
+	while (bpf_map_get_next_key(maps->flows, NULL, &next) == 0) {
+		key = next;
+		bpf_map_delete_elem(maps->flows, &key);
+	}
+}
+
+static void mac_of_backend(__u32 id, __u8 mac[6])
+{
+	mac[0] = 0x02;
+	mac[1] = 0xbe;
+	mac[2] = 0;
+	mac[3] = 0;
+	mac[4] = (__u8)(id >> 8);
+	mac[5] = (__u8)id;
+}
+
+/* A VIP's backends: a ring of members and the backend id of each member. */
+struct pool {
+	int vip;
+	struct ring *ring;
+	__u32 ids[1024];
+	size_t count;
+};
+
+/* Install one backend per member of @ring for @vip and swap the ring in. */
+static void pool_install(struct pool *pool, int vip, struct ring *ring)
+{
+	size_t i;
+
+	pool->vip = vip;
+	pool->ring = ring;
+	pool->count = ring_member_count(ring);
+	assert_true(pool->count <= 1024);
+	for (i = 0; i < pool->count; i++) {
+		struct lb_backend b = { .family = LB_FAMILY_IPV4, .state = LB_BACKEND_ACTIVE,
+					.vip_id = (__u32)vip, .cookie = next_cookie++ };
+		__u32 id = next_backend_id++;
+
+		if (next_backend_id >= LB_BACKENDS_MAX)
+			next_backend_id = 1;
+		mac_of_backend(id, b.mac);
+		b.addr[0] = 198;
+		b.addr[1] = 19;
+		b.addr[2] = (__u8)(id >> 8);
+		b.addr[3] = (__u8)id;
+		check(lb_backend_install(maps, id, &b) == 0, "install backend %u", id);
+		pool->ids[i] = id;
+	}
+	check(lb_ring_swap(maps, (__u32)vip, ring, pool->ids, 1) == 0, "swap ring of VIP %d", vip);
+}
+
+static void pool_release(struct pool *pool)
+{
+	size_t i;
+
+	for (i = 0; i < pool->count; i++)
+		lb_backend_set_state(maps, pool->ids[i], LB_BACKEND_UNUSED);
+	ring_free(pool->ring);
+	pool->ring = NULL;
+	pool->count = 0;
+}
+
+static struct ring *ring_weighted(uint32_t vnodes, size_t count, const uint32_t *weights,
+				  const char *prefix)
+{
+	struct ring_member members[1024];
+	char names[1024][32];
+	struct ring *r;
+	size_t i;
+	int err;
+
+	for (i = 0; i < count; i++) {
+		snprintf(names[i], sizeof(names[i]), "%s-%zu", prefix, i);
+		members[i].name = names[i];
+		members[i].weight = weights ? weights[i] : 1;
+	}
+	err = ring_build(&r, vnodes, members, count);
+	check(err == 0, "ring_build: %s", ring_strerror(err));
+	return r;
+}
+
+/* A client flow of the given VIP with a pseudo-random client address and port. */
+static void random_flow(struct test_rng *rng, int vip, struct pkt_spec *spec, char *client,
+			size_t client_len)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(test_vips) / sizeof(test_vips[0]); i++)
+		if (test_vips[i].id == vip)
+			break;
+	assert_true(i < sizeof(test_vips) / sizeof(test_vips[0]));
+	memset(spec, 0, sizeof(*spec));
+	spec->family = test_vips[i].family;
+	spec->protocol = test_vips[i].protocol;
+	spec->dst = test_vips[i].addr;
+	spec->dport = test_vips[i].port;
+	spec->sport = (uint16_t)(1024 + test_rng_below(rng, 64512));
+	if (spec->family == LB_FAMILY_IPV4) {
+		uint64_t a = test_rng_next(rng);
+
+		snprintf(client, client_len, "198.18.%u.%u", (unsigned)(a >> 8) % 256 | 128,
+			 (unsigned)a % 254 + 1);
+	} else {
+		uint64_t a = test_rng_next(rng);
+
+		snprintf(client, client_len, "2001:db8:c::%x:%x", (unsigned)(a >> 16) & 0xffff,
+			 (unsigned)a & 0xffff);
+	}
+	spec->src = client;
+}
+
+/* The backend the ring library says the kernel must pick for this frame's flow. */
+static __u32 expected_backend(const struct pool *pool, const struct pkt_spec *spec)
+{
+	struct ring_lookup_result res = { 0 };
+	struct lb_flow_key key;
+	uint8_t src[16], dst[16];
+
+	pkt_addr(spec->family, spec->src, src);
+	pkt_addr(spec->family, spec->dst, dst);
+	lb_flow_key_init(&key, spec->family, src, htons(spec->sport), dst, htons(spec->dport),
+			 spec->protocol);
+	assert_int_equal(ring_lookup(pool->ring, lb_flow_hash(secret, &key), &res), 0);
+	return pool->ids[res.member];
+}
+
+/* Send a frame, expect XDP_TX; return the backend id its new MAC names. */
+static __u32 forward(const struct pkt *pkt)
+{
+	unsigned char out[PKT_MAX];
+	size_t out_len;
+	__u32 verdict = run_frame(pkt->data, pkt->len, out, &out_len);
+
+	check(verdict == XDP_TX, "a VIP frame got verdict %u, not XDP_TX", verdict);
+	check(out_len == pkt->len, "frame length changed from %zu to %zu", pkt->len, out_len);
+	check(memcmp(out + 6, iface_mac, 6) == 0, "source MAC is not the interface's");
+	check(memcmp(out + 12, pkt->data + 12, pkt->len - 12) == 0,
+	      "bytes past the MACs changed");
+	check(out[0] == 0x02 && out[1] == 0xbe, "destination MAC is not a backend's");
+	return (__u32)out[4] << 8 | out[5];
+}
+
+/* --- agreement ------------------------------------------------------------------ */
+
+static void agreement_case(const char *name, uint32_t vnodes, size_t members,
+			   const uint32_t *weights)
+{
+	static const int vips[] = { VIP_V4_TCP, VIP_V4_UDP, VIP_V6_TCP, VIP_V6_UDP };
+	struct test_rng rng = { SEED };
+	size_t v;
+
+	for (v = 0; v < sizeof(vips) / sizeof(vips[0]); v++) {
+		struct pool pool;
+		size_t points;
+		int f;
+
+		flows_clear();
+		pool_install(&pool, vips[v], ring_weighted(vnodes, members, weights, name));
+		ring_points(pool.ring, &points);
+		for (f = 0; f < AGREEMENT_FLOWS; f++) {
+			struct pkt_spec spec;
+			struct pkt pkt;
+			char client[64];
+			__u32 want, got;
+
+			random_flow(&rng, vips[v], &spec, client, sizeof(client));
+			pkt_build(&pkt, &spec);
+			want = expected_backend(&pool, &spec);
+			got = forward(&pkt);
+			check(got == want, "%s ring (%zu points), VIP %d, flow %d (%s:%u): kernel "
+			      "picked backend %u, ring library %u", name, points, vips[v], f,
+			      client, spec.sport, got, want);
+		}
+		printf("agreement: %s ring, %zu points, VIP %d: %d of %d flows agree\n", name,
+		       points, vips[v], AGREEMENT_FLOWS, AGREEMENT_FLOWS);
+		pool_release(&pool);
+	}
+}
+
+static void test_kernel_agrees_with_ring_on_one_point_ring(void **state)
+{
+	(void)state;
+	NEEDS_ROOT();
+	agreement_case("one-point", 1, 1, NULL);
+}
+
+static void test_kernel_agrees_with_ring_on_weighted_ring(void **state)
+{
+	static const uint32_t weights[] = { 1, 2, 3, 5, 8, 0, 13 };
+
+	(void)state;
+	NEEDS_ROOT();
+	agreement_case("weighted", 100, sizeof(weights) / sizeof(weights[0]), weights);
+}
+
+static void test_kernel_agrees_with_ring_on_million_point_ring(void **state)
+{
+	(void)state;
+	NEEDS_ROOT();
+	/* 256 backends x 4096 points = 2^20 points, the largest ring. */
+	agreement_case("2^20-point", 4096, 256, NULL);
+}
+
+/* --- the frame ------------------------------------------------------------------- */
+
+static void test_forwarded_frame_differs_only_in_macs(void **state)
+{
+	static const struct pkt_spec specs[] = {
+		{ LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", V4_VIP, 40000, VIP_TCP_PORT, 0, 0, 0, 0 },
+		{ LB_FAMILY_IPV4, IPPROTO_UDP, "198.18.1.1", V4_VIP, 40000, VIP_UDP_PORT, 0, 0, 0, 0 },
+		{ LB_FAMILY_IPV6, IPPROTO_TCP, "2001:db8:c::1", V6_VIP, 40000, VIP_TCP_PORT, 0, 0, 0, 0 },
+		{ LB_FAMILY_IPV6, IPPROTO_UDP, "2001:db8:c::1", V6_VIP, 40000, VIP_UDP_PORT, 0, 0, 0, 0 },
+		{ LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", V4_VIP, 40001, VIP_TCP_PORT, 7, 0, 0, 0 },
+		{ LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", V4_VIP, 40002, VIP_TCP_PORT, 0, 0, 3, 0 },
+		{ LB_FAMILY_IPV6, IPPROTO_TCP, "2001:db8:c::1", V6_VIP, 40003, VIP_TCP_PORT, 0, 0, 0, 1 },
+	};
+	static const char *const what[] = {
+		"IPv4 TCP", "IPv4 UDP", "IPv6 TCP", "IPv6 UDP", "VLAN-tagged IPv4 TCP",
+		"IPv4 with options", "IPv6 with hop-by-hop options",
+	};
+	struct pool pools[4];
+	size_t i;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	for (i = 0; i < 4; i++)
+		pool_install(&pools[i], VIP_V4_TCP + (int)i, ring_weighted(10, 3, NULL, "frame"));
+	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		int vip = specs[i].family == LB_FAMILY_IPV4 ? VIP_V4_TCP : VIP_V6_TCP;
+		struct pkt pkt;
+		__u32 got;
+
+		if (specs[i].protocol == IPPROTO_UDP)
+			vip++;
+		pkt_build(&pkt, &specs[i]);
+		got = forward(&pkt); /* checks the MACs and every other byte */
+		check(got == expected_backend(&pools[vip - VIP_V4_TCP], &specs[i]),
+		      "%s frame went to backend %u, not the ring's", what[i], got);
+	}
+	for (i = 0; i < 4; i++)
+		pool_release(&pools[i]);
+}
+
+/* --- what is not ours, or not parseable ----------------------------------------- */
+
+static void test_non_vip_traffic_passes_untouched(void **state)
+{
+	static const struct pkt_spec specs[] = {
+		/* Another address, another port, another protocol on a VIP address. */
+		{ LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", V4_NOT_VIP, 40000, 80, 0, 0, 0, 0 },
+		{ LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", V4_VIP, 40000, 22, 0, 0, 0, 0 },
+		{ LB_FAMILY_IPV4, IPPROTO_UDP, "198.18.1.1", V4_VIP, 40000, VIP_TCP_PORT, 0, 0, 0, 0 },
+		{ LB_FAMILY_IPV6, IPPROTO_TCP, "2001:db8:c::1", "2001:db8::200", 40000, 80, 0, 0, 0, 0 },
+	};
+	unsigned char out[PKT_MAX];
+	__u64 before[LB_REASON_COUNT], after[LB_REASON_COUNT];
+	size_t i, out_len;
+
+	(void)state;
+	NEEDS_ROOT();
+	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		struct pkt pkt;
+		__u32 verdict;
+
+		pkt_build(&pkt, &specs[i]);
+		reasons_snapshot(before);
+		verdict = run_frame(pkt.data, pkt.len, out, &out_len);
+		reasons_snapshot(after);
+		check(verdict == XDP_PASS, "non-VIP frame %zu got verdict %u", i, verdict);
+		check(out_len == pkt.len && memcmp(out, pkt.data, pkt.len) == 0,
+		      "non-VIP frame %zu was modified", i);
+		check(after[LB_REASON_PASS_NOT_VIP] - before[LB_REASON_PASS_NOT_VIP] == 1,
+		      "non-VIP frame %zu not counted as PASS_NOT_VIP", i);
+	}
+}
+
+/* One row of the malformed-input table: a frame, the verdict, the reason. */
+struct malformed_case {
+	const char *name;
+	void (*make)(struct pkt *pkt);
+	__u32 verdict;
+	__u32 reason;
+};
+
+static void v4_tcp(struct pkt *pkt)
+{
+	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
+			      VIP_TCP_PORT, 0, 0, 0, 0 };
+
+	pkt_build(pkt, &s);
+}
+
+static void v4_udp(struct pkt *pkt)
+{
+	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_UDP, "198.18.1.9", V4_VIP, 41000,
+			      VIP_UDP_PORT, 0, 0, 0, 0 };
+
+	pkt_build(pkt, &s);
+}
+
+static void v6_tcp(struct pkt *pkt)
+{
+	struct pkt_spec s = { LB_FAMILY_IPV6, IPPROTO_TCP, "2001:db8:c::9", V6_VIP, 41000,
+			      VIP_TCP_PORT, 0, 0, 0, 0 };
+
+	pkt_build(pkt, &s);
+}
+
+static void cut_in_vlan(struct pkt *p)
+{
+	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
+			      VIP_TCP_PORT, 5, 0, 0, 0 };
+
+	pkt_build(p, &s);
+	p->len = 14 + 2;
+}
+
+static void stacked_vlan(struct pkt *p)
+{
+	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
+			      VIP_TCP_PORT, 5, 0, 0, 0 };
+
+	pkt_build(p, &s);
+	/* The inner EtherType becomes a second tag. */
+	p->data[16] = 0x81;
+	p->data[17] = 0x00;
+}
+
+static void arp(struct pkt *p)
+{
+	v4_tcp(p);
+	p->data[12] = 0x08;
+	p->data[13] = 0x06;
+}
+
+static void cut_in_ipv4(struct pkt *p) { v4_tcp(p); p->len = p->l3 + 19; }
+static void cut_in_ipv4_options(struct pkt *p)
+{
+	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
+			      VIP_TCP_PORT, 0, 0, 3, 0 };
+
+	pkt_build(p, &s);
+	p->len = p->l3 + 20 + 8; /* 12 bytes of options announced, 8 present */
+}
+static void ipv4_ihl_4(struct pkt *p) { v4_tcp(p); p->data[p->l3] = 0x44; pkt_ipv4_checksum(p); }
+static void ipv4_version_5(struct pkt *p) { v4_tcp(p); p->data[p->l3] = 0x55; }
+static void ipv4_total_too_long(struct pkt *p)
+{
+	v4_tcp(p);
+	p->data[p->l3 + 2] = 0x05; /* 1,280 bytes announced */
+	p->data[p->l3 + 3] = 0x00;
+	pkt_ipv4_checksum(p);
+}
+static void ipv4_total_below_header(struct pkt *p)
+{
+	v4_tcp(p);
+	p->data[p->l3 + 2] = 0;
+	p->data[p->l3 + 3] = 16;
+	pkt_ipv4_checksum(p);
+}
+static void ipv4_more_fragments(struct pkt *p)
+{
+	v4_tcp(p);
+	p->data[p->l3 + 6] = 0x20; /* MF */
+	pkt_ipv4_checksum(p);
+}
+static void ipv4_later_fragment(struct pkt *p)
+{
+	v4_tcp(p);
+	p->data[p->l3 + 6] = 0x00;
+	p->data[p->l3 + 7] = 0x10; /* offset 128 bytes */
+	pkt_ipv4_checksum(p);
+}
+static void ipv4_gre(struct pkt *p) { v4_tcp(p); p->data[p->l3 + 9] = 47; pkt_ipv4_checksum(p); }
+/* Cut the frame and make the IPv4 total length agree, so only L4 is short. */
+static void cut_ipv4_at(struct pkt *p, size_t len)
+{
+	p->len = len;
+	p->data[p->l3 + 2] = (unsigned char)((len - p->l3) >> 8);
+	p->data[p->l3 + 3] = (unsigned char)(len - p->l3);
+	pkt_ipv4_checksum(p);
+}
+static void cut_in_tcp(struct pkt *p) { v4_tcp(p); cut_ipv4_at(p, p->l4 + 19); }
+static void tcp_doff_4(struct pkt *p) { v4_tcp(p); p->data[p->l4 + 12] = 4 << 4; }
+static void cut_in_udp(struct pkt *p) { v4_udp(p); cut_ipv4_at(p, p->l4 + 7); }
+static void udp_len_7(struct pkt *p) { v4_udp(p); p->data[p->l4 + 4] = 0; p->data[p->l4 + 5] = 7; }
+static void cut_in_ipv6(struct pkt *p) { v6_tcp(p); p->len = p->l3 + 39; }
+static void ipv6_version_4(struct pkt *p) { v6_tcp(p); p->data[p->l3] = 0x40; }
+static void ipv6_payload_too_long(struct pkt *p) { v6_tcp(p); p->data[p->l3 + 4] = 0x05; }
+static void ipv6_payload_zero(struct pkt *p)
+{
+	v6_tcp(p);
+	p->data[p->l3 + 4] = 0;
+	p->data[p->l3 + 5] = 0;
+}
+static void ipv6_next(struct pkt *p, unsigned char next)
+{
+	/* Turn the TCP header's first 8 bytes into an extension header. */
+	v6_tcp(p);
+	p->data[p->l3 + 6] = next;
+	p->data[p->l4] = IPPROTO_TCP;
+	p->data[p->l4 + 1] = 0;
+}
+static void ipv6_fragment_header(struct pkt *p) { ipv6_next(p, 44); }
+static void ipv6_esp(struct pkt *p) { ipv6_next(p, 50); }
+static void ipv6_five_extensions(struct pkt *p)
+{
+	size_t i, at;
+
+	v6_tcp(p);
+	p->data[p->l3 + 6] = 60; /* destination options, five times */
+	at = p->l4;
+	memmove(p->data + at + 40, p->data + at, p->len - at);
+	for (i = 0; i < 5; i++) {
+		p->data[at + 8 * i] = i < 4 ? 60 : IPPROTO_TCP;
+		p->data[at + 8 * i + 1] = 0;
+		memset(p->data + at + 8 * i + 2, 0, 6);
+		p->data[at + 8 * i + 2] = 1; /* PadN */
+		p->data[at + 8 * i + 3] = 4;
+	}
+	p->len += 40;
+	p->data[p->l3 + 5] = (unsigned char)(p->data[p->l3 + 5] + 40);
+}
+static void cut_in_ipv6_extension(struct pkt *p)
+{
+	struct pkt_spec s = { LB_FAMILY_IPV6, IPPROTO_TCP, "2001:db8:c::9", V6_VIP, 41000,
+			      VIP_TCP_PORT, 0, 0, 0, 1 };
+
+	pkt_build(p, &s);
+	p->len = p->l3 + 40 + 4;
+	p->data[p->l3 + 4] = 0;
+	p->data[p->l3 + 5] = 4;
+}
+static void empty_ring_vip(struct pkt *p)
+{
+	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP_EMPTY, 41000,
+			      VIP_TCP_PORT, 0, 0, 0, 0 };
+
+	pkt_build(p, &s);
+}
+static void no_ring_vip(struct pkt *p)
+{
+	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP_NO_RING, 41000,
+			      VIP_TCP_PORT, 0, 0, 0, 0 };
+
+	pkt_build(p, &s);
+}
+
+/* ICMP echo request to the VIP address. */
+static void icmp_echo(struct pkt *p)
+{
+	v4_tcp(p);
+	p->data[p->l3 + 9] = IPPROTO_ICMP;
+	memset(p->data + p->l4, 0, 8);
+	p->data[p->l4] = 8;
+	pkt_ipv4_checksum(p);
+}
+
+/*
+ * An ICMP error from a router about a packet the backend sent to the client:
+ * outer header router -> VIP, quoting VIP:port -> client:port.
+ */
+static void icmp_error_about(struct pkt *p, int family, unsigned char type, unsigned char code,
+			     const char *quoted_src, uint16_t quoted_sport, uint16_t quoted_dport)
+{
+	struct pkt quoted;
+	struct pkt_spec q = { family, IPPROTO_TCP, quoted_src,
+			      family == LB_FAMILY_IPV4 ? "198.18.1.9" : "2001:db8:c::9",
+			      quoted_sport, quoted_dport, 0, 0x10, 0, 0 };
+	struct pkt_spec outer = { family, IPPROTO_TCP,
+				  family == LB_FAMILY_IPV4 ? "198.18.0.1" : "2001:db8::1",
+				  family == LB_FAMILY_IPV4 ? V4_VIP : V6_VIP, 0, 0, 0, 0, 0, 0 };
+	size_t quote_len;
+
+	pkt_build(&quoted, &q);
+	pkt_build(p, &outer);
+	quote_len = quoted.l4 + 8 - quoted.l3;
+	p->data[p->l3 + (family == LB_FAMILY_IPV4 ? 9 : 6)] =
+		family == LB_FAMILY_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
+	memset(p->data + p->l4, 0, 8);
+	p->data[p->l4] = type;
+	p->data[p->l4 + 1] = code;
+	memcpy(p->data + p->l4 + 8, quoted.data + quoted.l3, quote_len);
+	p->len = p->l4 + 8 + quote_len;
+	if (family == LB_FAMILY_IPV4) {
+		p->data[p->l3 + 2] = (unsigned char)((p->len - p->l3) >> 8);
+		p->data[p->l3 + 3] = (unsigned char)(p->len - p->l3);
+		pkt_ipv4_checksum(p);
+	} else {
+		p->data[p->l3 + 4] = (unsigned char)((p->len - p->l4) >> 8);
+		p->data[p->l3 + 5] = (unsigned char)(p->len - p->l4);
+	}
+}
+static void icmp_frag_needed_for_vip_flow(struct pkt *p)
+{
+	icmp_error_about(p, LB_FAMILY_IPV4, 3, 4, V4_VIP, VIP_TCP_PORT, 41000);
+}
+static void icmp_frag_needed_for_other(struct pkt *p)
+{
+	icmp_error_about(p, LB_FAMILY_IPV4, 3, 4, V4_NOT_VIP, VIP_TCP_PORT, 41000);
+}
+static void icmp6_too_big_for_vip_flow(struct pkt *p)
+{
+	icmp_error_about(p, LB_FAMILY_IPV6, 2, 0, V6_VIP, VIP_TCP_PORT, 41000);
+}
+static void icmp_error_cut_quote(struct pkt *p)
+{
+	icmp_frag_needed_for_vip_flow(p);
+	p->len -= 6; /* the quoted ports are cut */
+	p->data[p->l3 + 3] = (unsigned char)(p->data[p->l3 + 3] - 6);
+	pkt_ipv4_checksum(p);
+}
+
+static const struct malformed_case malformed_cases[] = {
+	{ "frame cut inside its VLAN tag", cut_in_vlan, XDP_PASS, LB_REASON_PASS_TRUNC_VLAN },
+	{ "two stacked VLAN tags", stacked_vlan, XDP_PASS, LB_REASON_PASS_VLAN_STACKED },
+	{ "ARP", arp, XDP_PASS, LB_REASON_PASS_NOT_IP },
+	{ "frame cut inside its IPv4 header", cut_in_ipv4, XDP_PASS, LB_REASON_PASS_TRUNC_IP },
+	{ "frame cut inside its IPv4 options", cut_in_ipv4_options, XDP_PASS,
+	  LB_REASON_PASS_TRUNC_IP },
+	{ "IPv4 IHL of 4", ipv4_ihl_4, XDP_PASS, LB_REASON_PASS_BAD_IPV4 },
+	{ "IPv4 version 5", ipv4_version_5, XDP_PASS, LB_REASON_PASS_BAD_IPV4 },
+	{ "IPv4 total length past the frame", ipv4_total_too_long, XDP_PASS,
+	  LB_REASON_PASS_BAD_IPV4 },
+	{ "IPv4 total length below the header", ipv4_total_below_header, XDP_PASS,
+	  LB_REASON_PASS_BAD_IPV4 },
+	{ "IPv4 first fragment (MF)", ipv4_more_fragments, XDP_PASS, LB_REASON_PASS_FRAGMENT },
+	{ "IPv4 later fragment", ipv4_later_fragment, XDP_PASS, LB_REASON_PASS_FRAGMENT },
+	{ "GRE to a VIP address", ipv4_gre, XDP_PASS, LB_REASON_PASS_NOT_VIP },
+	{ "frame cut inside its TCP header", cut_in_tcp, XDP_PASS, LB_REASON_PASS_TRUNC_L4 },
+	{ "TCP data offset of 4", tcp_doff_4, XDP_PASS, LB_REASON_PASS_BAD_L4 },
+	{ "frame cut inside its UDP header", cut_in_udp, XDP_PASS, LB_REASON_PASS_TRUNC_L4 },
+	{ "UDP length of 7", udp_len_7, XDP_PASS, LB_REASON_PASS_BAD_L4 },
+	{ "frame cut inside its IPv6 header", cut_in_ipv6, XDP_PASS, LB_REASON_PASS_TRUNC_IP },
+	{ "IPv6 EtherType with version 4", ipv6_version_4, XDP_PASS, LB_REASON_PASS_BAD_IPV6 },
+	{ "IPv6 payload length past the frame", ipv6_payload_too_long, XDP_PASS,
+	  LB_REASON_PASS_BAD_IPV6 },
+	{ "IPv6 payload length 0 (jumbogram)", ipv6_payload_zero, XDP_PASS,
+	  LB_REASON_PASS_BAD_IPV6 },
+	{ "IPv6 fragment header", ipv6_fragment_header, XDP_PASS, LB_REASON_PASS_FRAGMENT },
+	{ "IPv6 ESP", ipv6_esp, XDP_PASS, LB_REASON_PASS_IPV6_EXT },
+	{ "IPv6 with five extension headers", ipv6_five_extensions, XDP_PASS,
+	  LB_REASON_PASS_IPV6_EXT },
+	{ "frame cut inside an IPv6 extension header", cut_in_ipv6_extension, XDP_PASS,
+	  LB_REASON_PASS_TRUNC_IPV6_EXT },
+	{ "ICMP echo to a VIP address", icmp_echo, XDP_PASS, LB_REASON_PASS_ICMP },
+	{ "ICMP fragmentation needed about a VIP flow", icmp_frag_needed_for_vip_flow, XDP_TX,
+	  LB_REASON_FORWARDED_ICMP },
+	{ "ICMPv6 packet too big about a VIP flow", icmp6_too_big_for_vip_flow, XDP_TX,
+	  LB_REASON_FORWARDED_ICMP },
+	{ "ICMP fragmentation needed about another host", icmp_frag_needed_for_other, XDP_PASS,
+	  LB_REASON_PASS_ICMP },
+	{ "ICMP error whose quote is cut", icmp_error_cut_quote, XDP_PASS, LB_REASON_PASS_ICMP },
+	{ "TCP to a VIP whose ring is empty", empty_ring_vip, XDP_DROP,
+	  LB_REASON_DROP_NO_BACKEND },
+	{ "TCP to a VIP with no ring", no_ring_vip, XDP_DROP, LB_REASON_DROP_NO_RING },
+};
+
+static void test_malformed_and_unusual_frames_get_documented_verdicts(void **state)
+{
+	__u64 before[LB_REASON_COUNT], after[LB_REASON_COUNT];
+	struct pool pools[4];
+	size_t i;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	for (i = 0; i < 4; i++)
+		pool_install(&pools[i], VIP_V4_TCP + (int)i, ring_weighted(10, 3, NULL, "table"));
+	for (i = 0; i < sizeof(malformed_cases) / sizeof(malformed_cases[0]); i++) {
+		const struct malformed_case *mc = &malformed_cases[i];
+		unsigned char out[PKT_MAX];
+		struct pkt pkt;
+		size_t out_len;
+		__u32 verdict, r;
+
+		mc->make(&pkt);
+		reasons_snapshot(before);
+		verdict = run_frame(pkt.data, pkt.len, out, &out_len);
+		reasons_snapshot(after);
+		check(verdict == mc->verdict, "%s: verdict %u, documented %u", mc->name, verdict,
+		      mc->verdict);
+		for (r = 0; r < LB_REASON_COUNT; r++)
+			check(after[r] - before[r] == (r == mc->reason),
+			      "%s: reason %u counted %llu times (documented reason %u)", mc->name, r,
+			      (unsigned long long)(after[r] - before[r]), mc->reason);
+		if (verdict == XDP_PASS)
+			check(out_len == pkt.len && memcmp(out, pkt.data, pkt.len) == 0,
+			      "%s: a passed frame was modified", mc->name);
+	}
+	for (i = 0; i < 4; i++)
+		pool_release(&pools[i]);
+}
+
+/* The ICMP error reaches the backend of the flow it quotes. */
+static void test_icmp_error_follows_the_quoted_flow(void **state)
+{
+	struct pkt_spec flow = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
+				 VIP_TCP_PORT, 0, 0, 0, 0 };
+	struct pool pool;
+	struct pkt pkt, icmp;
+	__u32 flow_backend;
+	int i;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(100, 8, NULL, "icmp"));
+	pkt_build(&pkt, &flow);
+	flow_backend = forward(&pkt);
+	for (i = 0; i < 8; i++) {
+		icmp_frag_needed_for_vip_flow(&icmp);
+		check(forward(&icmp) == flow_backend, "ICMP error went elsewhere than its flow");
+	}
+	pool_release(&pool);
+}
+
+/* --- swaps, pinning, drain --------------------------------------------------------- */
+
+/* Send packet of flow i (a fixed client address and port per i) to the IPv4 TCP VIP. */
+static __u32 send_flow(int i, uint8_t tcp_flags)
+{
+	char client[64];
+	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, client, V4_VIP,
+				 (uint16_t)(10000 + i % 50000), VIP_TCP_PORT, 0, tcp_flags, 0, 0 };
+	struct pkt pkt;
+
+	snprintf(client, sizeof(client), "198.18.%d.%d", 128 + i / 50000 % 64, 1 + i % 250);
+	pkt_build(&pkt, &spec);
+	return forward(&pkt);
+}
+
+static struct pkt_spec flow_spec(int i, char *client, size_t len)
+{
+	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, client, V4_VIP,
+				 (uint16_t)(10000 + i % 50000), VIP_TCP_PORT, 0, 0, 0, 0 };
+
+	snprintf(client, len, "198.18.%d.%d", 128 + i / 50000 % 64, 1 + i % 250);
+	return spec;
+}
+
+#define SWAP_FLOWS 3000
+
+static void test_swap_serves_new_ring_and_keeps_pinned_flows(void **state)
+{
+	static __u32 pinned[SWAP_FLOWS];
+	struct pool a, b;
+	int i, moved_new = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&a, VIP_V4_TCP, ring_weighted(100, 4, NULL, "old"));
+	for (i = 0; i < SWAP_FLOWS; i++)
+		pinned[i] = send_flow(i, 0);
+	/* A whole new set of backends; the old ones stay installed and active. */
+	pool_install(&b, VIP_V4_TCP, ring_weighted(100, 4, NULL, "new"));
+	for (i = 0; i < SWAP_FLOWS; i++)
+		check(send_flow(i, 0x10) == pinned[i],
+		      "established flow %d left its backend after the swap", i);
+	for (i = SWAP_FLOWS; i < 2 * SWAP_FLOWS; i++) {
+		char client[64];
+		struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+		__u32 got = send_flow(i, 0);
+
+		check(got == expected_backend(&b, &spec), "new flow %d not placed by the new ring", i);
+		moved_new++;
+	}
+	check(moved_new == SWAP_FLOWS, "not every new flow was checked");
+	pool_release(&a);
+	pool_release(&b);
+}
+
+static void test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones(void **state)
+{
+	static __u32 pinned[SWAP_FLOWS];
+	struct pool pool;
+	struct ring *without;
+	__u32 drained, ids[8];
+	int i, kept = 0;
+	size_t m, k;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, "drain"));
+	for (i = 0; i < SWAP_FLOWS; i++)
+		pinned[i] = send_flow(i, 0);
+	/* Drain member 1: out of the ring first, then marked draining. */
+	drained = pool.ids[1];
+	assert_int_equal(ring_clone(&without, pool.ring), 0);
+	assert_int_equal(ring_remove(without, ring_member_name(pool.ring, 1)), 0);
+	for (m = 0, k = 0; m < pool.count; m++)
+		if (m != 1)
+			ids[k++] = pool.ids[m];
+	assert_int_equal(lb_ring_swap(maps, VIP_V4_TCP, without, ids, 2), 0);
+	assert_int_equal(lb_backend_set_state(maps, drained, LB_BACKEND_DRAINING), 0);
+	for (i = 0; i < SWAP_FLOWS; i++) {
+		__u32 got = send_flow(i, 0x10);
+
+		check(got == pinned[i], "flow %d moved from %u to %u during the drain", i, pinned[i],
+		      got);
+		kept += pinned[i] == drained;
+	}
+	check(kept > SWAP_FLOWS / 10, "only %d flows were pinned to the drained backend", kept);
+	for (i = SWAP_FLOWS; i < 3 * SWAP_FLOWS; i++)
+		check(send_flow(i, 0) != drained, "new flow %d reached the draining backend", i);
+	/* Removed: its flows are placed again by the ring, never sent to a free slot. */
+	assert_int_equal(lb_backend_set_state(maps, drained, LB_BACKEND_UNUSED), 0);
+	for (i = 0; i < SWAP_FLOWS; i++)
+		check(send_flow(i, 0x10) != drained, "flow %d still reaches a removed backend", i);
+	ring_free(without);
+	pool_release(&pool);
+}
+
+static void test_reset_unpins_and_fin_marks_the_flow(void **state)
+{
+	char client[64];
+	struct pkt_spec spec = flow_spec(7, client, sizeof(client));
+	struct lb_flow_key key;
+	struct lb_flow flow;
+	struct pool pool;
+	uint8_t src[16], dst[16];
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(10, 3, NULL, "rst"));
+	pkt_addr(LB_FAMILY_IPV4, spec.src, src);
+	pkt_addr(LB_FAMILY_IPV4, spec.dst, dst);
+	lb_flow_key_init(&key, LB_FAMILY_IPV4, src, htons(spec.sport), dst, htons(spec.dport),
+			 IPPROTO_TCP);
+	send_flow(7, 0x02);
+	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0, "SYN did not pin the flow");
+	check(!(flow.flags & LB_FLOW_FIN), "a fresh flow is marked closing");
+	send_flow(7, 0x11); /* FIN+ACK */
+	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && (flow.flags & LB_FLOW_FIN),
+	      "FIN did not mark the flow closing");
+	send_flow(7, 0x04); /* RST */
+	check(bpf_map_lookup_elem(maps->flows, &key, &flow) != 0, "RST left the flow pinned");
+	pool_release(&pool);
+}
+
+static void test_new_flows_and_bytes_are_counted_per_backend_and_vip(void **state)
+{
+	int cpus = libbpf_num_possible_cpus(), c, i;
+	struct lb_backend_counters *bc = calloc((size_t)cpus, sizeof(*bc));
+	struct lb_counters *vc = calloc((size_t)cpus, sizeof(*vc));
+	__u64 new_flows = 0, packets = 0, vip_packets = 0;
+	struct pool pool;
+	__u32 vip = VIP_V4_TCP;
+	size_t m;
+
+	(void)state;
+	NEEDS_ROOT();
+	assert_non_null(bc);
+	assert_non_null(vc);
+	flows_clear();
+	assert_int_equal(bpf_map_lookup_elem(maps->vip_stats, &vip, vc), 0);
+	for (c = 0; c < cpus; c++)
+		vip_packets -= vc[c].packets;
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(10, 3, NULL, "count"));
+	for (i = 0; i < 100; i++) {
+		send_flow(i, 0x02);
+		send_flow(i, 0x10);
+	}
+	for (m = 0; m < pool.count; m++) {
+		assert_int_equal(bpf_map_lookup_elem(maps->backend_stats, &pool.ids[m], bc), 0);
+		for (c = 0; c < cpus; c++) {
+			new_flows += bc[c].new_flows;
+			packets += bc[c].packets;
+		}
+	}
+	assert_int_equal(bpf_map_lookup_elem(maps->vip_stats, &vip, vc), 0);
+	for (c = 0; c < cpus; c++)
+		vip_packets += vc[c].packets;
+	check(new_flows == 100, "%llu new flows counted for 100", (unsigned long long)new_flows);
+	check(packets == 200, "%llu packets counted for 200", (unsigned long long)packets);
+	check(vip_packets == 200, "VIP counted %llu packets for 200",
+	      (unsigned long long)vip_packets);
+	free(bc);
+	free(vc);
+	pool_release(&pool);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kernel_agrees_with_ring_on_one_point_ring),
+		cmocka_unit_test(test_kernel_agrees_with_ring_on_weighted_ring),
+		cmocka_unit_test(test_kernel_agrees_with_ring_on_million_point_ring),
+		cmocka_unit_test(test_forwarded_frame_differs_only_in_macs),
+		cmocka_unit_test(test_non_vip_traffic_passes_untouched),
+		cmocka_unit_test(test_malformed_and_unusual_frames_get_documented_verdicts),
+		cmocka_unit_test(test_icmp_error_follows_the_quoted_flow),
+		cmocka_unit_test(test_swap_serves_new_ring_and_keeps_pinned_flows),
+		cmocka_unit_test(test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones),
+		cmocka_unit_test(test_reset_unpins_and_fin_marks_the_flow),
+		cmocka_unit_test(test_new_flows_and_bytes_are_counted_per_backend_and_vip),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The controller's kernel side: load and attach the XDP program (libbpf
+ * skeleton), pin and reopen its maps, and change what they hold: VIPs,
+ * backends, and whole rings swapped in with one map update.
+ *
+ * Every function returns 0 or a negative errno and prints nothing; callers
+ * report once, with context. A failed ring swap leaves the old ring serving.
+ */
+#ifndef RINGLB_LB_H
+#define RINGLB_LB_H
+
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "lb_contract.h"
+
+struct ring;
+
+/** LB_PIN_DIR_DEFAULT - where `ringlb` pins its maps and links. */
+#define LB_PIN_DIR_DEFAULT "/sys/fs/bpf/ringlb"
+
+/**
+ * struct lb_maps - file descriptors of the program's maps, -1 when closed.
+ */
+struct lb_maps {
+	int vips;
+	int backends;
+	int rings;
+	int flows;
+	int vip_stats;
+	int backend_stats;
+	int reason_stats;
+};
+
+/** enum lb_attach_mode - how the program is attached to an interface. */
+enum lb_attach_mode {
+	LB_ATTACH_NATIVE,  /* in the driver (XDP_FLAGS_DRV_MODE) */
+	LB_ATTACH_GENERIC, /* in the stack, for drivers without XDP (XDP_FLAGS_SKB_MODE) */
+};
+
+/**
+ * struct lb_load_opts - load-time settings of one program instance.
+ * @pin_dir: bpffs directory whose pinned maps are reused, or where the new
+ *           maps are pinned; NULL for private maps (tests)
+ * @secret: the deployment's flow hash key
+ * @iface_mac: the MAC of the interface the instance will be attached to
+ * @flow_entries: flow table size; 0 for LB_FLOWS_DEFAULT (only used when the
+ *                maps are created, not when pinned ones are reused)
+ */
+struct lb_load_opts {
+	const char *pin_dir;
+	__u64 secret[2];
+	__u8 iface_mac[6];
+	__u32 flow_entries;
+};
+
+struct lb_prog;
+
+/**
+ * lb_prog_load() - open, configure and load one instance of the program.
+ * @out: the loaded instance
+ * @opts: its settings
+ *
+ * With a pin directory, maps pinned there are reused and missing ones are
+ * created and pinned, so every instance shares one set of maps.
+ */
+int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts);
+
+/** lb_prog_fd() - the program's file descriptor. */
+int lb_prog_fd(const struct lb_prog *prog);
+
+/** lb_prog_maps() - the instance's maps. */
+const struct lb_maps *lb_prog_maps(const struct lb_prog *prog);
+
+/** lb_prog_close() - release an instance (attached links stay if pinned). */
+void lb_prog_close(struct lb_prog *prog);
+
+/**
+ * lb_attach() - attach an instance to an interface with a pinned XDP link.
+ * @prog: the instance
+ * @ifindex: the interface
+ * @mode: native or generic
+ * @link_path: bpffs path to pin the link at; the program stays attached
+ *             until the pin is removed (lb_detach())
+ */
+int lb_attach(struct lb_prog *prog, int ifindex, enum lb_attach_mode mode,
+	      const char *link_path);
+
+/** lb_detach() - detach by removing the pinned link at @link_path. */
+int lb_detach(const char *link_path);
+
+/** lb_maps_open_pinned() - open the maps pinned under @pin_dir. */
+int lb_maps_open_pinned(struct lb_maps *maps, const char *pin_dir);
+
+/** lb_maps_close() - close the descriptors of maps opened from pins. */
+void lb_maps_close(struct lb_maps *maps);
+
+/** lb_vip_set() - map a VIP key to @vip_id. */
+int lb_vip_set(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id);
+
+/** lb_vip_delete() - remove a VIP key. */
+int lb_vip_delete(const struct lb_maps *maps, const struct lb_vip_key *key);
+
+/**
+ * lb_backend_install() - fill a free backend slot and make it usable.
+ * @maps: the maps
+ * @id: the slot, 1 .. LB_BACKENDS_MAX - 1
+ * @backend: the backend; its state is what the slot ends in
+ *
+ * Writes every field while the slot's state is UNUSED, then the state alone,
+ * so the program never reads a half-written backend. Return: -EBUSY when the
+ * slot is in use.
+ */
+int lb_backend_install(const struct lb_maps *maps, __u32 id, const struct lb_backend *backend);
+
+/** lb_backend_set_state() - change only a backend's state (one byte). */
+int lb_backend_set_state(const struct lb_maps *maps, __u32 id, enum lb_backend_state state);
+
+/** lb_backend_read() - read a backend slot. */
+int lb_backend_read(const struct lb_maps *maps, __u32 id, struct lb_backend *backend);
+
+/**
+ * lb_ring_swap() - build a VIP's ring map from @ring and swap it in.
+ * @maps: the maps
+ * @vip_id: the VIP's slot
+ * @ring: the ring (NULL or empty: no backend takes new flows)
+ * @backend_of_member: backend id of each ring member, in member order
+ * @generation: stored in the ring header, for operators
+ *
+ * Creates a new inner map, fills it completely, then replaces the VIP's slot
+ * with one map update: every packet sees the old ring or the new one. On any
+ * failure the old ring keeps serving.
+ */
+int lb_ring_swap(const struct lb_maps *maps, __u32 vip_id, const struct ring *ring,
+		 const __u32 *backend_of_member, __u32 generation);
+
+/** lb_ring_clear() - remove a VIP's ring (its packets then drop as DROP_NO_RING). */
+int lb_ring_clear(const struct lb_maps *maps, __u32 vip_id);
+
+/**
+ * lb_ring_header_read() - the header of a VIP's installed ring.
+ * Return: 0, -ENOENT when no ring is installed.
+ */
+int lb_ring_header_read(const struct lb_maps *maps, __u32 vip_id, struct lb_ring_header *header);
+
+/**
+ * lb_flow_key_init() - the flow key of a client's packet to a VIP.
+ * @key: the key
+ * @family: LB_FAMILY_IPV4 or LB_FAMILY_IPV6
+ * @client: client address (4 or 16 bytes, network order)
+ * @client_port: client port (network order)
+ * @vip: VIP address
+ * @vip_port: VIP port (network order)
+ * @protocol: IPPROTO_TCP or IPPROTO_UDP
+ */
+void lb_flow_key_init(struct lb_flow_key *key, int family, const void *client, __be16 client_port,
+		      const void *vip, __be16 vip_port, __u8 protocol);
+
+/** lb_flow_hash() - the flow's ring position, as the XDP program computes it. */
+__u64 lb_flow_hash(const __u64 secret[2], const struct lb_flow_key *key);
+
+#endif /* RINGLB_LB_H */
