@@ -10,6 +10,7 @@
  * Needs root (CAP_BPF and CAP_NET_ADMIN). Without it the tests skip with a
  * message, except under CI=true, where they fail.
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -19,7 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <net/if.h>
+#include <sched.h>
+#include <linux/if_link.h>
 
 #include <cmocka.h>
 
@@ -960,6 +967,157 @@ static void test_new_flows_and_bytes_are_counted_per_backend_and_vip(void **stat
 	pool_release(&pool);
 }
 
+static void test_failed_swap_leaves_old_ring_serving(void **state)
+{
+	struct lb_maps broken;
+	struct pool pool;
+	struct ring *other;
+	__u32 before[200];
+	int i;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(50, 5, NULL, "keep"));
+	for (i = 0; i < 200; i++)
+		before[i] = send_flow(i, 0);
+	other = ring_weighted(50, 2, NULL, "never");
+	check(lb_ring_swap(maps, LB_VIPS_MAX, other, pool.ids, 9) == -ERANGE,
+	      "swap into a slot past the rings map was not refused");
+	/* A closed rings descriptor: the ring is built and filled, the swap fails. */
+	broken = *maps;
+	broken.rings = -1;
+	check(lb_ring_swap(&broken, VIP_V4_TCP, other, pool.ids, 9) < 0,
+	      "swap through a broken rings map did not fail");
+	flows_clear();
+	for (i = 0; i < 200; i++)
+		check(send_flow(i, 0) == before[i], "flow %d changed backend after a failed swap", i);
+	ring_free(other);
+	pool_release(&pool);
+}
+
+/* bpffs for the pin tests: /sys/fs/bpf, mounted if it is not. */
+static int bpffs_dir(char *dir, size_t len)
+{
+	struct stat st;
+
+	if (stat("/sys/fs/bpf", &st) != 0 && mkdir("/sys/fs/bpf", 0700) != 0)
+		return -errno;
+	if (mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL) != 0 && errno != EBUSY)
+		return -errno;
+	snprintf(dir, len, "/sys/fs/bpf/ringlb-test-%d", (int)getpid());
+	return mkdir(dir, 0700) == 0 ? 0 : -errno;
+}
+
+static void pins_remove(const char *dir)
+{
+	static const char *const names[] = {
+		"vips", "backends", "rings", "flows", "vip_stats", "backend_stats",
+		"reason_stats", "link",
+	};
+	char path[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+static __u32 map_id(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
+}
+
+static void test_instances_share_pinned_maps(void **state)
+{
+	struct lb_load_opts opts = { .secret = { 1, 2 }, .flow_entries = 4096 };
+	struct lb_prog *first = NULL, *second = NULL;
+	struct lb_maps pinned;
+	struct bpf_map_info info = {};
+	__u32 info_len = sizeof(info);
+	char dir[256];
+	int err;
+
+	(void)state;
+	NEEDS_ROOT();
+	err = bpffs_dir(dir, sizeof(dir));
+	check(err == 0, "bpffs: %s", strerror(-err));
+	opts.pin_dir = dir;
+	err = lb_prog_load(&first, &opts);
+	check(err == 0, "first instance: %s", strerror(-err));
+	opts.flow_entries = 0;
+	err = lb_prog_load(&second, &opts);
+	check(err == 0, "second instance: %s", strerror(-err));
+	check(map_id(lb_prog_maps(first)->rings) == map_id(lb_prog_maps(second)->rings),
+	      "the second instance did not reuse the pinned rings map");
+	check(map_id(lb_prog_maps(first)->flows) == map_id(lb_prog_maps(second)->flows),
+	      "the second instance did not reuse the pinned flow table");
+	err = lb_maps_open_pinned(&pinned, dir);
+	check(err == 0, "open pinned maps: %s", strerror(-err));
+	check(map_id(pinned.backends) == map_id(lb_prog_maps(first)->backends),
+	      "pinned backends map is not the loaded one");
+	check(bpf_obj_get_info_by_fd(pinned.flows, &info, &info_len) == 0 &&
+	      info.max_entries == 4096, "flow table size %u, loaded with 4096", info.max_entries);
+	lb_maps_close(&pinned);
+	lb_prog_close(first);
+	lb_prog_close(second);
+	pins_remove(dir);
+}
+
+/*
+ * Attach natively to a veth in a private network namespace (a child process
+ * made with unshare, so nothing leaks), check the kernel reports a driver-mode
+ * XDP program, and detach by removing the pinned link.
+ */
+static void test_attach_native_with_pinned_link_and_detach(void **state)
+{
+	char dir[256];
+	pid_t child;
+	int status, err;
+
+	(void)state;
+	NEEDS_ROOT();
+	err = bpffs_dir(dir, sizeof(dir));
+	check(err == 0, "bpffs: %s", strerror(-err));
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct lb_load_opts opts = { .secret = { 3, 4 } };
+		LIBBPF_OPTS(bpf_xdp_query_opts, query);
+		struct lb_prog *p = NULL;
+		char link[512];
+		int ifindex;
+
+		if (unshare(CLONE_NEWNET) || system("ip link add rlb0 type veth peer name rlb1 && "
+						     "ip link set rlb0 up && ip link set rlb1 up"))
+			_exit(10);
+		ifindex = (int)if_nametoindex("rlb0");
+		snprintf(link, sizeof(link), "%s/link", dir);
+		opts.pin_dir = dir;
+		if (!ifindex || lb_prog_load(&p, &opts))
+			_exit(11);
+		if (lb_attach(p, ifindex, LB_ATTACH_NATIVE, link))
+			_exit(12);
+		lb_prog_close(p); /* the pinned link keeps it attached */
+		if (bpf_xdp_query(ifindex, 0, &query) || query.attach_mode != XDP_ATTACHED_DRV)
+			_exit(13);
+		if (lb_detach(link) || bpf_xdp_query(ifindex, 0, &query) ||
+		    query.attach_mode != XDP_ATTACHED_NONE)
+			_exit(14);
+		_exit(0);
+	}
+	assert_true(waitpid(child, &status, 0) == child);
+	pins_remove(dir);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "attach/detach in a namespace failed at step %d (10 veth, 11 load, 12 attach, "
+	      "13 not native, 14 detach)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -974,6 +1132,9 @@ int main(void)
 		cmocka_unit_test(test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones),
 		cmocka_unit_test(test_reset_unpins_and_fin_marks_the_flow),
 		cmocka_unit_test(test_new_flows_and_bytes_are_counted_per_backend_and_vip),
+		cmocka_unit_test(test_failed_swap_leaves_old_ring_serving),
+		cmocka_unit_test(test_instances_share_pinned_maps),
+		cmocka_unit_test(test_attach_native_with_pinned_link_and_detach),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

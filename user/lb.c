@@ -38,12 +38,24 @@ static const char *const pinned_map_names[] = {
 	"vips", "backends", "rings", "flows", "vip_stats", "backend_stats", "reason_stats",
 };
 
-static int pinned_exists(const char *pin_dir, const char *name)
+/* max_entries of the map pinned at pin_dir/name: 0 and the size, or -errno. */
+static int pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_entries)
 {
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
 	char path[PATH_MAX];
+	int fd, err = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", pin_dir, name);
-	return access(path, F_OK) == 0;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	else
+		*max_entries = info.max_entries;
+	close(fd);
+	return err;
 }
 
 static void maps_from_skel(struct lb_maps *m, struct ringlb_bpf *skel)
@@ -61,6 +73,7 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 {
 	struct lb_prog *prog;
 	struct bpf_map *map;
+	__u32 flow_entries = 0;
 	int err;
 
 	*out = NULL;
@@ -75,11 +88,12 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	prog->skel->rodata->flow_secret[0] = opts->secret[0];
 	prog->skel->rodata->flow_secret[1] = opts->secret[1];
 	memcpy((void *)prog->skel->rodata->iface_mac, opts->iface_mac, sizeof(opts->iface_mac));
-	if (opts->flow_entries && !(opts->pin_dir && pinned_exists(opts->pin_dir, "flows"))) {
-		err = bpf_map__set_max_entries(prog->skel->maps.flows, opts->flow_entries);
-		if (err)
-			goto fail;
-	}
+	/* A pinned flow table keeps its size: reuse needs the same max_entries. */
+	if (!opts->pin_dir || pinned_max_entries(opts->pin_dir, "flows", &flow_entries))
+		flow_entries = opts->flow_entries ? opts->flow_entries : LB_FLOWS_DEFAULT;
+	err = bpf_map__set_max_entries(prog->skel->maps.flows, flow_entries);
+	if (err)
+		goto fail;
 	if (opts->pin_dir) {
 		size_t i;
 
