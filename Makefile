@@ -25,6 +25,7 @@ BPF_CFLAGS := -g -O2 -target bpf -ffreestanding $(ARCH_INCLUDE) -Ibpf -Iring $(W
 INCLUDES := -I$(OUTPUT) -Iring -Ibpf -Iuser -Itests
 LDLIBS_RING := -lm
 LDLIBS_BPF := -lbpf -lelf -lz
+LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap
 
 ifeq ($(V),1)
 	Q =
@@ -37,7 +38,7 @@ endif
 .DELETE_ON_ERROR:
 .PHONY: all test unit-test prog-test bench deps clean
 
-all: $(OUTPUT)/libring.a $(OUTPUT)/ringlb.skel.h $(OUTPUT)/test_xdp
+all: $(OUTPUT)/libring.a $(OUTPUT)/ringlb $(OUTPUT)/test_xdp $(OUTPUT)/xdp_pass.bpf.o
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -64,13 +65,25 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# Programs that live in the tests and benchmarks only.
+$(OUTPUT)/%.bpf.o: tests/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-# --- controller library ----------------------------------------------------------
+# --- controller and CLI ------------------------------------------------------------
 USER_SRCS := user/lb.c
 USER_HDRS := user/lb.h $(BPF_HDRS) $(OUTPUT)/ringlb.skel.h
+CLI_SRCS := user/ringlb.c user/ctl.c user/state.c user/addr.c user/host.c $(USER_SRCS) \
+	$(RING_SRCS)
+CLI_HDRS := user/ctl.h user/state.h user/addr.h user/host.h $(USER_HDRS) $(RING_HDRS)
+
+$(OUTPUT)/ringlb: $(CLI_SRCS) $(CLI_HDRS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(CLI_SRCS) -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
 UNIT_TESTS := test_ring

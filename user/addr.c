@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Operator-facing parsing and printing; see addr.h. Strict on purpose: a
+ * trailing character, a leading zero-padded port or an upper-case protocol
+ * is an error, so that what is stored is exactly what was meant.
+ */
+#include "addr.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lb_contract.h"
+
+int addr_parse(const char *text, struct addr *out, const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, text, out->bytes) == 1) {
+		out->family = LB_FAMILY_IPV4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, text, out->bytes) == 1) {
+		out->family = LB_FAMILY_IPV6;
+		return 0;
+	}
+	*why = "not an IPv4 or IPv6 address";
+	return -EINVAL;
+}
+
+void addr_format(const struct addr *a, char *buf)
+{
+	if (!inet_ntop(a->family == LB_FAMILY_IPV4 ? AF_INET : AF_INET6, a->bytes, buf,
+		       ADDR_TEXT_MAX))
+		snprintf(buf, ADDR_TEXT_MAX, "?");
+}
+
+int addr_equal(const struct addr *a, const struct addr *b)
+{
+	return a->family == b->family && memcmp(a->bytes, b->bytes, sizeof(a->bytes)) == 0;
+}
+
+int number_parse(const char *text, unsigned long min, unsigned long max, __u32 *out,
+		 const char **why)
+{
+	unsigned long long v = 0;
+	const char *p;
+
+	if (!text || !*text) {
+		*why = "empty number";
+		return -EINVAL;
+	}
+	for (p = text; *p; p++) {
+		if (*p < '0' || *p > '9') {
+			*why = "not a decimal number";
+			return -EINVAL;
+		}
+		v = v * 10 + (unsigned long long)(*p - '0');
+		if (v > max) {
+			*why = "number out of range";
+			return -ERANGE;
+		}
+	}
+	if (text[0] == '0' && text[1]) {
+		*why = "number with a leading zero";
+		return -EINVAL;
+	}
+	if (v < min) {
+		*why = "number out of range";
+		return -ERANGE;
+	}
+	*out = (__u32)v;
+	return 0;
+}
+
+/*
+ * Split "ADDR:PORT" or "[ADDR6]:PORT" at the port: copy the address into
+ * @addr_text and return the port text, or NULL.
+ */
+static const char *split_endpoint(const char *text, char *addr_text, size_t len,
+				  const char **why)
+{
+	const char *colon;
+	size_t n;
+
+	if (text[0] == '[') {
+		const char *close = strchr(text, ']');
+
+		if (!close || close[1] != ':') {
+			*why = "IPv6 endpoints are written [ADDR]:PORT";
+			return NULL;
+		}
+		n = (size_t)(close - text - 1);
+		if (n >= len) {
+			*why = "address too long";
+			return NULL;
+		}
+		memcpy(addr_text, text + 1, n);
+		addr_text[n] = '\0';
+		return close + 2;
+	}
+	colon = strchr(text, ':');
+	if (!colon) {
+		*why = "missing :PORT";
+		return NULL;
+	}
+	if (strchr(colon + 1, ':')) {
+		*why = "IPv6 endpoints are written [ADDR]:PORT";
+		return NULL;
+	}
+	n = (size_t)(colon - text);
+	if (n >= len) {
+		*why = "address too long";
+		return NULL;
+	}
+	memcpy(addr_text, text, n);
+	addr_text[n] = '\0';
+	return colon + 1;
+}
+
+int endpoint_parse(const char *text, struct addr *addr, __u16 *port, const char **why)
+{
+	char addr_text[ADDR_TEXT_MAX];
+	const char *port_text = split_endpoint(text, addr_text, sizeof(addr_text), why);
+	__u32 p;
+	int err;
+
+	if (!port_text)
+		return -EINVAL;
+	err = addr_parse(addr_text, addr, why);
+	if (err)
+		return err;
+	if (text[0] == '[' && addr->family != LB_FAMILY_IPV6) {
+		*why = "brackets are for IPv6 addresses";
+		return -EINVAL;
+	}
+	if (number_parse(port_text, 1, 65535, &p, why)) {
+		*why = "port must be 1..65535";
+		return -EINVAL;
+	}
+	*port = (__u16)p;
+	return 0;
+}
+
+int vip_parse(const char *text, struct vip_spec *out, const char **why)
+{
+	char endpoint[ADDR_TEXT_MAX + 8];
+	const char *slash = strrchr(text, '/');
+	size_t n;
+
+	memset(out, 0, sizeof(*out));
+	if (!slash) {
+		*why = "missing /tcp or /udp";
+		return -EINVAL;
+	}
+	if (strcmp(slash + 1, "tcp") == 0) {
+		out->protocol = IPPROTO_TCP;
+	} else if (strcmp(slash + 1, "udp") == 0) {
+		out->protocol = IPPROTO_UDP;
+	} else {
+		*why = "protocol must be tcp or udp";
+		return -EINVAL;
+	}
+	n = (size_t)(slash - text);
+	if (n >= sizeof(endpoint)) {
+		*why = "too long";
+		return -EINVAL;
+	}
+	memcpy(endpoint, text, n);
+	endpoint[n] = '\0';
+	return endpoint_parse(endpoint, &out->addr, &out->port, why);
+}
+
+void vip_format(const struct vip_spec *vip, char *buf)
+{
+	char addr[ADDR_TEXT_MAX];
+	const char *proto = vip->protocol == IPPROTO_TCP ? "tcp" : "udp";
+
+	addr_format(&vip->addr, addr);
+	if (vip->addr.family == LB_FAMILY_IPV6)
+		snprintf(buf, ADDR_TEXT_MAX, "[%.45s]:%u/%s", addr, vip->port, proto);
+	else
+		snprintf(buf, ADDR_TEXT_MAX, "%.45s:%u/%s", addr, vip->port, proto);
+}
+
+int vip_equal(const struct vip_spec *a, const struct vip_spec *b)
+{
+	return addr_equal(&a->addr, &b->addr) && a->port == b->port && a->protocol == b->protocol;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int mac_parse(const char *text, __u8 mac[6], const char **why)
+{
+	int i;
+
+	if (strlen(text) != 17) {
+		*why = "a MAC is written xx:xx:xx:xx:xx:xx";
+		return -EINVAL;
+	}
+	for (i = 0; i < 6; i++) {
+		int hi = hex_digit(text[3 * i]), lo = hex_digit(text[3 * i + 1]);
+
+		if (hi < 0 || lo < 0 || (i < 5 && text[3 * i + 2] != ':')) {
+			*why = "a MAC is written xx:xx:xx:xx:xx:xx";
+			return -EINVAL;
+		}
+		mac[i] = (__u8)(hi << 4 | lo);
+	}
+	if (mac[0] & 1) {
+		*why = "a backend MAC must be unicast";
+		return -EINVAL;
+	}
+	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5])) {
+		*why = "the all-zero MAC is not a backend";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void mac_format(const __u8 mac[6], char *buf)
+{
+	snprintf(buf, MAC_TEXT_MAX, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
+		 mac[3], mac[4], mac[5]);
+}
+
+int name_check(const char *name, const char **why)
+{
+	size_t i;
+
+	if (!name || !*name) {
+		*why = "empty name";
+		return -EINVAL;
+	}
+	for (i = 0; name[i]; i++) {
+		char c = name[i];
+
+		if (i >= NAME_MAX_LEN) {
+			*why = "names are at most 63 characters";
+			return -EINVAL;
+		}
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-')) {
+			*why = "names use only letters, digits, '.', '_' and '-'";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}

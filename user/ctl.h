@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The controller: makes the kernel's maps agree with a desired state, and
+ * answers questions about flows the way the XDP program would.
+ */
+#ifndef RINGLB_CTL_H
+#define RINGLB_CTL_H
+
+#include <linux/types.h>
+
+#include "lb.h"
+#include "state.h"
+
+/** CTL_WHY_MAX - room for an explanation of a failed sync. */
+#define CTL_WHY_MAX 256
+
+/**
+ * ctl_sync() - make the maps hold exactly @want.
+ * @maps: the pinned maps
+ * @applied: the state the maps hold now, or NULL when unknown (after an
+ *           attach that created the maps, or a restore): then every ring is
+ *           rebuilt and every slot checked
+ * @want: the desired state
+ * @why: on failure, what failed
+ *
+ * Order keeps every packet safe: new backends are installed before any ring
+ * names them; rings are swapped whole; a backend is marked draining only
+ * after the ring without it serves, and freed only after no ring names it.
+ * A VIP's key appears after its ring and goes before it.
+ */
+int ctl_sync(const struct lb_maps *maps, const struct state *applied, const struct state *want,
+	     char why[CTL_WHY_MAX]);
+
+/**
+ * struct ctl_answer - where a flow goes.
+ * @backend: its backend in the state, NULL when none takes it
+ * @pinned: 1 when the flow table holds it, 0 when the ring places it
+ * @hash: the flow's position on the ring
+ */
+struct ctl_answer {
+	const struct state_backend *backend;
+	int pinned;
+	__u64 hash;
+};
+
+/**
+ * ctl_lookup() - the backend the kernel picks for a client's flow to a VIP.
+ * @maps: the pinned maps, or NULL to ask the ring alone
+ * @secret: the deployment's flow hash key
+ * @vip: the VIP
+ * @client: client address
+ * @client_port: client port (host order)
+ * @out: the answer
+ *
+ * Mirrors the program: a flow pinned to a backend that is still installed
+ * (same cookie) stays there; any other flow goes where the ring says.
+ */
+int ctl_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct state_vip *vip,
+	       const struct addr *client, __u16 client_port, struct ctl_answer *out);
+
+#endif /* RINGLB_CTL_H */

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * What the controller asks of the host: an interface's MAC, a neighbour's
+ * MAC (resolving it when the host does not know it yet), the deployment
+ * secret, and whether the caller may change the data path.
+ */
+#ifndef RINGLB_HOST_H
+#define RINGLB_HOST_H
+
+#include <linux/types.h>
+
+#include "addr.h"
+
+/** HOST_WHY_MAX - room for an explanation of a failure. */
+#define HOST_WHY_MAX 192
+
+/** host_iface_mac() - an interface's MAC. Return: 0, -ENODEV. */
+int host_iface_mac(const char *ifname, __u8 mac[6]);
+
+/**
+ * host_neigh_mac() - a directly attached host's MAC from the neighbour table.
+ * @a: the host's address
+ * @mac: its MAC
+ * @timeout_ms: how long to wait for resolution when the table has no usable
+ *              entry; resolution is triggered by sending the host one UDP
+ *              datagram to the discard port
+ * @why: on failure, what happened
+ */
+int host_neigh_mac(const struct addr *a, __u8 mac[6], int timeout_ms, char why[HOST_WHY_MAX]);
+
+/**
+ * host_secret() - the deployment's flow hash secret.
+ * @path: the secret file (32 hex digits, mode 0600)
+ * @create: make one from the OS random source when the file is missing
+ * @secret: the secret
+ * @why: on failure, what is wrong
+ *
+ * A file readable by group or others is refused: the secret decides which
+ * backend every flow reaches, and knowing it lets a client choose.
+ */
+int host_secret(const char *path, int create, __u64 secret[2], char why[HOST_WHY_MAX]);
+
+/**
+ * host_privileged() - may this process load programs and change maps?
+ * Return: 1 with CAP_BPF (or CAP_SYS_ADMIN) and CAP_NET_ADMIN, else 0.
+ */
+int host_privileged(void);
+
+/**
+ * host_bpffs() - is @dir on a mounted BPF filesystem?
+ * Return: 1, 0 when it is not (or does not exist).
+ */
+int host_bpffs(const char *dir);
+
+#endif /* RINGLB_HOST_H */

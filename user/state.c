@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The desired state and its JSON file; see state.h. The file looks like:
+ *
+ *   { "version": 1, "generation": 12, "flow_entries": 65536,
+ *     "next_backend_id": 4, "next_cookie": 4,
+ *     "interfaces": [ { "name": "eth0", "mode": "native" } ],
+ *     "vips": [ { "id": 0, "vip": "198.18.0.100:80/tcp", "vnodes": 1000,
+ *                 "backends": [ { "name": "web-1", "address": "198.18.1.1",
+ *                                 "mac": "02:00:00:00:01:01", "weight": 1,
+ *                                 "state": "active", "id": 1, "cookie": 1 } ] } ] }
+ *
+ * Validation covers every field's type and range, uniqueness of VIPs, VIP
+ * ids, backend names within a VIP and backend ids across VIPs, and the ring
+ * point limit, so a state that loads can always be applied.
+ */
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lb_contract.h"
+#include "ring.h"
+
+void state_init(struct state *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->flow_entries = LB_FLOWS_DEFAULT;
+	s->next_backend_id = 1;
+	s->next_cookie = 1;
+}
+
+void state_free(struct state *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->vip_count; i++)
+		free(s->vips[i].backends);
+	free(s->vips);
+	free(s->ifaces);
+	state_init(s);
+}
+
+int state_clone(struct state *dst, const struct state *src)
+{
+	size_t i = 0;
+
+	*dst = *src;
+	dst->vips = calloc(src->vip_count ? src->vip_count : 1, sizeof(*dst->vips));
+	dst->ifaces = calloc(src->iface_count ? src->iface_count : 1, sizeof(*dst->ifaces));
+	if (!dst->vips || !dst->ifaces)
+		goto fail;
+	if (src->iface_count)
+		memcpy(dst->ifaces, src->ifaces, src->iface_count * sizeof(*dst->ifaces));
+	for (i = 0; i < src->vip_count; i++) {
+		size_t n = src->vips[i].backend_count;
+
+		dst->vips[i] = src->vips[i];
+		dst->vips[i].backends = calloc(n ? n : 1, sizeof(struct state_backend));
+		if (!dst->vips[i].backends)
+			goto fail;
+		if (n)
+			memcpy(dst->vips[i].backends, src->vips[i].backends,
+			       n * sizeof(struct state_backend));
+	}
+	return 0;
+fail:
+	/* Only the VIPs copied so far own their arrays. */
+	dst->vip_count = dst->vips ? i : 0;
+	state_free(dst);
+	return -ENOMEM;
+}
+
+struct state_vip *state_vip_find(const struct state *s, const struct vip_spec *spec)
+{
+	size_t i;
+
+	for (i = 0; i < s->vip_count; i++)
+		if (vip_equal(&s->vips[i].spec, spec))
+			return &s->vips[i];
+	return NULL;
+}
+
+static int vip_id_taken(const struct state *s, __u32 id)
+{
+	size_t i;
+
+	for (i = 0; i < s->vip_count; i++)
+		if (s->vips[i].id == id)
+			return 1;
+	return 0;
+}
+
+int state_vip_add(struct state *s, const struct vip_spec *spec, __u32 vnodes,
+		  struct state_vip **out)
+{
+	struct state_vip *vips;
+	__u32 id;
+
+	if (state_vip_find(s, spec))
+		return -EEXIST;
+	for (id = 0; id < LB_VIPS_MAX && vip_id_taken(s, id); id++)
+		;
+	if (id == LB_VIPS_MAX)
+		return -ENOSPC;
+	vips = realloc(s->vips, (s->vip_count + 1) * sizeof(*vips));
+	if (!vips)
+		return -ENOMEM;
+	s->vips = vips;
+	memset(&vips[s->vip_count], 0, sizeof(vips[0]));
+	vips[s->vip_count].id = id;
+	vips[s->vip_count].spec = *spec;
+	vips[s->vip_count].vnodes = vnodes;
+	*out = &vips[s->vip_count++];
+	return 0;
+}
+
+void state_vip_remove(struct state *s, struct state_vip *vip)
+{
+	size_t at = (size_t)(vip - s->vips);
+
+	free(vip->backends);
+	memmove(&s->vips[at], &s->vips[at + 1], (s->vip_count - at - 1) * sizeof(*s->vips));
+	s->vip_count--;
+}
+
+struct state_backend *state_backend_find(const struct state_vip *vip, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < vip->backend_count; i++)
+		if (strcmp(vip->backends[i].name, name) == 0)
+			return &vip->backends[i];
+	return NULL;
+}
+
+static int backend_id_taken(const struct state *s, __u32 id)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->vip_count; i++)
+		for (j = 0; j < s->vips[i].backend_count; j++)
+			if (s->vips[i].backends[j].id == id)
+				return 1;
+	return 0;
+}
+
+int state_backend_add(struct state *s, struct state_vip *vip, const struct state_backend *b)
+{
+	struct state_backend *backends;
+	__u32 id = s->next_backend_id, tries;
+
+	if (state_backend_find(vip, b->name))
+		return -EEXIST;
+	/*
+	 * Round-robin over the ids, so a freed slot is reused as late as
+	 * possible: flows pinned to it have long expired by then.
+	 */
+	for (tries = 0; tries < LB_BACKENDS_MAX; tries++) {
+		if (id == LB_BACKEND_NONE || id >= LB_BACKENDS_MAX)
+			id = 1;
+		if (!backend_id_taken(s, id))
+			break;
+		id++;
+	}
+	if (tries == LB_BACKENDS_MAX)
+		return -ENOSPC;
+	backends = realloc(vip->backends, (vip->backend_count + 1) * sizeof(*backends));
+	if (!backends)
+		return -ENOMEM;
+	vip->backends = backends;
+	backends[vip->backend_count] = *b;
+	backends[vip->backend_count].id = id;
+	backends[vip->backend_count].cookie = s->next_cookie;
+	vip->backend_count++;
+	s->next_backend_id = id + 1 < LB_BACKENDS_MAX ? id + 1 : 1;
+	s->next_cookie = s->next_cookie == UINT32_MAX ? 1 : s->next_cookie + 1;
+	return 0;
+}
+
+void state_backend_remove(struct state_vip *vip, struct state_backend *b)
+{
+	size_t at = (size_t)(b - vip->backends);
+
+	memmove(&vip->backends[at], &vip->backends[at + 1],
+		(vip->backend_count - at - 1) * sizeof(*b));
+	vip->backend_count--;
+}
+
+int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backend_ids)
+{
+	struct ring_member *members;
+	struct ring *r = NULL;
+	__u32 *ids = NULL;
+	size_t i, n = 0;
+	int err;
+
+	*out = NULL;
+	*backend_ids = NULL;
+	members = calloc(vip->backend_count ? vip->backend_count : 1, sizeof(*members));
+	if (!members)
+		return -ENOMEM;
+	for (i = 0; i < vip->backend_count; i++) {
+		if (vip->backends[i].draining)
+			continue;
+		members[n].name = vip->backends[i].name;
+		members[n].weight = vip->backends[i].weight;
+		n++;
+	}
+	err = ring_build(&r, vip->vnodes, members, n);
+	if (err)
+		goto out;
+	ids = calloc(n ? n : 1, sizeof(*ids));
+	if (!ids) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* Ring members are numbered in name order; map each back to its backend. */
+	for (i = 0; i < n; i++)
+		ids[i] = state_backend_find(vip, ring_member_name(r, (__u32)i))->id;
+	*out = r;
+	*backend_ids = ids;
+	r = NULL;
+	ids = NULL;
+out:
+	ring_free(r);
+	free(ids);
+	free(members);
+	return err;
+}
+
+struct state_iface *state_iface_find(const struct state *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->iface_count; i++)
+		if (strcmp(s->ifaces[i].name, name) == 0)
+			return &s->ifaces[i];
+	return NULL;
+}
+
+/* --- JSON ----------------------------------------------------------------------- */
+
+static json_t *backend_to_json(const struct state_backend *b)
+{
+	char addr[ADDR_TEXT_MAX], mac[MAC_TEXT_MAX];
+
+	addr_format(&b->addr, addr);
+	mac_format(b->mac, mac);
+	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I}", "name", b->name, "address", addr,
+			 "mac", mac, "weight", (json_int_t)b->weight, "state",
+			 b->draining ? "draining" : "active", "id", (json_int_t)b->id, "cookie",
+			 (json_int_t)b->cookie);
+}
+
+char *state_to_text(const struct state *s)
+{
+	json_t *root, *vips, *ifaces;
+	char *text = NULL;
+	size_t i, j;
+
+	root = json_pack("{s:i, s:I, s:I, s:I, s:I}", "version", STATE_VERSION, "generation",
+			 (json_int_t)s->generation, "flow_entries", (json_int_t)s->flow_entries,
+			 "next_backend_id", (json_int_t)s->next_backend_id, "next_cookie",
+			 (json_int_t)s->next_cookie);
+	ifaces = json_array();
+	vips = json_array();
+	if (!root || !ifaces || !vips)
+		goto out;
+	for (i = 0; i < s->iface_count; i++)
+		json_array_append_new(ifaces, json_pack("{s:s, s:s}", "name", s->ifaces[i].name,
+							"mode", s->ifaces[i].generic ? "generic" :
+										       "native"));
+	for (i = 0; i < s->vip_count; i++) {
+		const struct state_vip *v = &s->vips[i];
+		char spec[ADDR_TEXT_MAX];
+		json_t *backends = json_array();
+
+		vip_format(&v->spec, spec);
+		for (j = 0; j < v->backend_count; j++)
+			json_array_append_new(backends, backend_to_json(&v->backends[j]));
+		json_array_append_new(vips, json_pack("{s:I, s:s, s:I, s:o}", "id",
+						      (json_int_t)v->id, "vip", spec, "vnodes",
+						      (json_int_t)v->vnodes, "backends", backends));
+	}
+	json_object_set(root, "interfaces", ifaces);
+	json_object_set(root, "vips", vips);
+	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+out:
+	json_decref(ifaces);
+	json_decref(vips);
+	json_decref(root);
+	return text;
+}
+
+/* Error text with the JSON path of the problem. */
+static int refuse(char why[STATE_WHY_MAX], const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, STATE_WHY_MAX, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* An integer member within [min, max]. */
+static int get_uint(json_t *obj, const char *key, json_int_t min, json_int_t max,
+		    json_int_t *out, const char *where, char why[STATE_WHY_MAX])
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!json_is_integer(v))
+		return refuse(why, "%s.%s: missing or not an integer", where, key);
+	*out = json_integer_value(v);
+	if (*out < min || *out > max)
+		return refuse(why, "%s.%s: %lld is out of range %lld..%lld", where, key,
+			      (long long)*out, (long long)min, (long long)max);
+	return 0;
+}
+
+static int get_string(json_t *obj, const char *key, const char **out, const char *where,
+		      char why[STATE_WHY_MAX])
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!json_is_string(v))
+		return refuse(why, "%s.%s: missing or not a string", where, key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int backend_from_json(json_t *obj, struct state_backend *b, const char *where,
+			     char why[STATE_WHY_MAX])
+{
+	const char *name = NULL, *address = NULL, *mac = NULL, *state = NULL, *problem = NULL;
+	json_int_t weight = 0, id = 0, cookie = 0;
+	int err;
+
+	if (!json_is_object(obj))
+		return refuse(why, "%s: not an object", where);
+	err = get_string(obj, "name", &name, where, why) ?:
+	      get_string(obj, "address", &address, where, why) ?:
+	      get_string(obj, "mac", &mac, where, why) ?:
+	      get_string(obj, "state", &state, where, why) ?:
+	      get_uint(obj, "weight", 0, RING_WEIGHT_MAX, &weight, where, why) ?:
+	      get_uint(obj, "id", 1, LB_BACKENDS_MAX - 1, &id, where, why) ?:
+	      get_uint(obj, "cookie", 1, UINT32_MAX, &cookie, where, why);
+	if (err)
+		return err;
+	if (name_check(name, &problem))
+		return refuse(why, "%s.name: %s", where, problem);
+	if (addr_parse(address, &b->addr, &problem))
+		return refuse(why, "%s.address: %s", where, problem);
+	if (mac_parse(mac, b->mac, &problem))
+		return refuse(why, "%s.mac: %s", where, problem);
+	if (strcmp(state, "active") && strcmp(state, "draining"))
+		return refuse(why, "%s.state: must be \"active\" or \"draining\"", where);
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	b->draining = strcmp(state, "draining") == 0;
+	b->weight = (__u32)weight;
+	b->id = (__u32)id;
+	b->cookie = (__u32)cookie;
+	return 0;
+}
+
+static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
+			 char why[STATE_WHY_MAX])
+{
+	const char *spec = NULL, *problem = NULL;
+	json_int_t id = 0, vnodes = 0;
+	json_t *backends, *b;
+	uint64_t points = 0;
+	size_t i, j;
+	int err;
+
+	if (!json_is_object(obj))
+		return refuse(why, "%s: not an object", where);
+	err = get_string(obj, "vip", &spec, where, why) ?:
+	      get_uint(obj, "id", 0, LB_VIPS_MAX - 1, &id, where, why) ?:
+	      get_uint(obj, "vnodes", RING_VNODES_MIN, RING_VNODES_MAX, &vnodes, where, why);
+	if (err)
+		return err;
+	if (vip_parse(spec, &v->spec, &problem))
+		return refuse(why, "%s.vip: %s", where, problem);
+	v->id = (__u32)id;
+	v->vnodes = (__u32)vnodes;
+	backends = json_object_get(obj, "backends");
+	if (!json_is_array(backends))
+		return refuse(why, "%s.backends: missing or not an array", where);
+	v->backends = calloc(json_array_size(backends) ? json_array_size(backends) : 1,
+			     sizeof(*v->backends));
+	if (!v->backends)
+		return -ENOMEM;
+	json_array_foreach(backends, i, b) {
+		char at[128];
+
+		snprintf(at, sizeof(at), "%s.backends[%zu]", where, i);
+		err = backend_from_json(b, &v->backends[i], at, why);
+		if (err)
+			return err;
+		v->backend_count++;
+		for (j = 0; j < i; j++)
+			if (strcmp(v->backends[j].name, v->backends[i].name) == 0)
+				return refuse(why, "%s.name: duplicate backend \"%s\"", at,
+					      v->backends[i].name);
+		if (!v->backends[i].draining)
+			points += (uint64_t)v->backends[i].weight * v->vnodes;
+	}
+	if (points > RING_POINTS_MAX)
+		return refuse(why, "%s: %llu ring points, over the limit of %u", where,
+			      (unsigned long long)points, RING_POINTS_MAX);
+	return 0;
+}
+
+/* Checks across VIPs: unique VIPs, VIP ids and backend ids. */
+static int state_check_unique(const struct state *s, char why[STATE_WHY_MAX])
+{
+	size_t i, j, k, l;
+
+	for (i = 0; i < s->vip_count; i++) {
+		for (j = 0; j < i; j++) {
+			if (s->vips[i].id == s->vips[j].id)
+				return refuse(why, "vips[%zu].id: %u is also vips[%zu]'s", i,
+					      s->vips[i].id, j);
+			if (vip_equal(&s->vips[i].spec, &s->vips[j].spec))
+				return refuse(why, "vips[%zu].vip: duplicate of vips[%zu]", i, j);
+		}
+		for (k = 0; k < s->vips[i].backend_count; k++)
+			for (j = 0; j <= i; j++)
+				for (l = 0; l < (j == i ? k : s->vips[j].backend_count); l++)
+					if (s->vips[j].backends[l].id == s->vips[i].backends[k].id)
+						return refuse(why,
+							      "vips[%zu].backends[%zu].id: %u is "
+							      "already taken", i, k,
+							      s->vips[i].backends[k].id);
+	}
+	return 0;
+}
+
+int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
+{
+	json_t *root, *vips, *ifaces, *item;
+	json_error_t jerr;
+	json_int_t version = 0, generation = 0, flows = 0, next_id = 0, next_cookie = 0;
+	size_t i;
+	int err;
+
+	state_init(s);
+	root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return refuse(why, "line %d: %s", jerr.line, jerr.text);
+	if (!json_is_object(root)) {
+		err = refuse(why, "the top level is not an object");
+		goto out;
+	}
+	err = get_uint(root, "version", 0, INT32_MAX, &version, "$", why);
+	if (!err && version != STATE_VERSION)
+		err = refuse(why, "$.version: %lld, this ringlb reads version %d",
+			     (long long)version, STATE_VERSION);
+	if (!err)
+		err = get_uint(root, "generation", 0, INT64_MAX, &generation, "$", why) ?:
+		      get_uint(root, "flow_entries", 1, 1 << 26, &flows, "$", why) ?:
+		      get_uint(root, "next_backend_id", 1, LB_BACKENDS_MAX - 1, &next_id, "$",
+			       why) ?:
+		      get_uint(root, "next_cookie", 1, UINT32_MAX, &next_cookie, "$", why);
+	if (err)
+		goto out;
+	s->generation = (__u64)generation;
+	s->flow_entries = (__u32)flows;
+	s->next_backend_id = (__u32)next_id;
+	s->next_cookie = (__u32)next_cookie;
+
+	ifaces = json_object_get(root, "interfaces");
+	vips = json_object_get(root, "vips");
+	if (!json_is_array(ifaces) || !json_is_array(vips)) {
+		err = refuse(why, "$.interfaces and $.vips must be arrays");
+		goto out;
+	}
+	s->ifaces = calloc(json_array_size(ifaces) + 1, sizeof(*s->ifaces));
+	s->vips = calloc(json_array_size(vips) + 1, sizeof(*s->vips));
+	if (!s->ifaces || !s->vips) {
+		err = -ENOMEM;
+		goto out;
+	}
+	json_array_foreach(ifaces, i, item) {
+		const char *name = NULL, *mode = NULL;
+		char at[64];
+
+		snprintf(at, sizeof(at), "$.interfaces[%zu]", i);
+		err = get_string(item, "name", &name, at, why) ?:
+		      get_string(item, "mode", &mode, at, why);
+		if (err)
+			goto out;
+		if (!*name || strlen(name) >= IF_NAMESIZE ||
+		    (strcmp(mode, "native") && strcmp(mode, "generic"))) {
+			err = refuse(why, "%s: bad interface name or mode", at);
+			goto out;
+		}
+		snprintf(s->ifaces[i].name, sizeof(s->ifaces[i].name), "%s", name);
+		s->ifaces[i].generic = strcmp(mode, "generic") == 0;
+		s->iface_count++;
+	}
+	if (json_array_size(vips) > LB_VIPS_MAX) {
+		err = refuse(why, "$.vips: more than %d VIPs", LB_VIPS_MAX);
+		goto out;
+	}
+	json_array_foreach(vips, i, item) {
+		char at[64];
+
+		snprintf(at, sizeof(at), "$.vips[%zu]", i);
+		s->vip_count++;
+		err = vip_from_json(item, &s->vips[i], at, why);
+		if (err)
+			goto out;
+	}
+	err = state_check_unique(s, why);
+out:
+	json_decref(root);
+	if (err)
+		state_free(s);
+	return err;
+}
+
+int state_load(struct state *s, const char *path, char why[STATE_WHY_MAX])
+{
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+	FILE *f;
+	int err;
+
+	state_init(s);
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;
+		err = -errno;
+		snprintf(why, STATE_WHY_MAX, "%s", strerror(errno));
+		return err;
+	}
+	for (;;) {
+		size_t got;
+
+		if (len + 4096 + 1 > cap) {
+			char *bigger = realloc(text, cap = cap * 2 + 4096 + 1);
+
+			if (!bigger) {
+				fclose(f);
+				free(text);
+				return -ENOMEM;
+			}
+			text = bigger;
+		}
+		got = fread(text + len, 1, cap - len - 1, f);
+		len += got;
+		if (got == 0)
+			break;
+	}
+	err = ferror(f) ? -EIO : 0;
+	fclose(f);
+	if (err) {
+		snprintf(why, STATE_WHY_MAX, "read error");
+		free(text);
+		return err;
+	}
+	text[len] = '\0';
+	if (strlen(text) != len) {
+		free(text);
+		return refuse(why, "contains a NUL byte");
+	}
+	err = state_from_text(s, text, why);
+	free(text);
+	return err;
+}
+
+int state_save(const struct state *s, const char *path)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	char *text = state_to_text(s);
+	size_t len, done = 0;
+	int fd, dfd, err = 0;
+
+	if (!text)
+		return -ENOMEM;
+	len = strlen(text);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	while (done < len) {
+		ssize_t n = write(fd, text + done, len - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (!err && (write(fd, "\n", 1) != 1 || fsync(fd)))
+		err = -errno ?: -EIO;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		goto out;
+	}
+	/* The rename itself must reach the disk. */
+	snprintf(dir, sizeof(dir), "%s", path);
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+out:
+	free(text);
+	return err;
+}

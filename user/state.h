@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The desired state: every VIP, its backends (name, address, MAC, weight,
+ * active or draining) and the ids they hold in the kernel's maps, plus the
+ * attached interfaces. It lives in one JSON file that is only ever replaced
+ * whole (temp file, fsync, rename), and it is the truth the kernel's maps
+ * are made to agree with.
+ *
+ * Loading validates everything; a file that fails is refused with the JSON
+ * path of the first problem and nothing is changed.
+ */
+#ifndef RINGLB_STATE_H
+#define RINGLB_STATE_H
+
+#include <net/if.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "addr.h"
+
+struct ring;
+
+/** STATE_VERSION - the state file format this build reads and writes. */
+#define STATE_VERSION 1
+/** STATE_WHY_MAX - room for an explanation of a refused state. */
+#define STATE_WHY_MAX 256
+
+/**
+ * struct state_backend - one backend of a VIP.
+ * @name: unique within its VIP
+ * @addr: its address (for operators, and for resolving its MAC)
+ * @mac: the MAC frames are rewritten to
+ * @weight: 0 .. RING_WEIGHT_MAX
+ * @draining: 1 when it takes no new flows
+ * @id: its slot in the backends map, 1 .. LB_BACKENDS_MAX - 1
+ * @cookie: the slot's cookie when it was installed
+ */
+struct state_backend {
+	char name[NAME_MAX_LEN + 1];
+	struct addr addr;
+	__u8 mac[6];
+	__u32 weight;
+	int draining;
+	__u32 id;
+	__u32 cookie;
+};
+
+/**
+ * struct state_vip - one service.
+ * @id: its slot in the rings map, 0 .. LB_VIPS_MAX - 1
+ * @spec: address, port, protocol
+ * @vnodes: ring points per unit of weight
+ * @backend_count: entries in @backends
+ * @backends: in the order they were added
+ */
+struct state_vip {
+	__u32 id;
+	struct vip_spec spec;
+	__u32 vnodes;
+	size_t backend_count;
+	struct state_backend *backends;
+};
+
+/**
+ * struct state_iface - an interface the program is attached to.
+ * @name: interface name
+ * @generic: 1 for generic (skb) mode, 0 for native
+ */
+struct state_iface {
+	char name[IF_NAMESIZE];
+	int generic;
+};
+
+/**
+ * struct state - the whole desired state.
+ * @generation: bumped by every change
+ * @flow_entries: flow table size used when the maps are created
+ * @next_backend_id: where backend id allocation resumes
+ * @next_cookie: the next backend cookie
+ */
+struct state {
+	__u64 generation;
+	__u32 flow_entries;
+	__u32 next_backend_id;
+	__u32 next_cookie;
+	size_t vip_count;
+	struct state_vip *vips;
+	size_t iface_count;
+	struct state_iface *ifaces;
+};
+
+/** state_init() - an empty state. */
+void state_init(struct state *s);
+
+/** state_free() - release a state's arrays. */
+void state_free(struct state *s);
+
+/** state_clone() - deep copy. Return: 0 or -ENOMEM. */
+int state_clone(struct state *dst, const struct state *src);
+
+/**
+ * state_load() - read and validate a state file.
+ * @s: the state (initialised by this call)
+ * @path: the file; a missing file is an empty state
+ * @why: on failure, what is wrong and where
+ */
+int state_load(struct state *s, const char *path, char why[STATE_WHY_MAX]);
+
+/**
+ * state_save() - write a state file atomically: temp file, fsync, rename,
+ * fsync of the directory. On failure the old file is untouched.
+ */
+int state_save(const struct state *s, const char *path);
+
+/** state_vip_find() - the VIP with this address, port and protocol, or NULL. */
+struct state_vip *state_vip_find(const struct state *s, const struct vip_spec *spec);
+
+/**
+ * state_vip_add() - add a VIP with no backends, taking the lowest free id.
+ * Return: 0, -EEXIST, -ENOSPC when every id is taken, -ENOMEM.
+ */
+int state_vip_add(struct state *s, const struct vip_spec *spec, __u32 vnodes,
+		  struct state_vip **out);
+
+/** state_vip_remove() - remove a VIP and its backends. */
+void state_vip_remove(struct state *s, struct state_vip *vip);
+
+/** state_backend_find() - a VIP's backend by name, or NULL. */
+struct state_backend *state_backend_find(const struct state_vip *vip, const char *name);
+
+/**
+ * state_backend_add() - add a backend, giving it a free id and a new cookie.
+ * @s: the state
+ * @vip: its VIP
+ * @b: the backend (name, address, MAC, weight)
+ * Return: 0, -EEXIST, -ENOSPC when every backend id is taken, -ENOMEM.
+ */
+int state_backend_add(struct state *s, struct state_vip *vip, const struct state_backend *b);
+
+/** state_backend_remove() - remove a backend from its VIP. */
+void state_backend_remove(struct state_vip *vip, struct state_backend *b);
+
+/**
+ * state_vip_ring() - build a VIP's ring from its active backends.
+ * @vip: the VIP
+ * @out: the ring (draining backends own no points)
+ * @backend_ids: backend id of each ring member, in member order; the caller
+ *               frees it
+ * Return: 0, or a ring library error (-E2BIG: over the point limit).
+ */
+int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backend_ids);
+
+/** state_iface_find() - an attached interface by name, or NULL. */
+struct state_iface *state_iface_find(const struct state *s, const char *name);
+
+/** state_to_text() - the state as JSON text (malloc()ed), as saved. */
+char *state_to_text(const struct state *s);
+
+/**
+ * state_from_text() - parse and validate state JSON text.
+ * @s: the state (initialised by this call)
+ * @text: JSON
+ * @why: on failure, what is wrong and where
+ */
+int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX]);
+
+#endif /* RINGLB_STATE_H */
