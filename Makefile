@@ -36,7 +36,7 @@ else
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all test unit-test prog-test bench deps clean
+.PHONY: all test unit-test prog-test e2e-test bench deps clean
 
 all: $(OUTPUT)/libring.a $(OUTPUT)/ringlb $(OUTPUT)/test_xdp $(OUTPUT)/xdp_pass.bpf.o
 
@@ -86,16 +86,20 @@ $(OUTPUT)/ringlb: $(CLI_SRCS) $(CLI_HDRS) | $(OUTPUT)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(CLI_SRCS) -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
-UNIT_TESTS := test_ring
+UNIT_TESTS := test_ring test_state
+test_ring_SRCS := tests/test_ring.c $(RING_SRCS)
+test_state_SRCS := tests/test_state.c user/state.c user/addr.c $(RING_SRCS)
+UNIT_HDRS := $(RING_HDRS) user/state.h user/addr.h bpf/lb_contract.h tests/testutil.h
 
-$(OUTPUT)/test_ring: tests/test_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
+.SECONDEXPANSION:
+$(addprefix $(OUTPUT)/,$(UNIT_TESTS)): $(OUTPUT)/%: $$(%_SRCS) $(UNIT_HDRS) | $(OUTPUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $< $(RING_SRCS) -o $@ -lcmocka $(LDLIBS_RING)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $($*_SRCS) -o $@ -lcmocka -ljansson $(LDLIBS_RING)
 
-$(OUTPUT)/san/test_ring: tests/test_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)/san
+$(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)): $(OUTPUT)/san/%: $$(%_SRCS) $(UNIT_HDRS) | $(OUTPUT)/san
 	$(call msg,CC-SAN,$@)
-	$(Q)$(CC) $(WARNINGS) -std=gnu11 $(SAN_FLAGS) $(INCLUDES) $< $(RING_SRCS) -o $@ \
-		-lcmocka $(LDLIBS_RING)
+	$(Q)$(CC) $(WARNINGS) -std=gnu11 $(SAN_FLAGS) $(INCLUDES) $($*_SRCS) -o $@ \
+		-lcmocka -ljansson $(LDLIBS_RING)
 
 unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS))
 	$(Q)set -e; for t in $(UNIT_TESTS); do \
@@ -114,10 +118,16 @@ $(OUTPUT)/test_xdp: $(TEST_XDP_SRCS) tests/packets.h $(USER_HDRS) $(RING_HDRS) |
 prog-test: $(OUTPUT)/test_xdp
 	$(Q)echo "== test_xdp"; $(OUTPUT)/test_xdp
 
+# --- CLI and end-to-end tests: namespaces, real traffic, need root -----------------
+e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
+	$(Q)echo "== cli.sh"; tests/cli.sh
+	$(Q)echo "== e2e.sh"; tests/e2e.sh
+
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory unit-test
 	$(Q)$(MAKE) --no-print-directory prog-test
+	$(Q)$(MAKE) --no-print-directory e2e-test
 
 # --- benchmark ----------------------------------------------------------------
 $(OUTPUT)/bench_ring: tests/bench_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)

@@ -163,13 +163,14 @@ struct lb_backend {
  * @points: number of points (0: the VIP has no backend taking new flows)
  * @index_bits: b, 0 .. LB_RING_INDEX_BITS_MAX
  * @search_steps: strides of the search in a bucket of two or more points
- * @generation: the controller's change counter when this ring was built
+ * @pad: zero; the header, like the rest of the map, is a function of the
+ *       ring alone, so the same ring is the same bytes on every host
  */
 struct lb_ring_header {
 	__u32 points;
 	__u32 index_bits;
 	__u32 search_steps;
-	__u32 generation;
+	__u32 pad;
 };
 
 /**

@@ -9,11 +9,11 @@ set -eu
 # Build: clang's BPF target, libbpf + bpftool for skeletons, jansson for the
 # state file, libmnl for neighbour lookups, libcap for privilege checks.
 # Tests: cmocka, iproute2 and ethtool for namespace topologies,
-# nginx-light as a real backend, curl as a real client, netsniff-ng's trafgen
-# as a packet generator.
+# nginx-light as a real backend, curl as a real client, jq to read --json
+# output, netsniff-ng's trafgen as a packet generator.
 PACKAGES="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 libjansson-dev libmnl-dev libcap-dev libcmocka-dev libclang-rt-14-dev iproute2 ethtool \
-nginx-light curl netsniff-ng util-linux"
+nginx-light curl jq netsniff-ng util-linux"
 
 missing=""
 for pkg in $PACKAGES; do

@@ -127,7 +127,7 @@ static int group_setup(void **state)
 		if (err)
 			return -1;
 	}
-	return lb_ring_swap(maps, VIP_EMPTY_RING, NULL, NULL, 1) ? -1 : 0;
+	return lb_ring_swap(maps, VIP_EMPTY_RING, NULL, NULL) ? -1 : 0;
 }
 
 static int group_teardown(void **state)
@@ -229,7 +229,7 @@ static void pool_install(struct pool *pool, int vip, struct ring *ring)
 		check(lb_backend_install(maps, id, &b) == 0, "install backend %u", id);
 		pool->ids[i] = id;
 	}
-	check(lb_ring_swap(maps, (__u32)vip, ring, pool->ids, 1) == 0, "swap ring of VIP %d", vip);
+	check(lb_ring_swap(maps, (__u32)vip, ring, pool->ids) == 0, "swap ring of VIP %d", vip);
 }
 
 static void pool_release(struct pool *pool)
@@ -877,7 +877,7 @@ static void test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones(void *
 	for (m = 0, k = 0; m < pool.count; m++)
 		if (m != 1)
 			ids[k++] = pool.ids[m];
-	assert_int_equal(lb_ring_swap(maps, VIP_V4_TCP, without, ids, 2), 0);
+	assert_int_equal(lb_ring_swap(maps, VIP_V4_TCP, without, ids), 0);
 	assert_int_equal(lb_backend_set_state(maps, drained, LB_BACKEND_DRAINING), 0);
 	for (i = 0; i < SWAP_FLOWS; i++) {
 		__u32 got = send_flow(i, 0x10);
@@ -982,12 +982,12 @@ static void test_failed_swap_leaves_old_ring_serving(void **state)
 	for (i = 0; i < 200; i++)
 		before[i] = send_flow(i, 0);
 	other = ring_weighted(50, 2, NULL, "never");
-	check(lb_ring_swap(maps, LB_VIPS_MAX, other, pool.ids, 9) == -ERANGE,
+	check(lb_ring_swap(maps, LB_VIPS_MAX, other, pool.ids) == -ERANGE,
 	      "swap into a slot past the rings map was not refused");
 	/* A closed rings descriptor: the ring is built and filled, the swap fails. */
 	broken = *maps;
 	broken.rings = -1;
-	check(lb_ring_swap(&broken, VIP_V4_TCP, other, pool.ids, 9) < 0,
+	check(lb_ring_swap(&broken, VIP_V4_TCP, other, pool.ids) < 0,
 	      "swap through a broken rings map did not fail");
 	flows_clear();
 	for (i = 0; i < 200; i++)

@@ -152,7 +152,7 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 			err = state_vip_ring(v, &ring, &ids);
 			if (err)
 				return fail(why, err, "building the ring of %s", spec);
-			err = lb_ring_swap(maps, v->id, ring, ids, (__u32)want->generation);
+			err = lb_ring_swap(maps, v->id, ring, ids);
 			ring_free(ring);
 			free(ids);
 			if (err)

@@ -267,7 +267,7 @@ int lb_backend_set_state(const struct lb_maps *maps, __u32 id, enum lb_backend_s
 
 /* Fill a ring map through a shared mapping: header, buckets, points. */
 static int ring_map_fill(int map_fd, size_t slots, const struct ring *ring,
-			 const __u32 *backend_of_member, __u32 generation)
+			 const __u32 *backend_of_member)
 {
 	const struct ring_bucket *index = NULL;
 	const struct ring_point *points = NULL;
@@ -287,7 +287,7 @@ static int ring_map_fill(int map_fd, size_t slots, const struct ring *ring,
 	map[0].header.points = (__u32)point_count;
 	map[0].header.index_bits = bits;
 	map[0].header.search_steps = ring ? ring_search_steps(ring) : 0;
-	map[0].header.generation = generation;
+	map[0].header.pad = 0;
 	if (point_count) {
 		for (i = 0; i <= ((size_t)1 << bits); i++) {
 			union lb_ring_slot *s = &map[LB_RING_BUCKET_SLOT(i)];
@@ -309,7 +309,7 @@ static int ring_map_fill(int map_fd, size_t slots, const struct ring *ring,
 }
 
 int lb_ring_swap(const struct lb_maps *maps, __u32 vip_id, const struct ring *ring,
-		 const __u32 *backend_of_member, __u32 generation)
+		 const __u32 *backend_of_member)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = RING_MAP_FLAGS);
 	size_t point_count = 0, slots;
@@ -325,7 +325,7 @@ int lb_ring_swap(const struct lb_maps *maps, __u32 vip_id, const struct ring *ri
 				sizeof(union lb_ring_slot), (__u32)slots, &opts);
 	if (map_fd < 0)
 		return -errno;
-	err = ring_map_fill(map_fd, slots, ring, backend_of_member, generation);
+	err = ring_map_fill(map_fd, slots, ring, backend_of_member);
 	if (err)
 		goto out;
 	/* The swap: one update of the VIP's slot. */

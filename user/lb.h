@@ -126,14 +126,13 @@ int lb_backend_read(const struct lb_maps *maps, __u32 id, struct lb_backend *bac
  * @vip_id: the VIP's slot
  * @ring: the ring (NULL or empty: no backend takes new flows)
  * @backend_of_member: backend id of each ring member, in member order
- * @generation: stored in the ring header, for operators
  *
  * Creates a new inner map, fills it completely, then replaces the VIP's slot
  * with one map update: every packet sees the old ring or the new one. On any
  * failure the old ring keeps serving.
  */
 int lb_ring_swap(const struct lb_maps *maps, __u32 vip_id, const struct ring *ring,
-		 const __u32 *backend_of_member, __u32 generation);
+		 const __u32 *backend_of_member);
 
 /** lb_ring_clear() - remove a VIP's ring (its packets then drop as DROP_NO_RING). */
 int lb_ring_clear(const struct lb_maps *maps, __u32 vip_id);

@@ -1,0 +1,170 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The CLI's contract on bad input: every malformed address, port, MAC, name
+# or number, every unknown or duplicate VIP or backend, every command in the
+# wrong order, a missing interface, a missing bpffs, an unprivileged caller
+# and a corrupt file gets exactly one line on stderr, a non-zero exit, and
+# changes nothing: the state file and the kernel's rings stay byte for byte
+# the same. Also: --help explains every command.
+#
+# Runs in a private network namespace with one veth pair. Needs root; skips
+# without it, except under CI=true.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RINGLB_BIN=$ROOT/build/ringlb
+
+if [ "$(id -u)" -ne 0 ]; then
+	if [ "${CI:-}" = true ]; then
+		echo "cli: CI=true but not root: these tests must run" >&2
+		exit 1
+	fi
+	echo "cli: skipped: needs root"
+	exit 0
+fi
+
+NS=rlbcli$$
+W=$(mktemp -d)
+PIN=/sys/fs/bpf/ringlb-$NS
+VIP=198.18.0.100:80/tcp
+FAILS=0
+
+cleanup() {
+	ip netns del "$NS" 2>/dev/null
+	rm -rf "$PIN" "$W"
+}
+trap cleanup EXIT
+
+ip netns add "$NS"
+ip -n "$NS" link add eth0 type veth peer name eth1
+ip -n "$NS" link set lo up
+ip -n "$NS" link set eth0 up
+ip -n "$NS" link set eth1 up
+ip -n "$NS" addr add 198.18.0.2/24 dev eth0
+
+ringlb() { nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
+pass() { echo "ok   - $*"; }
+fail() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
+
+ringlb attach eth0 >/dev/null 2>&1 || { echo "cli: attach failed" >&2; exit 1; }
+ringlb vip add "$VIP" --vnodes 200
+ringlb vip add "[2001:db8::100]:443/tcp"
+ringlb backend add "$VIP" b1 198.18.0.11 --mac 02:00:00:00:00:11 --weight 2
+ringlb backend add "$VIP" b2 198.18.0.12 --mac 02:00:00:00:00:12
+ringlb backend drain "$VIP" b2
+
+# The picture of "nothing changed": the state file and the ring the kernel serves.
+snapshot() {
+	local id
+	sha256sum <"$W/state.json"
+	id=$(bpftool map lookup pinned "$PIN/rings" key 0 0 0 0 -j |
+		jq -r '.value[0:4] | map(ltrimstr("0x")) | reverse | join("")')
+	bpftool map dump id "$((16#$id))" | sha256sum
+}
+
+# refused DESCRIPTION EXPECTED_TEXT -- COMMAND...: one line, non-zero, no change.
+refused() {
+	local what=$1 expect=$2 rc before after lines
+	shift 3
+	before=$(snapshot)
+	"$@" >/dev/null 2>"$W/err"
+	rc=$?
+	after=$(snapshot)
+	lines=$(wc -l <"$W/err")
+	if [ $rc -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$expect" "$W/err" &&
+		[ "$before" = "$after" ]; then
+		pass "$what: exit $rc, '$(cat "$W/err")'"
+	else
+		fail "$what: exit $rc, $lines lines: '$(cat "$W/err")', changed: $([ "$before" = "$after" ] && echo no || echo yes)"
+	fi
+}
+
+refused "malformed VIP address" "malformed VIP" -- ringlb vip add 198.18.0.300:80/tcp
+refused "port out of range" "port must be 1..65535" -- ringlb vip add 198.18.0.100:99999/tcp
+refused "port 0" "port must be 1..65535" -- ringlb vip add 198.18.0.100:0/tcp
+refused "protocol other than tcp/udp" "protocol must be tcp or udp" -- ringlb vip add 198.18.0.100:80/sctp
+refused "IPv6 VIP without brackets" "IPv6 endpoints are written" -- ringlb vip add 2001:db8::100:80/tcp
+refused "duplicate VIP" "already exists" -- ringlb vip add "$VIP"
+refused "unknown VIP" "no such VIP" -- ringlb vip del 198.18.0.199:80/tcp
+refused "vnodes out of range" "--vnodes must be" -- ringlb vip add 198.18.0.101:80/tcp --vnodes 0
+refused "malformed MAC" "malformed MAC" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:zz:00:19
+refused "multicast MAC" "must be unicast" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 01:00:5e:00:00:19
+refused "malformed backend address" "malformed address" -- ringlb backend add "$VIP" b9 198.18.0.500 --mac 02:00:00:00:00:19
+refused "bad backend name" "bad backend name" -- ringlb backend add "$VIP" "b 9" 198.18.0.19 --mac 02:00:00:00:00:19
+refused "duplicate backend" "already exists" -- ringlb backend add "$VIP" b1 198.18.0.19 --mac 02:00:00:00:00:19
+refused "backend of an unknown VIP" "no such VIP" -- ringlb backend add 198.18.0.199:80/tcp b9 198.18.0.19 --mac 02:00:00:00:00:19
+refused "unknown backend" "no backend 'ghost'" -- ringlb backend drain "$VIP" ghost
+refused "weight out of range" "out of range" -- ringlb backend weight "$VIP" b1 10001
+refused "weight not a number" "out of range" -- ringlb backend weight "$VIP" b1 heavy
+refused "ring over the point limit" "ring over its limit" -- ringlb backend weight "$VIP" b1 10000
+refused "drain twice" "already draining" -- ringlb backend drain "$VIP" b2
+refused "MAC that cannot be resolved" "cannot resolve the MAC" -- ringlb backend add "$VIP" b9 203.0.113.9
+refused "missing interface" "no such interface" -- ringlb attach nosuch0
+refused "attach twice" "already attached" -- ringlb attach eth0
+refused "detach of an interface not attached" "not attached to eth1" -- ringlb detach eth1
+refused "unknown command" "unknown command" -- ringlb frobnicate
+refused "unknown verb" "unknown verb" -- ringlb vip frob "$VIP"
+refused "unknown option" "unknown option" -- ringlb vip add 198.18.0.101:80/tcp --frob
+refused "missing arguments" "missing arguments" -- ringlb backend add "$VIP" b9
+refused "lookup of a malformed client" "malformed client" -- ringlb lookup "$VIP" 198.18.0.21
+refused "lookup across families" "address family" -- ringlb lookup "$VIP" "[2001:db8::21]:4000"
+refused "plan of an unknown verb" "plan add, remove or weight" -- ringlb plan "$VIP" frob b1
+refused "unprivileged caller" "needs root" -- nsenter --net="/run/netns/$NS" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	"$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" vip add 198.18.0.101:80/tcp
+refused "command before attach (fresh pin dir)" "run 'ringlb attach IFACE' first" -- \
+	nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN-none" \
+	vip add 198.18.0.101:80/tcp
+mkdir -p "$W/plain/pins"
+refused "pin dir not on bpffs" "no BPF filesystem" -- \
+	nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$W/plain/pins" \
+	stats
+
+refused "restore of a malformed file" "line" -- ringlb restore /dev/null
+echo '{"version": 2}' >"$W/v2.json"
+refused "restore of another format version" "this ringlb reads version 1" -- ringlb restore "$W/v2.json"
+jq '.vips[0].backends[0].mac = "zz"' "$W/state.json" >"$W/badmac.json"
+refused "restore with a bad MAC inside" "backends[0].mac" -- ringlb restore "$W/badmac.json"
+jq '.vips[0].backends[1].id = .vips[0].backends[0].id' "$W/state.json" >"$W/dupid.json"
+refused "restore with a duplicate backend id" "already taken" -- ringlb restore "$W/dupid.json"
+
+# A corrupt state file is refused and left as it is.
+cp "$W/state.json" "$W/good.json"
+echo '{ "version": 1, "vips": [ {' >"$W/state.json"
+before=$(sha256sum <"$W/state.json")
+ringlb vip add 198.18.0.101:80/tcp >/dev/null 2>"$W/err"
+rc=$?
+if [ $rc -ne 0 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "state file" "$W/err" &&
+	[ "$before" = "$(sha256sum <"$W/state.json")" ]; then
+	pass "corrupt state file: exit $rc, '$(cat "$W/err")', file untouched"
+else
+	fail "corrupt state file: exit $rc, '$(cat "$W/err")'"
+fi
+cp "$W/good.json" "$W/state.json"
+
+# --help explains every command.
+if ringlb --help >"$W/help" && [ "$(grep -c '^  ringlb ' "$W/help")" -eq 14 ]; then
+	pass "ringlb --help lists the 14 commands"
+else
+	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
+fi
+for cmd in attach detach vip backend show stats lookup plan save restore; do
+	if ! ringlb "$cmd" --help >"$W/help" 2>&1 || [ ! -s "$W/help" ]; then
+		fail "ringlb $cmd --help"
+		continue
+	fi
+done
+pass "ringlb COMMAND --help explains each of attach detach vip backend show stats lookup plan save restore"
+
+# The audit log has one line per change, successes and refusals alike.
+if grep -q 'command=".*backend drain 198.18.0.100:80/tcp b2" result="ok"' "$W/audit.log" &&
+	grep -q 'result="error"' "$W/audit.log"; then
+	pass "audit log: $(wc -l <"$W/audit.log") lines, with user, command and result"
+else
+	fail "audit log lacks the expected lines"
+fi
+
+ringlb detach eth0 || fail "detach"
+echo "cli: $FAILS failed"
+[ $FAILS -eq 0 ]

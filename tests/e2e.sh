@@ -1,0 +1,265 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# End to end, with real traffic: the namespace topology of
+# scripts/topology.sh, ringlb attached in native mode on the balancer, nginx
+# on three backends holding the VIPs on loopback, curl as the client. Each
+# check prints its figures; the script exits non-zero when any check fails.
+#
+#   spread       connections split across backends in proportion to weight
+#   lookup       `ringlb lookup` names the backend of every connection
+#   drain        an open connection survives the drain of its backend and
+#                completes; no new connection reaches it; live flows drop to 0
+#   add/remove   only the planned share of new flows moves, only to or from
+#                the changed backend
+#   ipv6         the same for an IPv6 VIP
+#   re-attach    rings rebuilt after a detach and loss of the pins, and after
+#                a restore, are byte-identical
+#
+# Needs root. Without it the script skips, except under CI=true.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/topology.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+	if [ "${CI:-}" = true ]; then
+		echo "e2e: CI=true but not root: these tests must run" >&2
+		exit 1
+	fi
+	echo "e2e: skipped: needs root (network namespaces, XDP)"
+	exit 0
+fi
+
+P=rlb$$
+W=$(mktemp -d)
+PIN=/sys/fs/bpf/ringlb-$P
+VIP4="$TOPO_VIP4:80/tcp"
+VIP6="[$TOPO_VIP6]:80/tcp"
+FAILS=0
+
+cleanup() {
+	topo_down "$P" "$W"
+	rm -rf "$PIN" "$W"
+}
+trap cleanup EXIT
+
+ringlb() { nsenter --net="/run/netns/${P}lb" "$ROOT/build/ringlb" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
+on_client() { local c=$1; shift; ip netns exec "${P}c$c" "$@"; }
+
+pass() { echo "ok   - $*"; }
+fail() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
+die() { echo "e2e: setup failed: $*" >&2; exit 1; }
+
+# url VIP_ADDR: the base URL of an address (brackets for IPv6).
+url() { case $1 in *:*) echo "http://[$1]" ;; *) echo "http://$1" ;; esac; }
+
+# connections CLIENT ADDR N: N new connections (Connection: close), printing
+# "backend local_port" per connection.
+connections() {
+	on_client "$1" curl -s -m 30 -H 'Connection: close' -w '%{local_port}\n' \
+		"$(url "$2")/[1-$3]" | paste -d" " - -
+}
+
+# share VIP NAME: a backend's share of the ring, from `ringlb show --json`.
+share() { ringlb show --json | jq -r --arg v "$1" --arg n "$2" \
+	'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | .share'; }
+
+# within OBSERVED EXPECTED N: |observed/N - expected| <= 4 sigma of a binomial.
+within() { awk -v o="$1" -v e="$2" -v n="$3" 'BEGIN {
+	s = 4 * sqrt(e * (1 - e) / n); d = o / n - e; if (d < 0) d = -d; exit !(d <= s + 0.005) }'; }
+
+# --- set-up ----------------------------------------------------------------------
+
+topo_up "$P" "$W" 3 || die "topology"
+ringlb attach eth0 >/dev/null || die "attach"
+if ip -n "${P}lb" link show eth0 | grep -q 'xdp '; then
+	pass "attached in native mode ($(ip -n "${P}lb" link show eth0 | grep -o 'prog/xdp id [0-9]*'))"
+else
+	fail "the program is not attached in native (driver) mode"
+fi
+for vip in "$VIP4" "$VIP6"; do
+	ringlb vip add "$vip" >/dev/null || die "vip add $vip"
+done
+for i in 1 2 3; do
+	ringlb backend add "$VIP4" "b$i" "$(topo_backend_addr4 "$i")" --weight "$i" || die "backend b$i"
+	ringlb backend add "$VIP6" "b$i" "$(topo_backend_addr6 "$i")" --weight "$i" || die "backend b$i v6"
+done
+
+# --- spread and lookup --------------------------------------------------------------
+
+# spread ADDR VIP CLIENT N: counts per backend against their ring shares.
+spread() {
+	local addr=$1 vip=$2 client=$3 n=$4 i got want ok=1 line=""
+	connections "$client" "$addr" "$n" >"$W/spread"
+	for i in 1 2 3; do
+		got=$(grep -c "^b$i " "$W/spread")
+		want=$(share "$vip" "b$i")
+		line="$line b$i=$got (ring share $(awk -v s="$want" 'BEGIN{printf "%.1f%%", 100*s}'))"
+		within "$got" "$want" "$n" || ok=0
+	done
+	if [ "$(wc -l <"$W/spread")" -ne "$n" ]; then
+		fail "spread $vip: $(wc -l <"$W/spread") of $n connections answered"
+	elif [ $ok = 1 ]; then
+		pass "spread $vip, weights 1:2:3, $n connections:$line"
+	else
+		fail "spread $vip off its ring shares by more than 4 sigma:$line"
+	fi
+}
+
+# lookup_all VIP CLIENT_ADDR: every connection of the last spread was named by lookup.
+lookup_all() {
+	local vip=$1 caddr=$2 backend port agree=0 total=0 ep
+	while read -r backend port; do
+		case $caddr in *:*) ep="[$caddr]:$port" ;; *) ep="$caddr:$port" ;; esac
+		total=$((total + 1))
+		[ "$(ringlb lookup "$vip" "$ep")" = "$backend" ] && agree=$((agree + 1))
+	done <"$W/spread"
+	if [ $agree -eq $total ] && [ $total -gt 0 ]; then
+		pass "lookup $vip names the backend of $agree of $total connections"
+	else
+		fail "lookup $vip agrees on only $agree of $total connections"
+	fi
+}
+
+# predict VIP CLIENT FIRST_PORT N: lookup before connecting, then connect from each port.
+predict() {
+	local vip=$1 client=$2 first=$3 n=$4 addr caddr p want got agree=0
+	addr=$TOPO_VIP4 caddr=$(topo_client_addr4 "$client")
+	case $vip in \[*) addr=$TOPO_VIP6 caddr=$(topo_client_addr6 "$client") ;; esac
+	for p in $(seq "$first" $((first + n - 1))); do
+		case $caddr in *:*) want=$(ringlb lookup "$vip" "[$caddr]:$p") ;;
+		*) want=$(ringlb lookup "$vip" "$caddr:$p") ;; esac
+		got=$(on_client "$client" curl -s -m 5 --local-port "$p" "$(url "$addr")/")
+		[ "$want" = "$got" ] && agree=$((agree + 1))
+	done
+	if [ $agree -eq "$n" ]; then
+		pass "lookup $vip predicted the backend of $agree of $n connections before they opened"
+	else
+		fail "lookup $vip predicted only $agree of $n connections"
+	fi
+}
+
+spread "$TOPO_VIP4" "$VIP4" 1 600
+lookup_all "$VIP4" "$(topo_client_addr4 1)"
+predict "$VIP4" 2 30000 100
+
+# --- drain ---------------------------------------------------------------------------
+
+# A port whose flow the ring gives to some backend; hold a slow download there.
+SLOW_PORT=45000
+DRAINED=$(ringlb lookup "$VIP4" "$(topo_client_addr4 1):$SLOW_PORT")
+on_client 1 curl -s -m 60 --local-port $SLOW_PORT "$(url "$TOPO_VIP4")/slow" -o "$W/slow.out" \
+	-w '%{http_code} %{size_download}' >"$W/slow.res" &
+SLOW_PID=$!
+sleep 2
+live_of() { ringlb stats --json | jq -r --arg v "$VIP4" --arg n "$1" \
+	'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | .live_flows'; }
+LIVE_BEFORE=$(live_of "$DRAINED")
+ringlb backend drain "$VIP4" "$DRAINED" || fail "backend drain $DRAINED"
+connections 2 "$TOPO_VIP4" 300 >"$W/after-drain"
+LEAKED=$(grep -c "^$DRAINED " "$W/after-drain")
+LIVE_DURING=$(live_of "$DRAINED")
+wait $SLOW_PID
+SLOW_RES=$(cat "$W/slow.res")
+SLOW_FOREIGN=$(tr -d "${DRAINED#b}" <"$W/slow.out" | wc -c)
+sleep 1
+LIVE_AFTER=$(live_of "$DRAINED")
+if [ "$SLOW_RES" = "200 262144" ] && [ "$SLOW_FOREIGN" -eq 0 ]; then
+	pass "drain: the open connection to $DRAINED completed (HTTP 200, 262144 bytes, all from $DRAINED)"
+else
+	fail "drain: the open connection to $DRAINED ended with '$SLOW_RES', $SLOW_FOREIGN foreign bytes"
+fi
+if [ "$LEAKED" -eq 0 ] && [ "$(wc -l <"$W/after-drain")" -eq 300 ]; then
+	pass "drain: 0 of 300 new connections reached $DRAINED"
+else
+	fail "drain: $LEAKED of 300 new connections reached $DRAINED"
+fi
+if [ "$LIVE_BEFORE" -ge 1 ] && [ "$LIVE_DURING" -ge 1 ] && [ "$LIVE_AFTER" -eq 0 ]; then
+	pass "drain: live flows of $DRAINED: $LIVE_BEFORE before, $LIVE_DURING during, $LIVE_AFTER after"
+else
+	fail "drain: live flows of $DRAINED: $LIVE_BEFORE before, $LIVE_DURING during, $LIVE_AFTER after"
+fi
+ringlb backend remove "$VIP4" "$DRAINED" || fail "backend remove $DRAINED"
+
+# --- add and remove move only the planned share ---------------------------------------
+
+# change_moves CLIENT FIRST_PORT N CHANGED PLAN_ARGS -- CHANGE_ARGS
+change_moves() {
+	local client=$1 first=$2 n=$3 changed=$4 caddr p planned moved=0 wrong=0 before after
+	shift 4
+	local -a plan=() change=()
+	while [ "$1" != -- ]; do plan+=("$1"); shift; done
+	shift
+	change=("$@")
+	caddr=$(topo_client_addr4 "$client")
+	planned=$(ringlb plan --json "$VIP4" "${plan[@]}" | jq -r .moved)
+	for p in $(seq "$first" $((first + n - 1))); do
+		echo "$(ringlb lookup "$VIP4" "$caddr:$p")"
+	done >"$W/before"
+	ringlb "${change[@]}" || { fail "${change[*]}"; return; }
+	for p in $(seq "$first" $((first + n - 1))); do
+		on_client "$client" curl -s -m 5 --local-port "$p" "$(url "$TOPO_VIP4")/"
+	done >"$W/after"
+	while read -r before <&3 && read -r after <&4; do
+		[ "$before" = "$after" ] && continue
+		moved=$((moved + 1))
+		[ "$before" = "$changed" ] || [ "$after" = "$changed" ] || wrong=$((wrong + 1))
+	done 3<"$W/before" 4<"$W/after"
+	if [ $wrong -eq 0 ] && within "$moved" "$planned" "$n"; then
+		pass "${change[*]}: $moved of $n new flows moved (plan: $(awk -v m="$planned" 'BEGIN{printf "%.1f%%", 100*m}')), all to or from $changed"
+	else
+		fail "${change[*]}: $moved of $n new flows moved (plan $planned), $wrong between unchanged backends"
+	fi
+}
+
+ADDED=$DRAINED
+change_moves 2 31000 400 "$ADDED" add "$ADDED" "$(topo_backend_addr4 "${ADDED#b}")" --weight 3 -- \
+	backend add "$VIP4" "$ADDED" "$(topo_backend_addr4 "${ADDED#b}")" --weight 3
+REMOVED=b1
+[ "$ADDED" = b1 ] && REMOVED=b2
+change_moves 2 32000 400 "$REMOVED" remove "$REMOVED" -- backend remove "$VIP4" "$REMOVED"
+ringlb backend add "$VIP4" "$REMOVED" "$(topo_backend_addr4 "${REMOVED#b}")" --weight "${REMOVED#b}" ||
+	fail "re-adding $REMOVED"
+
+# --- IPv6 ------------------------------------------------------------------------------
+
+spread "$TOPO_VIP6" "$VIP6" 1 600
+lookup_all "$VIP6" "$(topo_client_addr6 1)"
+predict "$VIP6" 2 33000 50
+
+# --- re-attach and restore rebuild byte-identical rings --------------------------------
+
+# ring_digest VIP_ID: a digest of the ring map the kernel serves for a VIP.
+ring_digest() {
+	local id
+	id=$(bpftool map lookup pinned "$PIN/rings" key "$1" 0 0 0 -j |
+		jq -r '.value[0:4] | map(ltrimstr("0x") | ascii_downcase) | reverse | join("")') ||
+		return 1
+	bpftool map dump id "$((16#$id))" | sha256sum | cut -c1-16
+}
+V4_ID=$(ringlb show --json | jq -r --arg v "$VIP4" '.vips[] | select(.vip == $v) | .id')
+BEFORE=$(ring_digest "$V4_ID")
+ringlb save "$W/saved.json" || fail "save"
+ringlb detach eth0 || fail "detach"
+rm -rf "$PIN"   # what a reboot does to the pins
+ringlb attach eth0 >/dev/null || fail "re-attach"
+AFTER=$(ring_digest "$V4_ID")
+if [ -n "$BEFORE" ] && [ "$BEFORE" = "$AFTER" ]; then
+	pass "re-attach after losing the pins rebuilt a byte-identical ring ($AFTER)"
+else
+	fail "re-attach rebuilt a different ring: $BEFORE then $AFTER"
+fi
+ringlb backend weight "$VIP4" b2 7 || fail "backend weight"
+CHANGED=$(ring_digest "$V4_ID")
+ringlb restore "$W/saved.json" || fail "restore"
+RESTORED=$(ring_digest "$V4_ID")
+if [ "$CHANGED" != "$BEFORE" ] && [ "$RESTORED" = "$BEFORE" ]; then
+	pass "restore rebuilt the saved, byte-identical ring ($RESTORED)"
+else
+	fail "restore: saved $BEFORE, changed $CHANGED, restored $RESTORED"
+fi
+spread "$TOPO_VIP4" "$VIP4" 1 300
+
+echo "e2e: $FAILS failed"
+[ $FAILS -eq 0 ]
