@@ -36,7 +36,7 @@ else
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all test unit-test prog-test e2e-test bench deps clean
+.PHONY: all test unit-test prog-test e2e-test bench demo deps clean
 
 all: $(OUTPUT)/libring.a $(OUTPUT)/ringlb $(OUTPUT)/test_xdp $(OUTPUT)/xdp_pass.bpf.o
 
@@ -137,6 +137,11 @@ $(OUTPUT)/bench_ring: tests/bench_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring
 	$(Q)$(OUTPUT)/bench_ring
+
+# --- the live demonstration -----------------------------------------------------
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo.sh
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))
