@@ -59,7 +59,7 @@ $(OUTPUT)/libring.a: $(OUTPUT)/ring.o
 	$(Q)$(AR) rcs $@ $^
 
 # --- the XDP program ----------------------------------------------------------
-BPF_HDRS := bpf/lb_contract.h ring/siphash.h
+BPF_HDRS := bpf/lb_contract.h bpf/lb_parse.h bpf/lb_ring.h ring/siphash.h
 
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
 	$(call msg,BPF,$@)

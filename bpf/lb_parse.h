@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Frame parsing for ringlb's XDP programs: a cursor with one bounds check per
+ * header, and one helper per header that returns the next protocol or
+ * -(enum lb_reason). parse_flow() runs them all and fills the flow key.
+ * Shared by the data path and the benchmark's comparison programs, so both
+ * parse exactly alike.
+ */
+#ifndef RINGLB_LB_PARSE_H
+#define RINGLB_LB_PARSE_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "lb_contract.h"
+#include "siphash.h"
+
+#define ETH_P_8021Q_BE bpf_htons(ETH_P_8021Q)
+#define ETH_P_8021AD_BE bpf_htons(ETH_P_8021AD)
+#define IPV4_FRAG_MASK bpf_htons(0x3fff) /* MF flag and fragment offset */
+#define IPV4_IHL_MIN 5
+#define IPV6_EXT_MAX 4 /* extension headers walked before giving up */
+#define ICMP_INNER_L4_BYTES 8 /* what an ICMP error quotes past the IP header */
+
+/* A parser's result: >= 0 is the next protocol, < 0 is -(enum lb_reason). */
+#define PARSE_FAIL(reason) (-(int)(reason))
+
+struct cursor {
+	void *pos;
+	void *end;
+};
+
+struct vlan_tag {
+	__be16 tci;
+	__be16 encapsulated_proto;
+};
+
+/*
+ * ICMP and ICMPv6 share this 8-byte header. Declared here because
+ * <linux/icmp.h> pulls in libc's socket headers, which do not build for BPF.
+ */
+struct icmp_header {
+	__u8 type;
+	__u8 code;
+	__sum16 checksum;
+	__be32 rest;
+};
+
+#define ICMP_DEST_UNREACH 3
+#define ICMP_TIME_EXCEEDED 11
+#define ICMPV6_DEST_UNREACH 1
+#define ICMPV6_PKT_TOOBIG 2
+#define ICMPV6_TIME_EXCEED 3
+
+struct ipv6_ext {
+	__u8 next_header;
+	__u8 length; /* in 8-byte units, not counting the first 8 bytes */
+};
+
+/* One bounds check per header: the header's start, or NULL if it is cut short. */
+static __always_inline void *cursor_pull(struct cursor *c, __u32 len)
+{
+	void *start = c->pos;
+
+	if (start + len > c->end)
+		return NULL;
+	c->pos = start + len;
+	return start;
+}
+
+/* Ethernet and at most one VLAN tag: the EtherType (big-endian) or a failure. */
+static __always_inline int parse_eth(struct cursor *c, struct ethhdr **eth)
+{
+	struct vlan_tag *vlan;
+	__be16 proto;
+
+	*eth = cursor_pull(c, sizeof(**eth));
+	if (!*eth)
+		return PARSE_FAIL(LB_REASON_PASS_TRUNC_ETH);
+	proto = (*eth)->h_proto;
+	if (proto != ETH_P_8021Q_BE && proto != ETH_P_8021AD_BE)
+		return proto;
+	vlan = cursor_pull(c, sizeof(*vlan));
+	if (!vlan)
+		return PARSE_FAIL(LB_REASON_PASS_TRUNC_VLAN);
+	proto = vlan->encapsulated_proto;
+	if (proto == ETH_P_8021Q_BE || proto == ETH_P_8021AD_BE)
+		return PARSE_FAIL(LB_REASON_PASS_VLAN_STACKED);
+	return proto;
+}
+
+/*
+ * IPv4 header, options included, into the key's addresses: the transport
+ * protocol, or a failure. @quoted is set inside an ICMP error, where the
+ * total length describes the original packet, not what was quoted of it.
+ */
+static __always_inline int parse_ipv4(struct cursor *c, __u8 *src, __u8 *dst, int quoted)
+{
+	struct iphdr *ip = cursor_pull(c, sizeof(*ip));
+	__u32 header_len, total_len;
+
+	if (!ip)
+		return PARSE_FAIL(LB_REASON_PASS_TRUNC_IP);
+	if (ip->version != 4 || ip->ihl < IPV4_IHL_MIN)
+		return PARSE_FAIL(LB_REASON_PASS_BAD_IPV4);
+	header_len = ip->ihl * 4;
+	total_len = bpf_ntohs(ip->tot_len);
+	if (total_len < header_len)
+		return PARSE_FAIL(LB_REASON_PASS_BAD_IPV4);
+	/* The options: ihl is 4 bits, so this pull is at most 40 bytes. */
+	if (!cursor_pull(c, header_len - sizeof(*ip)))
+		return PARSE_FAIL(LB_REASON_PASS_TRUNC_IP);
+	if (!quoted && (void *)ip + total_len > c->end)
+		return PARSE_FAIL(LB_REASON_PASS_BAD_IPV4);
+	if (ip->frag_off & IPV4_FRAG_MASK)
+		return PARSE_FAIL(LB_REASON_PASS_FRAGMENT);
+	__builtin_memcpy(src, &ip->saddr, 4);
+	__builtin_memcpy(dst, &ip->daddr, 4);
+	return ip->protocol;
+}
+
+/*
+ * IPv6 header and the extension headers a flow may carry (hop-by-hop,
+ * routing, destination options, at most IPV6_EXT_MAX of them): the transport
+ * protocol, or a failure. A fragment header means a fragment.
+ */
+static __always_inline int parse_ipv6(struct cursor *c, __u8 *src, __u8 *dst, int quoted)
+{
+	struct ipv6hdr *ip6 = cursor_pull(c, sizeof(*ip6));
+	__u8 next;
+	int i;
+
+	if (!ip6)
+		return PARSE_FAIL(LB_REASON_PASS_TRUNC_IP);
+	if (ip6->version != 6)
+		return PARSE_FAIL(LB_REASON_PASS_BAD_IPV6);
+	if (!quoted && (ip6->payload_len == 0 ||
+			(void *)(ip6 + 1) + bpf_ntohs(ip6->payload_len) > c->end))
+		return PARSE_FAIL(LB_REASON_PASS_BAD_IPV6);
+	__builtin_memcpy(src, &ip6->saddr, 16);
+	__builtin_memcpy(dst, &ip6->daddr, 16);
+	next = ip6->nexthdr;
+	for (i = 0; i < IPV6_EXT_MAX; i++) {
+		struct ipv6_ext *ext;
+
+		switch (next) {
+		case IPPROTO_HOPOPTS:
+		case IPPROTO_ROUTING:
+		case IPPROTO_DSTOPTS:
+			break;
+		case IPPROTO_FRAGMENT:
+			return PARSE_FAIL(LB_REASON_PASS_FRAGMENT);
+		case IPPROTO_AH:
+		case IPPROTO_ESP:
+		case IPPROTO_NONE:
+		case IPPROTO_MH:
+			return PARSE_FAIL(LB_REASON_PASS_IPV6_EXT);
+		default:
+			return next;
+		}
+		ext = cursor_pull(c, sizeof(*ext));
+		if (!ext)
+			return PARSE_FAIL(LB_REASON_PASS_TRUNC_IPV6_EXT);
+		next = ext->next_header;
+		/* The rest of the header: at most 2046 bytes, a bounded pull. */
+		if (!cursor_pull(c, (__u32)ext->length * 8 + 6))
+			return PARSE_FAIL(LB_REASON_PASS_TRUNC_IPV6_EXT);
+	}
+	switch (next) {
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_DSTOPTS:
+	case IPPROTO_FRAGMENT:
+	case IPPROTO_AH:
+	case IPPROTO_ESP:
+	case IPPROTO_NONE:
+	case IPPROTO_MH:
+		return next == IPPROTO_FRAGMENT ? PARSE_FAIL(LB_REASON_PASS_FRAGMENT) :
+						  PARSE_FAIL(LB_REASON_PASS_IPV6_EXT);
+	default:
+		return next;
+	}
+}
+
+/* The ports of a TCP or UDP header; @tcp_flags gets TCP's flag byte. */
+static __always_inline int parse_ports(struct cursor *c, int protocol, __be16 *sport,
+				       __be16 *dport, __u8 *tcp_flags)
+{
+	if (protocol == IPPROTO_TCP) {
+		struct tcphdr *tcp = cursor_pull(c, sizeof(*tcp));
+
+		if (!tcp)
+			return PARSE_FAIL(LB_REASON_PASS_TRUNC_L4);
+		if (tcp->doff < 5)
+			return PARSE_FAIL(LB_REASON_PASS_BAD_L4);
+		*sport = tcp->source;
+		*dport = tcp->dest;
+		*tcp_flags = ((__u8 *)tcp)[13];
+		return 0;
+	}
+	if (protocol == IPPROTO_UDP) {
+		struct udphdr *udp = cursor_pull(c, sizeof(*udp));
+
+		if (!udp)
+			return PARSE_FAIL(LB_REASON_PASS_TRUNC_L4);
+		if (bpf_ntohs(udp->len) < sizeof(*udp))
+			return PARSE_FAIL(LB_REASON_PASS_BAD_L4);
+		*sport = udp->source;
+		*dport = udp->dest;
+		*tcp_flags = 0;
+		return 0;
+	}
+	return PARSE_FAIL(LB_REASON_PASS_NOT_VIP);
+}
+
+/*
+ * An ICMP error quotes the packet it is about: here a packet the backend
+ * sent from the VIP to the client. Rebuild that client's flow key (the quoted
+ * destination is the client) and return the quoted protocol, or a failure.
+ */
+static __always_inline int parse_icmp_quote(struct cursor *c, int family,
+					    struct lb_flow_key *key)
+{
+	__be16 quoted_sport, quoted_dport, *ports;
+	int protocol;
+
+	if (family == LB_FAMILY_IPV4)
+		protocol = parse_ipv4(c, key->dst_addr, key->src_addr, 1);
+	else
+		protocol = parse_ipv6(c, key->dst_addr, key->src_addr, 1);
+	if (protocol < 0)
+		return PARSE_FAIL(LB_REASON_PASS_ICMP);
+	if (protocol != IPPROTO_TCP && protocol != IPPROTO_UDP)
+		return PARSE_FAIL(LB_REASON_PASS_ICMP);
+	/* Only the first 8 bytes of the transport header are quoted for sure. */
+	ports = cursor_pull(c, ICMP_INNER_L4_BYTES);
+	if (!ports)
+		return PARSE_FAIL(LB_REASON_PASS_ICMP);
+	quoted_sport = ports[0];
+	quoted_dport = ports[1];
+	key->src_port = quoted_dport;
+	key->dst_port = quoted_sport;
+	return protocol;
+}
+
+/* Is this ICMP message an error whose quote we follow? Non-zero if so. */
+static __always_inline int icmp_is_flow_error(struct cursor *c, int family)
+{
+	struct icmp_header *icmp = cursor_pull(c, sizeof(*icmp));
+
+	if (!icmp)
+		return 0;
+	if (family == LB_FAMILY_IPV4)
+		return icmp->type == ICMP_DEST_UNREACH || icmp->type == ICMP_TIME_EXCEEDED;
+	return icmp->type == ICMPV6_DEST_UNREACH || icmp->type == ICMPV6_PKT_TOOBIG ||
+	       icmp->type == ICMPV6_TIME_EXCEED;
+}
+
+#define TCP_FLAG_FIN 0x01
+#define TCP_FLAG_RST 0x04
+
+/**
+ * parse_flow() - parse a frame up to its transport ports.
+ * @c: cursor over the frame
+ * @key: the flow key, zeroed by the caller; filled here
+ * @eth: the Ethernet header, for the MAC rewrite
+ * @tcp_flags: TCP's flag byte (0 for UDP and ICMP)
+ *
+ * Return: LB_REASON_FORWARDED for a TCP or UDP flow, LB_REASON_FORWARDED_ICMP
+ * for an ICMP error quoting one (the key is then the quoted flow's, seen from
+ * the client), or -(reason) for what is not to be forwarded.
+ */
+static __always_inline int parse_flow(struct cursor *c, struct lb_flow_key *key,
+				      struct ethhdr **eth, __u8 *tcp_flags)
+{
+	int proto, err, reason = LB_REASON_FORWARDED;
+
+	*tcp_flags = 0;
+	proto = parse_eth(c, eth);
+	if (proto < 0)
+		return proto;
+	if (proto == bpf_htons(ETH_P_IP)) {
+		key->family = LB_FAMILY_IPV4;
+		proto = parse_ipv4(c, key->src_addr, key->dst_addr, 0);
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		key->family = LB_FAMILY_IPV6;
+		proto = parse_ipv6(c, key->src_addr, key->dst_addr, 0);
+	} else {
+		return PARSE_FAIL(LB_REASON_PASS_NOT_IP);
+	}
+	if (proto < 0)
+		return proto;
+	if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
+		if ((proto == IPPROTO_ICMP) != (key->family == LB_FAMILY_IPV4) ||
+		    !icmp_is_flow_error(c, key->family))
+			return PARSE_FAIL(LB_REASON_PASS_ICMP);
+		proto = parse_icmp_quote(c, key->family, key);
+		if (proto < 0)
+			return proto;
+		reason = LB_REASON_FORWARDED_ICMP;
+	} else {
+		err = parse_ports(c, proto, &key->src_port, &key->dst_port, tcp_flags);
+		if (err < 0)
+			return err;
+	}
+	key->protocol = (__u8)proto;
+	return reason;
+}
+
+/* The VIP key a flow key is addressed to. */
+static __always_inline void vip_key_of(const struct lb_flow_key *key, struct lb_vip_key *vip)
+{
+	__builtin_memcpy(vip->addr, key->dst_addr, sizeof(vip->addr));
+	vip->port = key->dst_port;
+	vip->protocol = key->protocol;
+	vip->family = key->family;
+}
+
+/* SipHash-1-3 of the key under the deployment's secret (ring/siphash.h). */
+static __always_inline __u64 flow_hash_with(const struct lb_flow_key *key, __u64 k0, __u64 k1)
+{
+	return siphash13_flow((const uint64_t *)key, k0, k1);
+}
+
+#endif /* RINGLB_LB_PARSE_H */
