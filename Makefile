@@ -134,8 +134,18 @@ $(OUTPUT)/bench_ring: tests/bench_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $< $(RING_SRCS) -o $@ $(LDLIBS_RING)
 
+BENCH_SRCS := tests/bench_xdp.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
+
+$(OUTPUT)/bench_xdp: $(BENCH_SRCS) tests/packets.h $(OUTPUT)/bench_xdp.skel.h $(USER_HDRS) \
+		$(RING_HDRS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(BENCH_SRCS) -o $@ $(LDLIBS_BPF) $(LDLIBS_RING)
+
 bench: deps
-	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring
+	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring $(OUTPUT)/bench_xdp \
+		$(OUTPUT)/xdp_pass.bpf.o
+	$(Q)$(OUTPUT)/bench_xdp
+	$(Q)echo
 	$(Q)$(OUTPUT)/bench_ring
 
 # --- the live demonstration -----------------------------------------------------

@@ -37,7 +37,7 @@
 #define RING_VNODES_MIN 1
 #define RING_VNODES_MAX (1u << 20)
 /** RING_VNODES_DEFAULT - K when the caller has no opinion. */
-#define RING_VNODES_DEFAULT 1000
+#define RING_VNODES_DEFAULT 4096
 /** RING_POINTS_MAX - most points one ring may hold. */
 #define RING_POINTS_MAX (1u << 20)
 /** RING_MEMBERS_MAX - most members one ring may hold. */

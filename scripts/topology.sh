@@ -26,11 +26,17 @@ topo_backend_addr6() { echo "2001:db8::$((10 + $1))"; }
 topo_client_addr4() { echo "198.18.0.$((20 + $1))"; }
 topo_client_addr6() { echo "2001:db8::$((20 + $1))"; }
 
-# topo_link NS PEER ADDR4 ADDR6: a host's eth0, plugged into the bridge as PEER.
+# Fixed MACs, so benchmarks can address frames without asking: 02:00:00:00:00:HH.
+TOPO_LB_MAC=02:00:00:00:00:02
+topo_backend_mac() { printf '02:00:00:00:00:%02x' $((0x10 + $1)); }
+topo_client_mac() { printf '02:00:00:00:00:%02x' $((0x20 + $1)); }
+
+# topo_link NS PEER ADDR4 ADDR6 MAC: a host's eth0, plugged into the bridge as PEER.
 topo_link() {
 	local p=$TOPO_PREFIX ns=$1 peer=$2
 	ip netns add "$ns"
 	ip -n "${p}sw" link add "$peer" type veth peer name eth0 netns "$ns"
+	ip -n "$ns" link set eth0 address "$5"
 	ip -n "${p}sw" link set "$peer" master br0 up
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
 	ip -n "$ns" link set lo up
@@ -82,12 +88,13 @@ topo_up() {
 	ip netns exec "${p}sw" sh -c 'for f in /proc/sys/net/bridge/bridge-nf-call-*; do
 		[ -e "$f" ] && echo 0 >"$f"; done; true'
 
-	topo_link "${p}lb" p-lb "$TOPO_LB4" "$TOPO_LB6"
+	topo_link "${p}lb" p-lb "$TOPO_LB4" "$TOPO_LB6" "$TOPO_LB_MAC"
 	# Native XDP_TX on a veth needs an XDP program on the peer.
-	ip -n "${p}sw" link set dev p-lb xdp obj "$here/build/xdp_pass.bpf.o" sec xdp
+	ip -n "${p}sw" link set dev p-lb xdp obj "$here/build/xdp_pass.bpf.o" sec xdp program xdp_pass
 
 	for i in $(seq 1 "$n"); do
-		topo_link "${p}b$i" "p-b$i" "$(topo_backend_addr4 "$i")" "$(topo_backend_addr6 "$i")"
+		topo_link "${p}b$i" "p-b$i" "$(topo_backend_addr4 "$i")" "$(topo_backend_addr6 "$i")" \
+			"$(topo_backend_mac "$i")"
 		ip -n "${p}b$i" addr add "$TOPO_VIP4/32" dev lo
 		ip -n "${p}b$i" -6 addr add "$TOPO_VIP6/128" dev lo nodad
 		# Direct server return: hold the VIP, but never answer ARP for it.
@@ -97,7 +104,8 @@ topo_up() {
 		topo_nginx "$i"
 	done
 	for i in 1 2; do
-		topo_link "${p}c$i" "p-c$i" "$(topo_client_addr4 "$i")" "$(topo_client_addr6 "$i")"
+		topo_link "${p}c$i" "p-c$i" "$(topo_client_addr4 "$i")" "$(topo_client_addr6 "$i")" \
+			"$(topo_client_mac "$i")"
 		ip -n "${p}c$i" route add "$TOPO_VIP4/32" via "$TOPO_LB4"
 		ip -n "${p}c$i" -6 route add "$TOPO_VIP6/128" via "$TOPO_LB6"
 		# Frames the balancer forwards must carry real checksums (DESIGN.md).

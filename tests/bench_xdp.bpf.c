@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The benchmark's XDP programs. They live here, never in the data path. All
+ * parse with lb_parse.h and hash with the same keyed SipHash as ringlb, look
+ * the VIP up, pick a backend, rewrite the MACs and send the frame back out;
+ * they differ only in how they pick:
+ *
+ *   bench_empty   nothing at all: the cost of the test harness itself
+ *   bench_floor   parse and hash, then always backend 1: no choice at all
+ *   bench_table   one array read at hash % BENCH_TABLE_SIZE, the way
+ *                 Maglev-style balancers pick
+ *   bench_ring    ringlb's ring search (lb_ring.h), the data path's own code
+ *
+ * Each counts the frames it sends, for the forwarding-rate measurement.
+ *
+ * bench_driver feeds them for the per-packet measurement: BPF_PROG_TEST_RUN
+ * repeats it on one IPv4 TCP frame; each run writes the next flow's client
+ * address and port into the frame (from flow_tuples, cycling, or a fresh one
+ * every time) and tail-calls the program under test. Packets thus follow one
+ * another inside the kernel, with no system call between them, over
+ * thousands of distinct flows; the driver's own cost is measured by
+ * tail-calling bench_empty and subtracted.
+ */
+#include "lb_parse.h"
+#include "lb_ring.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* M of the O(1) table: prime, as Maglev's table sizes are. */
+#define BENCH_TABLE_SIZE 65537
+
+const volatile __u64 flow_secret[2] = { 0, 0 };
+const volatile __u8 iface_mac[ETH_ALEN] = { 0 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB_VIPS_MAX);
+	__type(key, struct lb_vip_key);
+	__type(value, struct lb_vip);
+} vips SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LB_BACKENDS_MAX);
+	__type(key, __u32);
+	__type(value, struct lb_backend);
+} backends SEC(".maps");
+
+struct ring_slots {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(union lb_ring_slot));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, LB_VIPS_MAX);
+	__type(key, __u32);
+	__array(values, struct ring_slots);
+} rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BENCH_TABLE_SIZE);
+	__type(key, __u32);
+	__type(value, __u32);
+} table SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} sent SEC(".maps");
+
+/* --- the driver --------------------------------------------------------------------- */
+
+#define BENCH_FLOWS 4096
+#define BENCH_TARGETS 8
+/* Where a client's address and port sit in an untagged IPv4 + TCP frame. */
+#define FRAME_SADDR_OFFSET (14 + 12)
+#define FRAME_SPORT_OFFSET (14 + 20)
+
+struct bench_tuple {
+	__be32 saddr;
+	__be16 sport;
+	__u16 pad;
+};
+
+/**
+ * struct bench_config - what the driver does.
+ * @target: slot of the program under test in targets
+ * @fresh_flows: 1: a never-seen flow every packet; 0: cycle through flow_tuples
+ */
+struct bench_config {
+	__u32 target;
+	__u32 fresh_flows;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BENCH_FLOWS);
+	__type(key, __u32);
+	__type(value, struct bench_tuple);
+} flow_tuples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, BENCH_TARGETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bench_config);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} packet_number SEC(".maps");
+
+SEC("xdp")
+int bench_driver(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct bench_config *cfg;
+	struct bench_tuple *t, fresh;
+	__u32 zero = 0, slot;
+	__u64 *n, i;
+
+	cfg = bpf_map_lookup_elem(&config, &zero);
+	n = bpf_map_lookup_elem(&packet_number, &zero);
+	if (!cfg || !n || data + FRAME_SPORT_OFFSET + 2 > end)
+		return XDP_ABORTED;
+	i = (*n)++;
+	if (cfg->fresh_flows) {
+		/* 2^40 flows before one repeats: 198.0.0.0/8 x 65,536 ports. */
+		fresh.saddr = bpf_htonl(0xc6000000 | (__u32)(i >> 16 & 0xffffff));
+		fresh.sport = bpf_htons((__u16)i);
+		t = &fresh;
+	} else {
+		slot = (__u32)(i % BENCH_FLOWS);
+		t = bpf_map_lookup_elem(&flow_tuples, &slot);
+		if (!t)
+			return XDP_ABORTED;
+	}
+	__builtin_memcpy(data + FRAME_SADDR_OFFSET, &t->saddr, 4);
+	__builtin_memcpy(data + FRAME_SPORT_OFFSET, &t->sport, 2);
+	bpf_tail_call(ctx, &targets, cfg->target);
+	return XDP_ABORTED;
+}
+
+/* --- the programs under test ------------------------------------------------------------ */
+
+enum choice {
+	CHOICE_FLOOR,
+	CHOICE_TABLE,
+	CHOICE_RING,
+};
+
+static __always_inline int bench(struct xdp_md *ctx, enum choice how)
+{
+	struct cursor c = { (void *)(long)ctx->data, (void *)(long)ctx->data_end };
+	struct lb_flow_key key = {};
+	struct lb_vip_key vip_key = {};
+	struct lb_backend *backend;
+	struct ethhdr *eth;
+	struct lb_vip *vip;
+	__u32 id = 1, slot, zero = 0;
+	__u64 hash, *count;
+	__u8 tcp_flags;
+	int err;
+
+	err = parse_flow(&c, &key, &eth, &tcp_flags);
+	if (err < 0)
+		return XDP_PASS;
+	vip_key_of(&key, &vip_key);
+	vip = bpf_map_lookup_elem(&vips, &vip_key);
+	if (!vip)
+		return XDP_PASS;
+	hash = flow_hash_with(&key, flow_secret[0], flow_secret[1]);
+	if (how == CHOICE_TABLE) {
+		__u32 *entry;
+
+		slot = (__u32)(hash % BENCH_TABLE_SIZE);
+		entry = bpf_map_lookup_elem(&table, &slot);
+		if (!entry)
+			return XDP_DROP;
+		id = *entry;
+	} else if (how == CHOICE_RING) {
+		if (ring_pick(bpf_map_lookup_elem(&rings, &vip->vip_id), hash, &id))
+			return XDP_DROP;
+	} else {
+		/* Keep the hash alive: the floor pays for it like the others. */
+		barrier_var(hash);
+	}
+	backend = bpf_map_lookup_elem(&backends, &id);
+	if (!backend || backend->state == LB_BACKEND_UNUSED)
+		return XDP_DROP;
+	__builtin_memcpy(eth->h_dest, backend->mac, ETH_ALEN);
+	for (int i = 0; i < ETH_ALEN; i++)
+		eth->h_source[i] = iface_mac[i];
+	count = bpf_map_lookup_elem(&sent, &zero);
+	if (count)
+		(*count)++;
+	return XDP_TX;
+}
+
+SEC("xdp")
+int bench_empty(struct xdp_md *ctx)
+{
+	(void)ctx;
+	return XDP_TX;
+}
+
+SEC("xdp")
+int bench_floor(struct xdp_md *ctx)
+{
+	return bench(ctx, CHOICE_FLOOR);
+}
+
+SEC("xdp")
+int bench_table(struct xdp_md *ctx)
+{
+	return bench(ctx, CHOICE_TABLE);
+}
+
+SEC("xdp")
+int bench_ring(struct xdp_md *ctx)
+{
+	return bench(ctx, CHOICE_RING);
+}
