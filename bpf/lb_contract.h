@@ -102,13 +102,31 @@ struct lb_vip_key {
 };
 
 /**
- * struct lb_vip - what a VIP key maps to.
- * @vip_id: slot in the rings map and the vip_stats map
- * @flags: reserved, zero
+ * struct lb_vip - what a VIP key maps to: its id and where its ring is.
+ * @vip_id: the VIP's slot in vip_stats; its rings are slots 2 * vip_id and
+ *          2 * vip_id + 1 of the rings_<class> maps
+ * @points: points of its ring; 0: no backend takes new flows
+ * @ring_class: which rings_<class> map holds the ring, 0 .. LB_RING_CLASSES - 1
+ * @ring_parity: which of the VIP's two slots there, 0 or 1
+ * @index_bits: b of the ring's bucket index, 0 .. LB_RING_INDEX_BITS_MAX
+ * @search_steps: strides of the search in a bucket of two or more points
+ * @fingerprint: the ring's fingerprint, also in its header: a packet that
+ *               finds another ring in the slot (one swapped in after it
+ *               read this value) reads the VIP again instead of using it
+ *
+ * The VIP value names the ring and describes it, so a packet needs no ring
+ * header read to search it. It is replaced whole (the map is not
+ * preallocated, so a reader keeps the element it found until it is done).
  */
 struct lb_vip {
 	__u32 vip_id;
-	__u32 flags;
+	__u32 points;
+	__u8 ring_class;
+	__u8 ring_parity;
+	__u8 index_bits;
+	__u8 search_steps;
+	__u32 pad;
+	__u64 fingerprint;
 };
 
 /* --- backends (map "backends", array indexed by backend id) ------------------ */
@@ -144,32 +162,46 @@ struct lb_backend {
 	__u32 pad;
 };
 
-/* --- rings (map "rings", array of maps indexed by VIP id) -------------------- */
+/* --- rings (maps "rings_0" .. "rings_3", arrays of maps) --------------------- */
 
 /*
- * Each VIP's ring is one array map of 16-byte slots, swapped in whole:
+ * Each VIP's ring is one array map of 16-byte slots, built whole and never
+ * changed after it serves:
  *
  *   slot 0                      struct lb_ring_header
  *   slots 1 .. 1 + 2^b          struct lb_ring_bucket, 2^b buckets + sentinel
  *   slots 2 + 2^b .. + points   struct lb_ring_point, sorted by position
  *
- * b is the header's index_bits. The bucket and point arrays are the ring
- * library's (ring_index(), ring_points()) with member indices replaced by
- * backend ids; the program runs ring_lookup()'s search over them.
+ * The bucket and point arrays are the ring library's (ring_index(),
+ * ring_points()) with member indices replaced by backend ids; the program
+ * runs ring_lookup()'s search over them.
+ *
+ * Ring maps come in LB_RING_CLASSES fixed sizes, one array-of-maps per size:
+ * inner maps of one fixed size let the verifier inline every slot lookup,
+ * where maps of any size (BPF_F_INNER_MAP) would cost a helper call each. A
+ * ring lives in the smallest class it fits. A swap builds the new ring in
+ * the VIP's other slot (possibly of another class), then replaces the VIP's
+ * value, which names the slot: one atomic update.
  */
+#define LB_RING_CLASSES 4
+#define LB_RING_CLASS0_SLOTS 4096u
+#define LB_RING_CLASS1_SLOTS 65536u
+#define LB_RING_CLASS2_SLOTS 524288u
+/* The largest ring: 2^20 points and 2^21 buckets. */
+#define LB_RING_CLASS3_SLOTS (2u + (1u << LB_RING_INDEX_BITS_MAX) + LB_RING_POINTS_MAX)
+/** LB_RING_SLOTS_PER_VIP - a VIP's two slots in each rings_<class> map. */
+#define LB_RING_SLOTS_PER_VIP 2
 
 /**
  * struct lb_ring_header - slot 0 of a ring.
- * @points: number of points (0: the VIP has no backend taking new flows)
- * @index_bits: b, 0 .. LB_RING_INDEX_BITS_MAX
- * @search_steps: strides of the search in a bucket of two or more points
- * @pad: zero; the header, like the rest of the map, is a function of the
- *       ring alone, so the same ring is the same bytes on every host
+ * @fingerprint: ring_fingerprint() of the ring, as in the VIP value
+ * @points: number of points
+ * @pad: zero; like the rest of the map, the header is a function of the ring
+ *       alone, so the same ring is the same bytes on every host
  */
 struct lb_ring_header {
+	__u64 fingerprint;
 	__u32 points;
-	__u32 index_bits;
-	__u32 search_steps;
 	__u32 pad;
 };
 
@@ -255,8 +287,8 @@ enum lb_reason {
 	LB_REASON_PASS_BAD_IPV6,      /* IPv6 version or payload length wrong */
 	LB_REASON_PASS_BAD_L4,        /* TCP data offset or UDP length wrong */
 	LB_REASON_DROP_NO_BACKEND,    /* VIP whose ring is empty: no backend takes new flows */
-	LB_REASON_DROP_NO_RING,       /* VIP with no ring installed */
-	LB_REASON_DROP_BAD_RING,      /* ring that fails its own header's bounds */
+	LB_REASON_DROP_NO_RING,       /* VIP whose ring slot is empty */
+	LB_REASON_DROP_BAD_RING,      /* ring that does not match its VIP's description */
 	LB_REASON_DROP_BACKEND_GONE,  /* ring names a backend slot that is free */
 	LB_REASON_COUNT
 };

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The ring search of ringlb's XDP programs, over one ring map laid out as
- * lb_contract.h describes: ring_lookup() of ring.c, step for step. Shared by
- * the data path and the benchmark.
+ * The VIP map, the ring maps and the ring search of ringlb's XDP programs:
+ * ring_lookup() of ring.c, step for step, over a ring map laid out as
+ * lb_contract.h describes. Shared by the data path and the benchmark, so
+ * both define these maps by including this header.
+ *
+ * Every slot lookup here is inlined by the verifier (about two instructions):
+ * the ring maps of one class all have the same size, and each class has its
+ * own copy of the search, so each lookup site sees one map of known size.
  */
 #ifndef RINGLB_LB_RING_H
 #define RINGLB_LB_RING_H
@@ -12,29 +17,71 @@
 #include "lb_contract.h"
 #include "lb_parse.h"
 
+/* Not preallocated: a replaced value stays intact until its readers are done. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB_VIPS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lb_vip_key);
+	__type(value, struct lb_vip);
+} vips SEC(".maps");
+
+/*
+ * One array of maps per ring class. BPF_F_MMAPABLE lets the controller fill a
+ * ring with one copy; the loader creates every ring map with the same flags
+ * and size as the template here, which the kernel checks.
+ */
+#define LB_RING_CLASS_MAP(name, slots)                                              \
+	struct {                                                                    \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);                           \
+		__uint(max_entries, LB_VIPS_MAX * LB_RING_SLOTS_PER_VIP);           \
+		__type(key, __u32);                                                 \
+		__array(values, struct {                                            \
+			__uint(type, BPF_MAP_TYPE_ARRAY);                           \
+			__uint(max_entries, slots);                                 \
+			__uint(map_flags, BPF_F_MMAPABLE);                          \
+			__uint(key_size, sizeof(__u32));                            \
+			__uint(value_size, sizeof(union lb_ring_slot));             \
+		});                                                                 \
+	} name SEC(".maps")
+
+LB_RING_CLASS_MAP(rings_0, LB_RING_CLASS0_SLOTS);
+LB_RING_CLASS_MAP(rings_1, LB_RING_CLASS1_SLOTS);
+LB_RING_CLASS_MAP(rings_2, LB_RING_CLASS2_SLOTS);
+LB_RING_CLASS_MAP(rings_3, LB_RING_CLASS3_SLOTS);
+
+/*
+ * Not reasons, but "read the VIP again": the slot holds a newer ring than the
+ * VIP value read, or none (the controller emptied it after a swap).
+ */
+#define RING_STALE 1
+#define RING_MISSING 2
+
 static __always_inline union lb_ring_slot *ring_slot(void *ring, __u32 slot)
 {
 	return bpf_map_lookup_elem(ring, &slot);
 }
 
 /*
- * The owner of @hash in @ring (a ring map, NULL when the VIP has none), as
- * ring_lookup() finds it: 0 and the backend id, or -(reason) to drop.
+ * The owner of @hash in @ring (the map in @vip's slot, NULL when empty), as
+ * ring_lookup() finds it: 0 and the backend id, RING_MISSING or RING_STALE
+ * when @ring is not the ring @vip describes, or -(reason) to drop.
  */
-static __always_inline int ring_pick(void *ring, __u64 hash, __u32 *backend_id)
+static __always_inline int ring_pick(void *ring, const struct lb_vip *vip, __u64 hash,
+				     __u32 *backend_id)
 {
 	union lb_ring_slot *header, *b0, *b1, *probe_slot;
 	__u32 bits, steps, bucket, base, end, last, points_at, i;
 
 	if (!ring)
-		return PARSE_FAIL(LB_REASON_DROP_NO_RING);
+		return RING_MISSING;
 	header = ring_slot(ring, 0);
 	if (!header)
 		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
-	if (header->header.points == 0)
-		return PARSE_FAIL(LB_REASON_DROP_NO_BACKEND);
-	bits = header->header.index_bits;
-	steps = header->header.search_steps;
+	if (header->header.fingerprint != vip->fingerprint)
+		return RING_STALE;
+	bits = vip->index_bits;
+	steps = vip->search_steps;
 	if (bits > LB_RING_INDEX_BITS_MAX || steps > LB_RING_SEARCH_STEPS_MAX)
 		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
 	bucket = bits ? (__u32)(hash >> (64 - bits)) : 0;
@@ -75,6 +122,31 @@ static __always_inline int ring_pick(void *ring, __u64 hash, __u32 *backend_id)
 		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
 	*backend_id = probe_slot->point.backend_id;
 	return 0;
+}
+
+/*
+ * The ring owner of @hash for @vip: 0 and the backend id, RING_STALE or
+ * RING_MISSING, or -(reason). Each class gets its own inlined copy of the
+ * search.
+ */
+static __always_inline int ring_choose(const struct lb_vip *vip, __u64 hash, __u32 *backend_id)
+{
+	__u32 slot = vip->vip_id * LB_RING_SLOTS_PER_VIP + (vip->ring_parity & 1);
+
+	if (vip->points == 0)
+		return PARSE_FAIL(LB_REASON_DROP_NO_BACKEND);
+	switch (vip->ring_class) {
+	case 0:
+		return ring_pick(bpf_map_lookup_elem(&rings_0, &slot), vip, hash, backend_id);
+	case 1:
+		return ring_pick(bpf_map_lookup_elem(&rings_1, &slot), vip, hash, backend_id);
+	case 2:
+		return ring_pick(bpf_map_lookup_elem(&rings_2, &slot), vip, hash, backend_id);
+	case 3:
+		return ring_pick(bpf_map_lookup_elem(&rings_3, &slot), vip, hash, backend_id);
+	default:
+		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
+	}
 }
 
 #endif /* RINGLB_LB_RING_H */

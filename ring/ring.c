@@ -1017,6 +1017,29 @@ static uint64_t bytes_checksum(const unsigned char *buf, size_t len)
 	return hasher_final(&h);
 }
 
+uint64_t ring_fingerprint(const struct ring *r)
+{
+	struct byte_hasher h;
+	unsigned char le[4];
+	size_t i;
+
+	/* The points follow from K and the members: hashing those is enough. */
+	hasher_init(&h, FORMAT_KEY1, FORMAT_KEY0);
+	store_le32(le, RING_FORMAT_VERSION);
+	hasher_update(&h, le, 4);
+	store_le32(le, r->vnodes);
+	hasher_update(&h, le, 4);
+	for (i = 0; i < r->member_count; i++) {
+		unsigned char len = (unsigned char)strlen(r->members[i].name);
+
+		hasher_update(&h, &len, 1);
+		hasher_update(&h, r->members[i].name, len);
+		store_le32(le, r->members[i].weight);
+		hasher_update(&h, le, 4);
+	}
+	return hasher_final(&h);
+}
+
 int ring_serialize(const struct ring *r, void **out, size_t *out_len)
 {
 	size_t len = RING_FORMAT_HEADER_LEN + RING_FORMAT_CHECKSUM_LEN, i;

@@ -308,6 +308,15 @@ int ring_diff(const struct ring *before, const struct ring *after, struct ring_d
 void ring_diff_free(struct ring_diff *diff);
 
 /**
+ * ring_fingerprint() - 64 bits that differ between rings that differ.
+ * @r: the ring
+ *
+ * A keyed hash of K and the members (names and weights), from which the
+ * points follow: equal rings have equal fingerprints on every host.
+ */
+uint64_t ring_fingerprint(const struct ring *r);
+
+/**
  * ring_serialize() - the ring in ringlb's versioned, checksummed format.
  * @r: the ring
  * @buf: a malloc()ed buffer, the caller frees it

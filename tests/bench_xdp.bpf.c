@@ -32,12 +32,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 flow_secret[2] = { 0, 0 };
 const volatile __u8 iface_mac[ETH_ALEN] = { 0 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB_VIPS_MAX);
-	__type(key, struct lb_vip_key);
-	__type(value, struct lb_vip);
-} vips SEC(".maps");
+/* vips and rings_0 .. rings_3 come with lb_ring.h. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -45,21 +40,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lb_backend);
 } backends SEC(".maps");
-
-struct ring_slots {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(union lb_ring_slot));
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, LB_VIPS_MAX);
-	__type(key, __u32);
-	__array(values, struct ring_slots);
-} rings SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -196,7 +176,7 @@ static __always_inline int bench(struct xdp_md *ctx, enum choice how)
 			return XDP_DROP;
 		id = *entry;
 	} else if (how == CHOICE_RING) {
-		if (ring_pick(bpf_map_lookup_elem(&rings, &vip->vip_id), hash, &id))
+		if (ring_choose(vip, hash, &id))
 			return XDP_DROP;
 	} else {
 		/* Keep the hash alive: the floor pays for it like the others. */

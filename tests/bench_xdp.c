@@ -127,16 +127,19 @@ static double run_ns(struct bench_xdp_bpf *skel, const struct pkt *frame, __u32 
 	return o.duration;
 }
 
-static void vip_and_backends(int vips_fd, int backends_fd, uint32_t count)
+static struct lb_vip_key bench_vip_key(__u8 protocol, __u16 port)
 {
-	struct lb_vip_key key = { .port = htons(80), .protocol = IPPROTO_TCP,
+	struct lb_vip_key key = { .port = htons(port), .protocol = protocol,
 				  .family = LB_FAMILY_IPV4 };
-	struct lb_vip vip = { .vip_id = 0 };
-	uint32_t id;
 
 	pkt_addr(LB_FAMILY_IPV4, "198.18.0.100", key.addr);
-	if (bpf_map_update_elem(vips_fd, &key, &vip, BPF_ANY))
-		die("vips", -errno);
+	return key;
+}
+
+static void backends_fill(int backends_fd, uint32_t count)
+{
+	uint32_t id;
+
 	for (id = 1; id <= count; id++) {
 		struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
 					.vip_id = 0, .cookie = id, .mac = { 2, 0, 0, 0,
@@ -145,6 +148,18 @@ static void vip_and_backends(int vips_fd, int backends_fd, uint32_t count)
 		if (bpf_map_update_elem(backends_fd, &id, &b, BPF_ANY))
 			die("backends", -errno);
 	}
+}
+
+/* The bench object's maps in the loader's terms (what lb_vip_install needs). */
+static void bench_maps_of(struct bench_xdp_bpf *skel, struct lb_maps *maps)
+{
+	lb_maps_init(maps);
+	maps->vips = bpf_map__fd(skel->maps.vips);
+	maps->backends = bpf_map__fd(skel->maps.backends);
+	maps->rings[0] = bpf_map__fd(skel->maps.rings_0);
+	maps->rings[1] = bpf_map__fd(skel->maps.rings_1);
+	maps->rings[2] = bpf_map__fd(skel->maps.rings_2);
+	maps->rings[3] = bpf_map__fd(skel->maps.rings_3);
 }
 
 static void per_packet(void)
@@ -156,6 +171,7 @@ static void per_packet(void)
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] } };
 	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", "198.18.0.100", 40000,
 				 80, 0, 0x10, 0, 0 };
+	struct lb_vip_key key = bench_vip_key(IPPROTO_TCP, 80);
 	struct test_rng rng = { SEED };
 	struct bench_xdp_bpf *skel;
 	struct lb_prog *shipped;
@@ -175,8 +191,8 @@ static void per_packet(void)
 		die("load bench programs", -errno);
 	if (lb_prog_load(&shipped, &opts))
 		die("load ringlb", -errno);
-	vip_and_backends(bpf_map__fd(skel->maps.vips), bpf_map__fd(skel->maps.backends), 1024);
-	vip_and_backends(lb_prog_maps(shipped)->vips, lb_prog_maps(shipped)->backends, 1024);
+	backends_fill(bpf_map__fd(skel->maps.backends), 1024);
+	backends_fill(lb_prog_maps(shipped)->backends, 1024);
 	for (slot = 0; slot < TABLE_SIZE; slot++) {
 		__u32 id = 1 + slot % 1024;
 
@@ -200,8 +216,7 @@ static void per_packet(void)
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &k, &fds[t], BPF_ANY))
 			die("prog array", -errno);
 	}
-	memset(&bench_maps, -1, sizeof(bench_maps));
-	bench_maps.rings = bpf_map__fd(skel->maps.rings);
+	bench_maps_of(skel, &bench_maps);
 
 	printf("1. Per packet in the kernel: BPF_PROG_TEST_RUN of a driver that writes the next of\n"
 	       "   %d distinct IPv4 TCP flows into the frame and tail-calls the program under test;\n"
@@ -224,7 +239,8 @@ static void per_packet(void)
 		ids = calloc(sizes[s].members, sizeof(*ids));
 		for (i = 0; i < sizes[s].members; i++)
 			ids[i] = i + 1;
-		if (lb_ring_swap(&bench_maps, 0, r, ids) || lb_ring_swap(lb_prog_maps(shipped), 0, r, ids))
+		if (lb_vip_install(&bench_maps, &key, 0, r, ids) ||
+		    lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids))
 			die("ring swap", -errno);
 		for (round = -1; round < ROUNDS; round++) {
 			for (m = 0; m < M_COUNT; m++) {
@@ -298,9 +314,8 @@ static void forwarding(void)
 	char dir[] = "/tmp/ringlb-bench-XXXXXX", conf[256], cmd[512];
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
 				     .iface_mac = { 2, 0, 0, 0, 0, 2 } };
-	struct lb_vip_key key = { .port = htons(53), .protocol = IPPROTO_UDP,
-				  .family = LB_FAMILY_IPV4 };
-	struct lb_vip vip = { .vip_id = 0 };
+	struct lb_vip_key key = bench_vip_key(IPPROTO_UDP, 53);
+	struct lb_maps bench_maps;
 	double floor_pps[FORWARD_ROUNDS], ring_pps[FORWARD_ROUNDS];
 	struct bench_xdp_bpf *skel;
 	struct lb_prog *shipped;
@@ -337,9 +352,6 @@ static void forwarding(void)
 	memcpy((void *)skel->rodata->iface_mac, opts.iface_mac, 6);
 	if (bench_xdp_bpf__load(skel) || lb_prog_load(&shipped, &opts))
 		die("load", -errno);
-	pkt_addr(LB_FAMILY_IPV4, "198.18.0.100", key.addr);
-	bpf_map_update_elem(bpf_map__fd(skel->maps.vips), &key, &vip, BPF_ANY);
-	bpf_map_update_elem(lb_prog_maps(shipped)->vips, &key, &vip, BPF_ANY);
 	for (id = 1; id <= 2; id++) {
 		struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
 					.cookie = id, .mac = { 2, 0, 0, 0, 0, (__u8)(0x10 + id) } };
@@ -348,7 +360,9 @@ static void forwarding(void)
 		bpf_map_update_elem(lb_prog_maps(shipped)->backends, &id, &b, BPF_ANY);
 	}
 	r = ring_sized(2, RING_VNODES_DEFAULT);
-	if (lb_ring_swap(lb_prog_maps(shipped), 0, r, ids))
+	bench_maps_of(skel, &bench_maps);
+	if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids) ||
+	    lb_vip_install(&bench_maps, &key, 0, r, ids))
 		die("swap", -errno);
 	for (round = 0; round < FORWARD_ROUNDS; round++) {
 		floor_pps[round] = forward_pps(ifindex, bpf_program__fd(skel->progs.bench_floor),
@@ -379,6 +393,7 @@ static void forwarding(void)
 
 static void control_plane(void)
 {
+	struct lb_vip_key key = bench_vip_key(IPPROTO_TCP, 80);
 	struct bench_xdp_bpf *skel = bench_xdp_bpf__open_and_load();
 	struct lb_maps maps;
 	struct ring *r;
@@ -392,8 +407,7 @@ static void control_plane(void)
 
 	if (!skel)
 		die("load bench programs", -errno);
-	memset(&maps, -1, sizeof(maps));
-	maps.rings = bpf_map__fd(skel->maps.rings);
+	bench_maps_of(skel, &maps);
 	ids = calloc(n + 1, sizeof(*ids));
 	for (i = 0; i <= n; i++)
 		ids[i] = i + 1;
@@ -401,7 +415,7 @@ static void control_plane(void)
 	r = ring_sized(n, 1000);
 	build = now_ms() - t0;
 	t0 = now_ms();
-	if (lb_ring_swap(&maps, 0, r, ids))
+	if (lb_vip_install(&maps, &key, 0, r, ids))
 		die("swap", -errno);
 	swap = now_ms() - t0;
 	t0 = now_ms();
@@ -409,7 +423,7 @@ static void control_plane(void)
 		die("ring_add", -E2BIG);
 	add = now_ms() - t0;
 	t0 = now_ms();
-	if (lb_ring_swap(&maps, 0, r, ids))
+	if (lb_vip_install(&maps, &key, 0, r, ids))
 		die("swap", -errno);
 	add_swap = now_ms() - t0;
 

@@ -89,6 +89,45 @@ static __u32 next_backend_id = 1, next_cookie = 1;
 
 /* --- harness ------------------------------------------------------------------ */
 
+static struct lb_vip_key vip_key_of_test(int id)
+{
+	struct lb_vip_key key = { 0 };
+	size_t i;
+
+	for (i = 0; i < sizeof(test_vips) / sizeof(test_vips[0]); i++) {
+		if (test_vips[i].id != id)
+			continue;
+		key.port = htons(test_vips[i].port);
+		key.protocol = test_vips[i].protocol;
+		key.family = (__u8)test_vips[i].family;
+		pkt_addr(test_vips[i].family, test_vips[i].addr, key.addr);
+	}
+	return key;
+}
+
+/*
+ * VIP_NO_RING: a VIP whose value names a ring slot that is empty, as if the
+ * slot were emptied behind the controller's back.
+ */
+static int vip_ring_removed_behind_the_controller(void)
+{
+	struct lb_vip_key key = vip_key_of_test(VIP_NO_RING);
+	struct ring_member member = { "lonely", 1 };
+	struct lb_vip value;
+	struct ring *ring;
+	__u32 id = LB_BACKENDS_MAX - 1, slot;
+	int err;
+
+	if (ring_build(&ring, 10, &member, 1))
+		return -1;
+	err = lb_vip_install(maps, &key, VIP_NO_RING, ring, &id);
+	ring_free(ring);
+	if (err || bpf_map_lookup_elem(maps->vips, &key, &value))
+		return -1;
+	slot = value.vip_id * LB_RING_SLOTS_PER_VIP + value.ring_parity;
+	return bpf_map_delete_elem(maps->rings[value.ring_class], &slot) ? -1 : 0;
+}
+
 static int group_setup(void **state)
 {
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] } };
@@ -117,17 +156,15 @@ static int group_setup(void **state)
 	if (bpf_obj_get_info_by_fd(lb_prog_fd(prog), &info, &info_len) == 0)
 		printf("verifier: ringlb_xdp loaded, %u instructions processed, %u xlated bytes\n",
 		       info.verified_insns, info.xlated_prog_len);
+	/* Every VIP starts with an empty ring: no backend takes its flows. */
 	for (i = 0; i < sizeof(test_vips) / sizeof(test_vips[0]); i++) {
-		struct lb_vip_key key = { .port = htons(test_vips[i].port),
-					  .protocol = test_vips[i].protocol,
-					  .family = (__u8)test_vips[i].family };
+		struct lb_vip_key key = vip_key_of_test(test_vips[i].id);
 
-		pkt_addr(test_vips[i].family, test_vips[i].addr, key.addr);
-		err = lb_vip_set(maps, &key, (__u32)test_vips[i].id);
+		err = lb_vip_install(maps, &key, (__u32)test_vips[i].id, NULL, NULL);
 		if (err)
 			return -1;
 	}
-	return lb_ring_swap(maps, VIP_EMPTY_RING, NULL, NULL) ? -1 : 0;
+	return vip_ring_removed_behind_the_controller();
 }
 
 static int group_teardown(void **state)
@@ -229,7 +266,12 @@ static void pool_install(struct pool *pool, int vip, struct ring *ring)
 		check(lb_backend_install(maps, id, &b) == 0, "install backend %u", id);
 		pool->ids[i] = id;
 	}
-	check(lb_ring_swap(maps, (__u32)vip, ring, pool->ids) == 0, "swap ring of VIP %d", vip);
+	{
+		struct lb_vip_key key = vip_key_of_test(vip);
+
+		check(lb_vip_install(maps, &key, (__u32)vip, ring, pool->ids) == 0,
+		      "swap ring of VIP %d", vip);
+	}
 }
 
 static void pool_release(struct pool *pool)
@@ -877,7 +919,11 @@ static void test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones(void *
 	for (m = 0, k = 0; m < pool.count; m++)
 		if (m != 1)
 			ids[k++] = pool.ids[m];
-	assert_int_equal(lb_ring_swap(maps, VIP_V4_TCP, without, ids), 0);
+	{
+		struct lb_vip_key key = vip_key_of_test(VIP_V4_TCP);
+
+		assert_int_equal(lb_vip_install(maps, &key, VIP_V4_TCP, without, ids), 0);
+	}
 	assert_int_equal(lb_backend_set_state(maps, drained, LB_BACKEND_DRAINING), 0);
 	for (i = 0; i < SWAP_FLOWS; i++) {
 		__u32 got = send_flow(i, 0x10);
@@ -969,7 +1015,9 @@ static void test_new_flows_and_bytes_are_counted_per_backend_and_vip(void **stat
 
 static void test_failed_swap_leaves_old_ring_serving(void **state)
 {
+	struct lb_vip_key key = vip_key_of_test(VIP_V4_TCP);
 	struct lb_maps broken;
+	int c;
 	struct pool pool;
 	struct ring *other;
 	__u32 before[200];
@@ -982,12 +1030,13 @@ static void test_failed_swap_leaves_old_ring_serving(void **state)
 	for (i = 0; i < 200; i++)
 		before[i] = send_flow(i, 0);
 	other = ring_weighted(50, 2, NULL, "never");
-	check(lb_ring_swap(maps, LB_VIPS_MAX, other, pool.ids) == -ERANGE,
+	check(lb_vip_install(maps, &key, LB_VIPS_MAX, other, pool.ids) == -ERANGE,
 	      "swap into a slot past the rings map was not refused");
-	/* A closed rings descriptor: the ring is built and filled, the swap fails. */
+	/* Closed rings descriptors: the ring is built and filled, the swap fails. */
 	broken = *maps;
-	broken.rings = -1;
-	check(lb_ring_swap(&broken, VIP_V4_TCP, other, pool.ids) < 0,
+	for (c = 0; c < LB_RING_CLASSES; c++)
+		broken.rings[c] = -1;
+	check(lb_vip_install(&broken, &key, VIP_V4_TCP, other, pool.ids) < 0,
 	      "swap through a broken rings map did not fail");
 	flows_clear();
 	for (i = 0; i < 200; i++)
@@ -1012,7 +1061,8 @@ static int bpffs_dir(char *dir, size_t len)
 static void pins_remove(const char *dir)
 {
 	static const char *const names[] = {
-		"vips", "backends", "rings", "flows", "vip_stats", "backend_stats",
+		"vips", "backends", "rings_0", "rings_1", "rings_2", "rings_3", "flows",
+		"vip_stats", "backend_stats",
 		"reason_stats", "link",
 	};
 	char path[512];
@@ -1053,7 +1103,7 @@ static void test_instances_share_pinned_maps(void **state)
 	opts.flow_entries = 0;
 	err = lb_prog_load(&second, &opts);
 	check(err == 0, "second instance: %s", strerror(-err));
-	check(map_id(lb_prog_maps(first)->rings) == map_id(lb_prog_maps(second)->rings),
+	check(map_id(lb_prog_maps(first)->rings[3]) == map_id(lb_prog_maps(second)->rings[3]),
 	      "the second instance did not reuse the pinned rings map");
 	check(map_id(lb_prog_maps(first)->flows) == map_id(lb_prog_maps(second)->flows),
 	      "the second instance did not reuse the pinned flow table");
@@ -1106,7 +1156,7 @@ static void test_attach_native_with_pinned_link_and_detach(void **state)
 		lb_prog_close(p); /* the pinned link keeps it attached */
 		if (bpf_xdp_query(ifindex, 0, &query) || query.attach_mode != XDP_ATTACHED_DRV)
 			_exit(13);
-		if (lb_detach(link) || bpf_xdp_query(ifindex, 0, &query) ||
+		if (lb_detach(link, ifindex) || bpf_xdp_query(ifindex, 0, &query) ||
 		    query.attach_mode != XDP_ATTACHED_NONE)
 			_exit(14);
 		_exit(0);

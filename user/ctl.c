@@ -133,7 +133,7 @@ static int install_backends(const struct lb_maps *maps, const struct state *want
 	return 0;
 }
 
-/* Phase 2: changed rings swapped in, VIP keys present. */
+/* Phase 2: changed rings swapped in (a VIP's key comes with its first ring). */
 static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		      const struct state *want, char why[CTL_WHY_MAX])
 {
@@ -147,23 +147,18 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		__u32 *ids = NULL;
 		struct ring *ring = NULL;
 
+		if (applied && !ring_changed(before, v))
+			continue;
 		vip_format(&v->spec, spec);
-		if (ring_changed(before, v)) {
-			err = state_vip_ring(v, &ring, &ids);
-			if (err)
-				return fail(why, err, "building the ring of %s", spec);
-			err = lb_ring_swap(maps, v->id, ring, ids);
-			ring_free(ring);
-			free(ids);
-			if (err)
-				return fail(why, err, "swapping the ring of %s", spec);
-		}
-		if (!before || before->id != v->id || !applied) {
-			vip_key_of(v, &key);
-			err = lb_vip_set(maps, &key, v->id);
-			if (err)
-				return fail(why, err, "adding VIP %s", spec);
-		}
+		vip_key_of(v, &key);
+		err = state_vip_ring(v, &ring, &ids);
+		if (err)
+			return fail(why, err, "building the ring of %s", spec);
+		err = lb_vip_install(maps, &key, v->id, ring, ids);
+		ring_free(ring);
+		free(ids);
+		if (err)
+			return fail(why, err, "swapping the ring of %s", spec);
 	}
 	return 0;
 }
@@ -190,7 +185,7 @@ static int update_states(const struct lb_maps *maps, const struct state *want,
 	return 0;
 }
 
-/* Phase 4: VIP keys, then rings, that are no longer wanted. */
+/* Phase 4: VIPs no longer wanted: each key, then its rings. */
 static int remove_vips(const struct lb_maps *maps, const struct state *applied,
 		       const struct state *want, char why[CTL_WHY_MAX])
 {
@@ -218,15 +213,19 @@ static int remove_vips(const struct lb_maps *maps, const struct state *applied,
 			vip_key_of(&want->vips[j], &k);
 			keep = memcmp(&k, &keys[i], sizeof(k)) == 0 && val.vip_id == want->vips[j].id;
 		}
-		if (!keep && bpf_map_delete_elem(maps->vips, &keys[i]) && errno != ENOENT)
-			return fail(why, -errno, "removing a VIP key");
+		if (keep)
+			continue;
+		err = lb_vip_remove(maps, &keys[i]);
+		if (err)
+			return fail(why, err, "removing a VIP");
 	}
+	/* Rings of ids no VIP holds (left by a crash, or a restore over other state). */
 	for (id = 0; id < LB_VIPS_MAX; id++) {
 		if (vip_id_wanted(want, id) || (applied && !vip_id_wanted(applied, id)))
 			continue;
-		err = lb_ring_clear(maps, id);
+		err = lb_vip_rings_clear(maps, id);
 		if (err)
-			return fail(why, err, "removing the ring of VIP id %u", id);
+			return fail(why, err, "removing the rings of VIP id %u", id);
 	}
 	return 0;
 }

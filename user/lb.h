@@ -26,7 +26,7 @@ struct ring;
 struct lb_maps {
 	int vips;
 	int backends;
-	int rings;
+	int rings[LB_RING_CLASSES];
 	int flows;
 	int vip_stats;
 	int backend_stats;
@@ -87,8 +87,12 @@ void lb_prog_close(struct lb_prog *prog);
 int lb_attach(struct lb_prog *prog, int ifindex, enum lb_attach_mode mode,
 	      const char *link_path);
 
-/** lb_detach() - detach by removing the pinned link at @link_path. */
-int lb_detach(const char *link_path);
+/**
+ * lb_detach() - detach by removing the pinned link at @link_path.
+ * @link_path: the link's pin
+ * @ifindex: its interface, to wait until the kernel has let go (0: no wait)
+ */
+int lb_detach(const char *link_path, int ifindex);
 
 /** lb_maps_open_pinned() - open the maps pinned under @pin_dir. */
 int lb_maps_open_pinned(struct lb_maps *maps, const char *pin_dir);
@@ -96,11 +100,37 @@ int lb_maps_open_pinned(struct lb_maps *maps, const char *pin_dir);
 /** lb_maps_close() - close the descriptors of maps opened from pins. */
 void lb_maps_close(struct lb_maps *maps);
 
-/** lb_vip_set() - map a VIP key to @vip_id. */
-int lb_vip_set(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id);
+/** lb_maps_init() - mark every descriptor closed (-1). */
+void lb_maps_init(struct lb_maps *maps);
 
-/** lb_vip_delete() - remove a VIP key. */
-int lb_vip_delete(const struct lb_maps *maps, const struct lb_vip_key *key);
+/**
+ * lb_vip_install() - make a VIP serve a ring: the atomic swap.
+ * @maps: the maps
+ * @key: the VIP
+ * @vip_id: its id, 0 .. LB_VIPS_MAX - 1
+ * @ring: the ring (NULL or empty: no backend takes new flows)
+ * @backend_of_member: backend id of each ring member, in member order
+ *
+ * Builds a new ring map of the smallest class that holds the ring, fills it
+ * completely and puts it in the VIP's spare slot; then replaces the VIP's
+ * value, which names that slot, with one map update: every packet sees the
+ * old ring or the new one. The old ring's slot is emptied last. On any
+ * failure before the value update the old ring keeps serving.
+ */
+int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		   const struct ring *ring, const __u32 *backend_of_member);
+
+/** lb_vip_remove() - remove a VIP's key, then its rings. */
+int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key);
+
+/** lb_vip_rings_clear() - empty every ring slot of a VIP id. */
+int lb_vip_rings_clear(const struct lb_maps *maps, __u32 vip_id);
+
+/**
+ * lb_vip_ring_digest() - a digest of the bytes of the ring a VIP serves.
+ * Equal rings give equal digests on every host.
+ */
+int lb_vip_ring_digest(const struct lb_maps *maps, const struct lb_vip_key *key, __u64 *digest);
 
 /**
  * lb_backend_install() - fill a free backend slot and make it usable.
@@ -119,29 +149,6 @@ int lb_backend_set_state(const struct lb_maps *maps, __u32 id, enum lb_backend_s
 
 /** lb_backend_read() - read a backend slot. */
 int lb_backend_read(const struct lb_maps *maps, __u32 id, struct lb_backend *backend);
-
-/**
- * lb_ring_swap() - build a VIP's ring map from @ring and swap it in.
- * @maps: the maps
- * @vip_id: the VIP's slot
- * @ring: the ring (NULL or empty: no backend takes new flows)
- * @backend_of_member: backend id of each ring member, in member order
- *
- * Creates a new inner map, fills it completely, then replaces the VIP's slot
- * with one map update: every packet sees the old ring or the new one. On any
- * failure the old ring keeps serving.
- */
-int lb_ring_swap(const struct lb_maps *maps, __u32 vip_id, const struct ring *ring,
-		 const __u32 *backend_of_member);
-
-/** lb_ring_clear() - remove a VIP's ring (its packets then drop as DROP_NO_RING). */
-int lb_ring_clear(const struct lb_maps *maps, __u32 vip_id);
-
-/**
- * lb_ring_header_read() - the header of a VIP's installed ring.
- * Return: 0, -ENOENT when no ring is installed.
- */
-int lb_ring_header_read(const struct lb_maps *maps, __u32 vip_id, struct lb_ring_header *header);
 
 /**
  * lb_flow_key_init() - the flow key of a client's packet to a VIP.

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -222,7 +223,7 @@ static int maps_pinned(const struct cli *c)
 	snprintf(copy, sizeof(copy), "%s", c->pin_dir);
 	if (!host_bpffs(dirname(copy)) && !host_bpffs(c->pin_dir))
 		return -1;
-	snprintf(path, sizeof(path), "%s/rings", c->pin_dir);
+	snprintf(path, sizeof(path), "%s/vips", c->pin_dir);
 	return access(path, F_OK) == 0;
 }
 
@@ -261,10 +262,11 @@ static int change(struct cli *c, unsigned int flags,
 		  int (*apply)(struct cli *c, struct state *want))
 {
 	struct state applied, want;
-	struct lb_maps maps = { -1, -1, -1, -1, -1, -1, -1 };
+	struct lb_maps maps;
 	char why[CTL_WHY_MAX] = "";
 	int lock, err, have_maps = 0;
 
+	lb_maps_init(&maps);
 	if (privileged_or_report(c) || state_dir_ensure(c))
 		return 1;
 	lock = lock_take(c, 1);
@@ -527,14 +529,14 @@ static int apply_attach(struct cli *c, struct state *want)
 	lb_prog_close(prog);
 	if (err) {
 		report(c, "%s", cwhy);
-		lb_detach(link);
+		lb_detach(link, ifindex);
 		return err;
 	}
 	iface = state_iface_find(want, attach_args.iface);
 	if (!iface) {
 		ifaces = realloc(want->ifaces, (want->iface_count + 1) * sizeof(*ifaces));
 		if (!ifaces) {
-			lb_detach(link);
+			lb_detach(link, ifindex);
 			return -ENOMEM;
 		}
 		want->ifaces = ifaces;
@@ -580,7 +582,7 @@ static int apply_detach(struct cli *c, struct state *want)
 	int err;
 
 	snprintf(link, sizeof(link), "%s/links/%s", c->pin_dir, detach_iface);
-	err = lb_detach(link);
+	err = lb_detach(link, (int)if_nametoindex(detach_iface));
 	if (err) {
 		report(c, err == -ENOENT ? "not attached to %s" : "cannot detach from %s: %s",
 		       detach_iface, strerror(-err));
@@ -837,16 +839,21 @@ static int vip_shares(const struct state_vip *v, double *shares, size_t *points)
 static int cmd_show(struct cli *c)
 {
 	struct opt_values v;
+	struct lb_maps maps;
 	struct state s;
 	json_t *jvips = json_array();
 	size_t i, j;
-	int first = command_options(c, &v, "");
+	int first = command_options(c, &v, ""), attached;
 
 	if (first < 0)
 		return print_help(stdout, NULL, "show"), 0;
 	operands(c, first, 0, 0);
 	if (read_state_shared(c, &s))
 		return 1;
+	/* With the maps at hand, also say what the kernel serves. */
+	lb_maps_init(&maps);
+	attached = maps_pinned(c) == 1 && host_privileged() &&
+		   lb_maps_open_pinned(&maps, c->pin_dir) == 0;
 	if (!c->json && s.vip_count == 0)
 		printf("No VIPs. Add one with: ringlb vip add ADDR:PORT/PROTO\n");
 	for (i = 0; i < s.vip_count; i++) {
@@ -884,14 +891,28 @@ static int cmd_show(struct cli *c)
 				       b->draining ? "draining" : "active", b->weight,
 				       100.0 * shares[j]);
 		}
-		if (c->json)
-			json_array_append_new(jvips, json_pack("{s:s, s:I, s:I, s:I, s:o}", "vip", spec,
-							       "id", (json_int_t)vp->id, "vnodes",
-							       (json_int_t)vp->vnodes, "points",
-							       (json_int_t)points, "backends",
-							       jbackends));
-		else
+		if (c->json) {
+			json_t *jv = json_pack("{s:s, s:I, s:I, s:I, s:o}", "vip", spec, "id",
+					       (json_int_t)vp->id, "vnodes", (json_int_t)vp->vnodes,
+					       "points", (json_int_t)points, "backends", jbackends);
+			struct lb_vip_key key;
+			__u64 digest = 0;
+			char hex[17];
+
+			memset(&key, 0, sizeof(key));
+			memcpy(key.addr, vp->spec.addr.bytes, sizeof(key.addr));
+			key.port = htons(vp->spec.port);
+			key.protocol = vp->spec.protocol;
+			key.family = (__u8)vp->spec.addr.family;
+			/* Hosts with the same configuration serve the same digest. */
+			if (attached && lb_vip_ring_digest(&maps, &key, &digest) == 0) {
+				snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)digest);
+				json_object_set_new(jv, "kernel_ring_digest", json_string(hex));
+			}
+			json_array_append_new(jvips, jv);
+		} else {
 			json_decref(jbackends);
+		}
 		free(shares);
 	}
 	if (c->json)
@@ -899,6 +920,7 @@ static int cmd_show(struct cli *c)
 				     jvips));
 	else
 		json_decref(jvips);
+	lb_maps_close(&maps);
 	state_free(&s);
 	return 0;
 }
@@ -1081,7 +1103,7 @@ static int cmd_stats(struct cli *c)
 static int cmd_lookup(struct cli *c)
 {
 	char secret_path[PATH_MAX], why[HOST_WHY_MAX] = "", spec[ADDR_TEXT_MAX];
-	struct lb_maps maps = { -1, -1, -1, -1, -1, -1, -1 };
+	struct lb_maps maps;
 	struct ctl_answer answer;
 	struct state_vip *vp;
 	struct opt_values v;
@@ -1095,6 +1117,7 @@ static int cmd_lookup(struct cli *c)
 	if (first < 0)
 		return print_help(stdout, NULL, "lookup"), 0;
 	operands(c, first, 2, 2);
+	lb_maps_init(&maps);
 	if (vip_arg(c, c->argv[first], &args.vip))
 		return 1;
 	if (endpoint_parse(c->argv[first + 1], &client, &port, &perr)) {
