@@ -46,11 +46,6 @@
 #define RING_FORMAT_CHECKSUM_LEN 8u
 #define RING_FORMAT_MEMBER_FIXED_LEN 5u /* length byte + u32 weight */
 
-/* Radix sort of positions: six passes of 11 bits cover 64 bits. */
-#define RADIX_BITS 11
-#define RADIX_BUCKETS (1u << RADIX_BITS)
-#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
-
 struct member_rec {
 	char name[RING_NAME_MAX + 1];
 	uint32_t weight;
@@ -152,16 +147,29 @@ static void copy_bytes(void *dst, const void *src, size_t n)
 		memcpy(dst, src, n);
 }
 
-uint64_t ring_point_position(const char *name, uint32_t replica)
+/* A member name absorbed once; each replica then costs only its own bytes. */
+static void name_hasher(struct byte_hasher *h, const char *name)
 {
-	struct byte_hasher h;
+	hasher_init(h, POINT_KEY0, POINT_KEY1);
+	hasher_update(h, name, strlen(name));
+}
+
+static uint64_t replica_position(const struct byte_hasher *name, uint32_t replica)
+{
+	struct byte_hasher h = *name;
 	unsigned char le[4];
 
 	store_le32(le, replica);
-	hasher_init(&h, POINT_KEY0, POINT_KEY1);
-	hasher_update(&h, name, strlen(name));
 	hasher_update(&h, le, sizeof(le));
 	return hasher_final(&h);
+}
+
+uint64_t ring_point_position(const char *name, uint32_t replica)
+{
+	struct byte_hasher h;
+
+	name_hasher(&h, name);
+	return replica_position(&h, replica);
 }
 
 static int name_check(const char *name)
@@ -212,50 +220,66 @@ static int point_cmp(const struct ring_point *a, const struct ring_point *b)
 	return 0;
 }
 
+/* Groups longer than this are sorted with qsort(), not by insertion. */
+#define SORT_INSERTION_MAX 64
+
+static int point_cmp_void(const void *a, const void *b)
+{
+	return point_cmp(a, b);
+}
+
 /*
- * Stable LSD radix sort by position. Callers generate points in (member,
- * replica) order, so stability yields (position, member, replica) order.
+ * Sort points by (position, member, replica). Positions are uniform, so one
+ * stable counting pass on the top bits (about one point per group) leaves
+ * only tiny groups to order, which insertion sort does in place.
  */
 static int points_sort(struct ring_point *points, size_t count)
 {
-	struct ring_point *tmp, *src = points, *dst;
-	size_t *counts;
-	int pass, err = 0;
+	struct ring_point *tmp = NULL;
+	uint32_t *starts = NULL;
+	unsigned int bits = 1;
+	size_t groups, i, g;
+	int err = 0;
 
 	if (count < 2)
 		return 0;
+	while (bits < 20 && ((size_t)1 << bits) < count)
+		bits++;
+	groups = (size_t)1 << bits;
 	tmp = malloc(count * sizeof(*tmp));
-	counts = malloc(RADIX_BUCKETS * sizeof(*counts));
-	if (!tmp || !counts) {
+	starts = calloc(groups + 1, sizeof(*starts));
+	if (!tmp || !starts) {
 		err = -ENOMEM;
 		goto out;
 	}
-	dst = tmp;
-	for (pass = 0; pass < RADIX_PASSES; pass++) {
-		unsigned int shift = (unsigned int)pass * RADIX_BITS;
-		size_t i, sum = 0;
+	for (i = 0; i < count; i++)
+		starts[(points[i].position >> (64 - bits)) + 1]++;
+	for (g = 0; g < groups; g++)
+		starts[g + 1] += starts[g];
+	for (i = 0; i < count; i++)
+		tmp[starts[points[i].position >> (64 - bits)]++] = points[i];
+	/* starts[g] is now the end of group g, the start of group g + 1. */
+	for (g = 0, i = 0; g < groups; i = starts[g++]) {
+		size_t end = starts[g], j;
 
-		memset(counts, 0, RADIX_BUCKETS * sizeof(*counts));
-		for (i = 0; i < count; i++)
-			counts[(src[i].position >> shift) & (RADIX_BUCKETS - 1)]++;
-		/* A digit shared by every point leaves the order as it is. */
-		if (counts[(src[0].position >> shift) & (RADIX_BUCKETS - 1)] == count)
+		if (end - i > SORT_INSERTION_MAX) {
+			qsort(tmp + i, end - i, sizeof(*tmp), point_cmp_void);
 			continue;
-		for (i = 0; i < RADIX_BUCKETS; i++) {
-			size_t c = counts[i];
-
-			counts[i] = sum;
-			sum += c;
 		}
-		for (i = 0; i < count; i++)
-			dst[counts[(src[i].position >> shift) & (RADIX_BUCKETS - 1)]++] = src[i];
-		dst = src;
-		src = src == points ? tmp : points;
+		for (j = i + 1; j < end; j++) {
+			struct ring_point p = tmp[j];
+			size_t k = j;
+
+			while (k > i && point_cmp(&tmp[k - 1], &p) > 0) {
+				tmp[k] = tmp[k - 1];
+				k--;
+			}
+			tmp[k] = p;
+		}
 	}
-	if (src != points)
-		memcpy(points, src, count * sizeof(*points));
+	memcpy(points, tmp, count * sizeof(*points));
 out:
-	free(counts);
+	free(starts);
 	free(tmp);
 	return err;
 }
@@ -271,11 +295,14 @@ static int points_generate(const char *name, uint32_t member, uint32_t from, uin
 	*out = NULL;
 	if (to <= from)
 		return 0;
+	struct byte_hasher h;
+
 	points = malloc((size_t)(to - from) * sizeof(*points));
 	if (!points)
 		return -ENOMEM;
+	name_hasher(&h, name);
 	for (i = from; i < to; i++) {
-		points[i - from].position = ring_point_position(name, i);
+		points[i - from].position = replica_position(&h, i);
 		points[i - from].member = member;
 		points[i - from].replica = i;
 	}
@@ -346,18 +373,19 @@ static int index_build(const struct ring_point *points, size_t count,
 		return -ENOMEM;
 	for (p = 0; p <= buckets; p++) {
 		uint64_t start = bits ? (uint64_t)p << (64 - bits) : 0;
+		size_t was = i;
 
 		while (i < count && points[i].position < start && p < buckets)
 			i++;
 		if (p == buckets)
 			i = count;
+		/* Bucket p - 1 held the points just stepped over. */
+		if (p && i - was > largest)
+			largest = (uint32_t)(i - was);
 		index[p].first = (uint32_t)i;
 		index[p].owner = points[i < count ? i : 0].member;
 		index[p].position = i < count ? points[i].position : UINT64_MAX;
 	}
-	for (p = 0; p < buckets; p++)
-		if (index[p + 1].first - index[p].first > largest)
-			largest = index[p + 1].first - index[p].first;
 	steps = ceil_log2((uint64_t)largest + 1);
 	*out_index = index;
 	*out_bits = bits;
@@ -440,9 +468,11 @@ static int ring_fill(struct ring *r, struct member_rec *members, size_t member_c
 		return -ENOMEM;
 	for (m = 0; m < member_count; m++) {
 		uint32_t i, n = members[m].weight * r->vnodes;
+		struct byte_hasher h;
 
+		name_hasher(&h, members[m].name);
 		for (i = 0; i < n; i++) {
-			points[k].position = ring_point_position(members[m].name, i);
+			points[k].position = replica_position(&h, i);
 			points[k].member = (uint32_t)m;
 			points[k].replica = i;
 			k++;
@@ -542,12 +572,12 @@ int ring_clone(struct ring **out, const struct ring *r)
 
 int ring_add(struct ring *r, const char *name, uint32_t weight)
 {
-	struct ring_point *fresh = NULL, *shifted = NULL, *merged = NULL;
+	struct ring_point *fresh = NULL, *merged = NULL;
 	struct member_rec *members = NULL;
 	struct ring_bucket *index = NULL;
 	unsigned int bits, steps;
 	uint64_t new_points = (uint64_t)weight * r->vnodes;
-	size_t at, i;
+	size_t at, i = 0, j = 0, k = 0;
 	int err;
 
 	err = name_check(name);
@@ -561,8 +591,8 @@ int ring_add(struct ring *r, const char *name, uint32_t weight)
 		return -E2BIG;
 
 	members = malloc((r->member_count + 1) * sizeof(*members));
-	shifted = malloc((r->point_count ? r->point_count : 1) * sizeof(*shifted));
-	if (!members || !shifted) {
+	merged = malloc((r->point_count + new_points + 1) * sizeof(*merged));
+	if (!members || !merged) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -572,32 +602,35 @@ int ring_add(struct ring *r, const char *name, uint32_t weight)
 	members[at].weight = weight;
 	copy_bytes(members + at + 1, r->members + at, (r->member_count - at) * sizeof(*members));
 
-	/* Members after the new one move up by one; their points follow. */
-	for (i = 0; i < r->point_count; i++) {
-		shifted[i] = r->points[i];
-		if (shifted[i].member >= at)
-			shifted[i].member++;
-	}
 	err = points_generate(name, (uint32_t)at, 0, (uint32_t)new_points, &fresh);
 	if (err)
 		goto out;
-	merged = points_merge(shifted, r->point_count, fresh, new_points);
-	if (!merged) {
-		err = -ENOMEM;
-		goto out;
+	/* One pass: members after the new one move up by one as they merge. */
+	while (i < r->point_count || j < new_points) {
+		struct ring_point p;
+
+		if (i < r->point_count) {
+			p = r->points[i];
+			if (p.member >= at)
+				p.member++;
+			if (j == new_points || point_cmp(&p, &fresh[j]) <= 0) {
+				merged[k++] = p;
+				i++;
+				continue;
+			}
+		}
+		merged[k++] = fresh[j++];
 	}
-	err = index_build(merged, r->point_count + new_points, &index, &bits, &steps);
+	err = index_build(merged, k, &index, &bits, &steps);
 	if (err)
 		goto out;
-	ring_install(r, members, r->member_count + 1, merged, r->point_count + new_points, index,
-		     bits, steps);
+	ring_install(r, members, r->member_count + 1, merged, k, index, bits, steps);
 	members = NULL;
 	merged = NULL;
 out:
 	free(members);
 	free(merged);
 	free(fresh);
-	free(shifted);
 	return err;
 }
 
