@@ -11,8 +11,9 @@
 #   ${P}bI   eth0 198.18.0.1I/24 2001:db8::1I/64, the VIPs on lo, nginx
 #   ${P}cJ   eth0 198.18.0.2J/24 2001:db8::2J/64, routes to the VIPs via the LB
 #
-# Backends run nginx answering "bI" on / and a slow 256 KiB body on /slow
-# (16 KiB/s), so a connection can be held open across a drain.
+# Backends run nginx answering "bI" on / and slow bodies of "I"s on /slow
+# (256 KiB) and /slower (1 MiB) at 16 KiB/s, so a connection can be held open
+# across a drain or a run of changes.
 # Run the controller in ${P}lb with: nsenter --net=/run/netns/${P}lb ringlb ...
 # (ip netns exec remounts /sys and would hide /sys/fs/bpf; see DESIGN.md).
 
@@ -49,6 +50,7 @@ topo_link() {
 topo_nginx() {
 	local i=$1 dir=$TOPO_WORKDIR
 	head -c 262144 /dev/zero | tr '\0' "$i" >"$dir/slow-b$i"
+	head -c 1048576 /dev/zero | tr '\0' "$i" >"$dir/slower-b$i"
 	cat >"$dir/nginx-b$i.conf" <<EOF
 user root;
 worker_processes 1;
@@ -67,6 +69,7 @@ http {
 		listen 80 backlog=4096;
 		listen [::]:80 backlog=4096;
 		location = /slow { alias $dir/slow-b$i; limit_rate 16k; }
+		location = /slower { alias $dir/slower-b$i; limit_rate 16k; }
 		location / { return 200 "b$i\n"; }
 	}
 }

@@ -260,6 +260,87 @@ int ctl_sync(const struct lb_maps *maps, const struct state *applied, const stru
 	       free_backends(maps, want, why);
 }
 
+static void say(void (*report)(void *, const char *), void *arg, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	report(arg, line);
+}
+
+int ctl_verify(const struct lb_maps *maps, const struct state *want,
+	       void (*report)(void *arg, const char *line), void *arg)
+{
+	struct lb_vip_key key, next;
+	int bad = 0, err;
+	size_t i, j;
+	__u32 id;
+
+	for (i = 0; i < want->vip_count; i++) {
+		const struct state_vip *v = &want->vips[i];
+		char spec[ADDR_TEXT_MAX], why[128] = "";
+		struct ring *ring;
+		__u32 *ids;
+
+		vip_format(&v->spec, spec);
+		vip_key_of(v, &key);
+		err = state_vip_ring(v, &ring, &ids);
+		if (err)
+			return err;
+		if (lb_vip_compare(maps, &key, v->id, ring, ids, why, sizeof(why))) {
+			say(report, arg, "VIP %s: %s", spec, why);
+			bad++;
+		}
+		ring_free(ring);
+		free(ids);
+		for (j = 0; j < v->backend_count; j++) {
+			const struct state_backend *b = &v->backends[j];
+			struct lb_backend slot;
+
+			if (lb_backend_read(maps, b->id, &slot))
+				return -errno;
+			if (slot.state != wanted_state(b) || slot.cookie != b->cookie ||
+			    slot.vip_id != v->id || memcmp(slot.mac, b->mac, 6) ||
+			    memcmp(slot.addr, b->addr.bytes, 16) || slot.family != b->addr.family) {
+				say(report, arg, "VIP %s: backend %s: slot %u holds something else",
+				    spec, b->name, b->id);
+				bad++;
+			}
+		}
+	}
+	if (bpf_map_get_next_key(maps->vips, NULL, &next) == 0) {
+		do {
+			int known = 0;
+
+			key = next;
+			for (i = 0; i < want->vip_count && !known; i++) {
+				struct lb_vip_key k;
+
+				vip_key_of(&want->vips[i], &k);
+				known = memcmp(&k, &key, sizeof(k)) == 0;
+			}
+			if (!known) {
+				say(report, arg, "a VIP the state does not have is in the kernel");
+				bad++;
+			}
+		} while (bpf_map_get_next_key(maps->vips, &key, &next) == 0);
+	}
+	for (id = 1; id < LB_BACKENDS_MAX; id++) {
+		struct lb_backend slot;
+
+		if (lb_backend_read(maps, id, &slot))
+			return -errno;
+		if (slot.state != LB_BACKEND_UNUSED && !backend_wanted(want, id, slot.cookie)) {
+			say(report, arg, "backend slot %u is in use but no backend holds it", id);
+			bad++;
+		}
+	}
+	return bad;
+}
+
 static const struct state_backend *backend_by_id(const struct state_vip *vip, __u32 id)
 {
 	size_t i;

@@ -32,6 +32,21 @@ int ctl_sync(const struct lb_maps *maps, const struct state *applied, const stru
 	     char why[CTL_WHY_MAX]);
 
 /**
+ * ctl_verify() - does the kernel hold exactly the desired state?
+ * @maps: the pinned maps
+ * @want: the desired state
+ * @report: called with one line per disagreement
+ * @arg: passed to @report
+ *
+ * Compares every VIP value and every used slot of its ring map with what
+ * ctl_sync() would write, every backend slot, and looks for VIPs and backend
+ * slots the state does not have. Return: the number of disagreements, or a
+ * negative errno when the maps cannot be read.
+ */
+int ctl_verify(const struct lb_maps *maps, const struct state *want,
+	       void (*report)(void *arg, const char *line), void *arg);
+
+/**
  * struct ctl_answer - where a flow goes.
  * @backend: its backend in the state, NULL when none takes it
  * @pinned: 1 when the flow table holds it, 0 when the ring places it

@@ -321,24 +321,17 @@ static int ring_shape_of(const struct ring *ring, struct ring_shape *shape)
 	return 0;
 }
 
-/* Fill a new ring map through a shared mapping: header, buckets, points. */
-static int ring_map_fill(int map_fd, __u32 slots, const struct ring *ring,
-			 const struct ring_shape *shape, const __u32 *backend_of_member)
+/* Write a ring's used slots (header, buckets, points) into zeroed @map. */
+static void ring_render(union lb_ring_slot *map, const struct ring *ring,
+			const struct ring_shape *shape, const __u32 *backend_of_member)
 {
 	const struct ring_bucket *index;
 	const struct ring_point *points;
-	size_t count, bytes, i;
 	unsigned int bits;
-	union lb_ring_slot *map;
-	long page = sysconf(_SC_PAGESIZE);
+	size_t count, i;
 
 	points = ring_points(ring, &count);
 	index = ring_index(ring, &bits);
-	bytes = ((size_t)slots * sizeof(*map) + (size_t)page - 1) / (size_t)page * (size_t)page;
-	map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	/* A new map is zeroed: only the used slots are written. */
 	map[0].header.fingerprint = shape->fingerprint;
 	map[0].header.points = (__u32)count;
 	for (i = 0; i <= ((size_t)1 << bits); i++) {
@@ -354,6 +347,26 @@ static int ring_map_fill(int map_fd, __u32 slots, const struct ring *ring,
 		s->point.position = points[i].position;
 		s->point.backend_id = backend_of_member[points[i].member];
 	}
+}
+
+static size_t map_bytes(__u32 slots)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return ((size_t)slots * sizeof(union lb_ring_slot) + page - 1) / page * page;
+}
+
+/* Fill a new (zeroed) ring map through a shared mapping. */
+static int ring_map_fill(int map_fd, __u32 slots, const struct ring *ring,
+			 const struct ring_shape *shape, const __u32 *backend_of_member)
+{
+	size_t bytes = map_bytes(slots);
+	union lb_ring_slot *map;
+
+	map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	ring_render(map, ring, shape, backend_of_member);
 	munmap(map, bytes);
 	return 0;
 }
@@ -446,6 +459,60 @@ int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key)
 int lb_vip_rings_clear(const struct lb_maps *maps, __u32 vip_id)
 {
 	return vip_id >= LB_VIPS_MAX ? -ERANGE : vip_slots_clear(maps, vip_id, -1, 0);
+}
+
+int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		   const struct ring *ring, const __u32 *backend_of_member, char *why,
+		   size_t why_len)
+{
+	union lb_ring_slot *want = NULL, *have = MAP_FAILED;
+	struct ring_shape shape;
+	struct lb_vip vip;
+	__u32 inner_id, slot, slots;
+	size_t used;
+	int inner_fd = -1, err;
+
+	err = ring_shape_of(ring, &shape);
+	if (err)
+		return err;
+	if (bpf_map_lookup_elem(maps->vips, key, &vip)) {
+		snprintf(why, why_len, "the VIP is not in the kernel");
+		return -ENOENT;
+	}
+	if (vip.vip_id != vip_id || vip.points != shape.points ||
+	    (shape.points && (vip.ring_class != shape.class || vip.index_bits != shape.bits ||
+			      vip.search_steps != shape.steps ||
+			      vip.fingerprint != shape.fingerprint))) {
+		snprintf(why, why_len, "the kernel's VIP value describes another ring");
+		return -EBADMSG;
+	}
+	if (!shape.points)
+		return 0;
+	slot = ring_slot_of(vip_id, vip.ring_parity);
+	slots = ring_class_slots[shape.class];
+	if (bpf_map_lookup_elem(maps->rings[shape.class], &slot, &inner_id) ||
+	    (inner_fd = bpf_map_get_fd_by_id(inner_id)) < 0) {
+		snprintf(why, why_len, "the kernel has no ring in the VIP's slot");
+		return -ENOENT;
+	}
+	used = LB_RING_SLOTS(shape.points, shape.bits);
+	want = calloc(used, sizeof(*want));
+	have = mmap(NULL, map_bytes(slots), PROT_READ, MAP_SHARED, inner_fd, 0);
+	if (!want || have == MAP_FAILED) {
+		err = -ENOMEM;
+		goto out;
+	}
+	ring_render(want, ring, &shape, backend_of_member);
+	if (memcmp(want, have, used * sizeof(*want))) {
+		snprintf(why, why_len, "the kernel's ring differs from the state's");
+		err = -EBADMSG;
+	}
+out:
+	if (have != MAP_FAILED)
+		munmap(have, map_bytes(slots));
+	free(want);
+	close(inner_fd);
+	return err;
 }
 
 int lb_vip_ring_digest(const struct lb_maps *maps, const struct lb_vip_key *key, __u64 *digest)

@@ -10,6 +10,7 @@
 #ifndef RINGLB_LB_H
 #define RINGLB_LB_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
 
@@ -125,6 +126,23 @@ int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key);
 
 /** lb_vip_rings_clear() - empty every ring slot of a VIP id. */
 int lb_vip_rings_clear(const struct lb_maps *maps, __u32 vip_id);
+
+/**
+ * lb_vip_compare() - does the kernel serve exactly this ring for this VIP?
+ * @maps: the maps
+ * @key: the VIP
+ * @vip_id: its id
+ * @ring: the ring it should serve (NULL or empty: none)
+ * @backend_of_member: backend id of each ring member
+ * @why: on a mismatch, what differs
+ * @why_len: room in @why
+ *
+ * Return: 0 when the VIP value and every used slot of its ring map are what
+ * lb_vip_install() would write; -EBADMSG or -ENOENT, with @why, when not.
+ */
+int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		   const struct ring *ring, const __u32 *backend_of_member, char *why,
+		   size_t why_len);
 
 /**
  * lb_vip_ring_digest() - a digest of the bytes of the ring a VIP serves.

@@ -1281,6 +1281,52 @@ out:
 	return err;
 }
 
+/* --- verify ------------------------------------------------------------------------- */
+
+static void verify_line(void *arg, const char *line)
+{
+	json_t *lines = arg;
+
+	if (lines)
+		json_array_append_new(lines, json_string(line));
+	else
+		printf("%s\n", line);
+}
+
+static int cmd_verify(struct cli *c)
+{
+	struct opt_values v;
+	struct lb_maps maps;
+	struct state s;
+	json_t *lines = NULL;
+	int first = command_options(c, &v, ""), bad;
+
+	if (first < 0)
+		return print_help(stdout, NULL, "verify"), 0;
+	operands(c, first, 0, 0);
+	if (privileged_or_report(c) || read_state_shared(c, &s))
+		return 1;
+	if (maps_open_or_report(c, &maps)) {
+		state_free(&s);
+		return 1;
+	}
+	if (c->json)
+		lines = json_array();
+	bad = ctl_verify(&maps, &s, verify_line, lines);
+	lb_maps_close(&maps);
+	state_free(&s);
+	if (bad < 0) {
+		json_decref(lines);
+		report(c, "cannot read the maps: %s", strerror(-bad));
+		return 1;
+	}
+	if (c->json)
+		json_print(json_pack("{s:b, s:o}", "agrees", bad == 0, "disagreements", lines));
+	else if (!bad)
+		printf("the kernel serves the state in %s\n", c->state_path);
+	return bad ? 1 : 0;
+}
+
 /* --- save, restore ------------------------------------------------------------------- */
 
 static int cmd_save(struct cli *c)
@@ -1378,6 +1424,10 @@ static const struct command commands[] = {
 	{ "plan", NULL, cmd_plan,
 	  "plan VIP add NAME ADDR [--weight W] | VIP remove NAME | VIP weight NAME W [--json]",
 	  "    The share of flows a change would move, per backend. Changes nothing." },
+	{ "verify", NULL, cmd_verify, "verify [--json]",
+	  "    Check that the kernel serves exactly the state: every VIP, every ring\n"
+	  "    map byte, every backend slot. Exit 1 and one line per difference when\n"
+	  "    not; `ringlb restore` with the state file makes them agree." },
 	{ "save", NULL, cmd_save, "save FILE", "    Write the desired state to FILE." },
 	{ "restore", NULL, cmd_restore, "restore FILE",
 	  "    Make FILE the desired state and rebuild every ring from it\n"
