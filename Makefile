@@ -36,9 +36,10 @@ else
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all test unit-test prog-test e2e-test bench demo deps clean
+.PHONY: all test unit-test prog-test e2e-test fuzz-test fuzz-seeds soak bench demo deps clean
 
-all: $(OUTPUT)/libring.a $(OUTPUT)/ringlb $(OUTPUT)/test_xdp $(OUTPUT)/xdp_pass.bpf.o
+all: $(OUTPUT)/libring.a $(OUTPUT)/ringlb $(OUTPUT)/test_xdp $(OUTPUT)/test_hostile \
+	$(OUTPUT)/xdp_pass.bpf.o
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -115,19 +116,72 @@ $(OUTPUT)/test_xdp: $(TEST_XDP_SRCS) tests/packets.h $(USER_HDRS) $(RING_HDRS) |
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(TEST_XDP_SRCS) -o $@ -lcmocka $(LDLIBS_BPF) \
 		$(LDLIBS_RING)
 
-prog-test: $(OUTPUT)/test_xdp
-	$(Q)echo "== test_xdp"; $(OUTPUT)/test_xdp
+TEST_HOSTILE_SRCS := tests/test_hostile.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
 
-# --- CLI and end-to-end tests: namespaces, real traffic, need root -----------------
+$(OUTPUT)/test_hostile: $(TEST_HOSTILE_SRCS) tests/packets.h $(USER_HDRS) $(RING_HDRS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(TEST_HOSTILE_SRCS) -o $@ -lcmocka $(LDLIBS_BPF) \
+		$(LDLIBS_RING)
+
+prog-test: $(OUTPUT)/test_xdp $(OUTPUT)/test_hostile
+	$(Q)echo "== test_xdp"; $(OUTPUT)/test_xdp
+	$(Q)echo "== test_hostile"; $(OUTPUT)/test_hostile
+
+# --- fuzzing: libFuzzer targets over the seed corpus, a fixed budget each ----------
+FUZZ_SECONDS ?= 10
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	$(WARNINGS) $(INCLUDES)
+fuzz_state_SRCS := tests/fuzz/fuzz_state.c user/state.c user/addr.c $(RING_SRCS)
+fuzz_ring_SRCS := tests/fuzz/fuzz_ring.c $(RING_SRCS)
+FUZZERS := fuzz_state fuzz_ring
+
+$(addprefix $(OUTPUT)/,$(FUZZERS)): $(OUTPUT)/%: $$(%_SRCS) $(UNIT_HDRS) | $(OUTPUT)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_FLAGS) $($*_SRCS) -o $@ -ljansson $(LDLIBS_RING)
+
+$(OUTPUT)/ring_seeds: tests/fuzz/ring_seeds.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $< $(RING_SRCS) -o $@ $(LDLIBS_RING)
+
+fuzz-seeds: $(OUTPUT)/ring_seeds
+	$(Q)$(OUTPUT)/ring_seeds tests/corpus/ring
+
+# New inputs go to build/corpus-*, crashes to build/crash-*; the seeds stay as they are.
+fuzz-test: $(addprefix $(OUTPUT)/,$(FUZZERS))
+	$(Q)set -e; for f in state ring; do \
+		mkdir -p $(OUTPUT)/corpus-$$f; \
+		echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \
+		if ! $(OUTPUT)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -seed=1 \
+			-print_final_stats=1 -artifact_prefix=$(OUTPUT)/crash-$$f- \
+			$(OUTPUT)/corpus-$$f tests/corpus/$$f > $(OUTPUT)/fuzz_$$f.log 2>&1; then \
+			tail -40 $(OUTPUT)/fuzz_$$f.log; exit 1; \
+		fi; \
+		grep -E "^Done" $(OUTPUT)/fuzz_$$f.log; \
+	done
+
+# --- CLI, end-to-end and reliability tests: namespaces, real traffic, need root -----
+CHANGES ?= 1000
+CRASHES ?= 200
+
 e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
 	$(Q)echo "== cli.sh"; tests/cli.sh
 	$(Q)echo "== e2e.sh"; tests/e2e.sh
+	$(Q)echo "== reliability.sh"; CHANGES=$(CHANGES) CRASHES=$(CRASHES) tests/reliability.sh
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory unit-test
 	$(Q)$(MAKE) --no-print-directory prog-test
+	$(Q)$(MAKE) --no-print-directory fuzz-test
 	$(Q)$(MAKE) --no-print-directory e2e-test
+
+# The long variants: ten times the frames, changes and crashes, a minute per fuzzer.
+soak: deps
+	$(Q)$(MAKE) --no-print-directory all $(addprefix $(OUTPUT)/,$(FUZZERS))
+	$(Q)echo "== test_hostile (10,000,000 frames)"; FRAMES=10000000 $(OUTPUT)/test_hostile
+	$(Q)$(MAKE) --no-print-directory fuzz-test FUZZ_SECONDS=300
+	$(Q)echo "== reliability.sh (10,000 changes, 2,000 crashes)"; \
+		CHANGES=10000 CRASHES=2000 tests/reliability.sh
 
 # --- benchmark ----------------------------------------------------------------
 $(OUTPUT)/bench_ring: tests/bench_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)

@@ -141,18 +141,18 @@ fi
 cp "$W/good.json" "$W/state.json"
 
 # --help explains every command.
-if ringlb --help >"$W/help" && [ "$(grep -c '^  ringlb ' "$W/help")" -eq 14 ]; then
-	pass "ringlb --help lists the 14 commands"
+if ringlb --help >"$W/help" && [ "$(grep -c '^  ringlb ' "$W/help")" -eq 15 ]; then
+	pass "ringlb --help lists the 15 commands"
 else
 	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 fi
-for cmd in attach detach vip backend show stats lookup plan save restore; do
+for cmd in attach detach vip backend show stats lookup plan verify save restore; do
 	if ! ringlb "$cmd" --help >"$W/help" 2>&1 || [ ! -s "$W/help" ]; then
 		fail "ringlb $cmd --help"
 		continue
 	fi
 done
-pass "ringlb COMMAND --help explains each of attach detach vip backend show stats lookup plan save restore"
+pass "ringlb COMMAND --help explains each of attach detach vip backend show stats lookup plan verify save restore"
 
 # The audit log has one line per change, successes and refusals alike.
 if grep -q 'command=".*backend drain 198.18.0.100:80/tcp b2" result="ok"' "$W/audit.log" &&
@@ -160,6 +160,30 @@ if grep -q 'command=".*backend drain 198.18.0.100:80/tcp b2" result="ok"' "$W/au
 	pass "audit log: $(wc -l <"$W/audit.log") lines, with user, command and result"
 else
 	fail "audit log lacks the expected lines"
+fi
+
+# valgrind: the CLI reads, changes and fails without a memory error or a leak.
+vg_ok=0 vg_runs=0
+for cmd in "show" "show --json" "stats --json" "verify" "plan $VIP add b7 198.18.0.17" \
+	"lookup $VIP 198.18.0.21:4000" "vip add 198.18.0.105:80/tcp" "vip del 198.18.0.105:80/tcp" \
+	"backend weight $VIP b1 3" "backend weight $VIP ghost 3" "vip add nonsense" "save $W/vg.json"; do
+	vg_runs=$((vg_runs + 1))
+	# shellcheck disable=SC2086
+	if nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
+		--suppressions="$ROOT/tests/valgrind.supp" \
+		--errors-for-leak-kinds=definite,indirect "$RINGLB_BIN" --state "$W/state.json" \
+		--pin-dir "$PIN" $cmd >/dev/null 2>"$W/vg"; then
+		vg_ok=$((vg_ok + 1))
+	elif [ $? -ne 99 ] && ! grep -q "==[0-9]*==" "$W/vg"; then
+		vg_ok=$((vg_ok + 1)) # the command failed as it should, valgrind found nothing
+	else
+		echo "valgrind: ringlb $cmd:"; head -20 "$W/vg"
+	fi
+done
+if [ $vg_ok -eq $vg_runs ]; then
+	pass "valgrind: $vg_runs CLI runs (reads, changes, refusals) with no memory error and no leak"
+else
+	fail "valgrind: $((vg_runs - vg_ok)) of $vg_runs CLI runs had memory errors or leaks"
 fi
 
 ringlb detach eth0 || fail "detach"

@@ -58,7 +58,10 @@ reason_packets() {
 }
 slot_packets() {
 	bpftool map lookup pinned "$PIN/backend_stats" key "$(($1 & 255))" "$(($1 >> 8 & 255))" 0 0 -j |
-		jq '[.values[].value.packets] | add'
+		jq '[.formatted.values[].value.packets] | add'
+}
+vip_packets() {
+	ringlb stats --json | jq -r --arg v "$1" '.vips[] | select(.vip == $v) | .packets'
 }
 backend_id() { jq -r --arg v "$1" --arg n "$2" \
 	'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | .id' "$W/state.json"; }
@@ -86,17 +89,25 @@ for p in "${PORTS[@]}"; do
 done
 sleep 1
 
-# A steady UDP stream of new flows: 20,000 frames/s, one per 50 us.
-FRAMES=$((CHANGES * 60))
+# A steady UDP stream of new flows (one per 50 us) for as long as the changes
+# run, in bursts of BURST frames; only whole bursts are counted as sent.
+BURST=20000
 cat >"$W/udp.trafgen" <<EOF
 { eth(da=$TOPO_LB_MAC, sa=$(topo_client_mac 1), type=0x0800),
   ipv4(sa=$(topo_client_addr4 1), da=$TOPO_VIP4, ttl=64),
   udp(sp=drnd(), dp=53), fill(0x61, 18) }
 EOF
-FWD_BEFORE=$(reason_packets forwarded)
-ip netns exec "${P}c1" trafgen -o eth0 -c "$W/udp.trafgen" --cpus 1 -n "$FRAMES" -t 50us -q \
-	>/dev/null 2>&1 &
-TRAFGEN=$!
+UDP_BEFORE=$(vip_packets "$UDP_VIP")
+touch "$W/streaming"
+(
+	bursts=0
+	while [ -e "$W/streaming" ]; do
+		ip netns exec "${P}c1" trafgen -o eth0 -c "$W/udp.trafgen" --cpus 1 -n $BURST -t 50us \
+			-q >/dev/null 2>&1 && bursts=$((bursts + 1))
+	done
+	echo $bursts >"$W/bursts"
+) &
+STREAM=$!
 
 declare -A REMOVED_SLOT_PACKETS
 applied=0 refused=0
@@ -128,25 +139,31 @@ for n in $(seq 1 "$CHANGES"); do
 		refused=$((refused + 1))
 	fi
 done
-wait $TRAFGEN
+rm -f "$W/streaming"
+wait $STREAM
 sleep 1
-FORWARDED=$(($(reason_packets forwarded) - FWD_BEFORE))
+FRAMES=$(($(cat "$W/bursts") * BURST))
+FORWARDED=$(($(vip_packets "$UDP_VIP") - UDP_BEFORE))
 DROPPED=0
 for r in drop_no_backend drop_no_ring drop_bad_ring drop_backend_gone; do
 	DROPPED=$((DROPPED + $(reason_packets $r)))
 done
 LEAKED=0
+WATCHED=0
 for id in "${!REMOVED_SLOT_PACKETS[@]}"; do
 	now=$(slot_packets "$id")
+	case "$now${REMOVED_SLOT_PACKETS[$id]}" in *[!0-9]*|'') fail "swaps: no counter for slot $id"; continue ;; esac
+	WATCHED=$((WATCHED + 1))
 	LEAKED=$((LEAKED + now - REMOVED_SLOT_PACKETS[$id]))
 done
-if [ "$applied" -eq "$CHANGES" ] && [ "$DROPPED" -eq 0 ] && [ "$FORWARDED" -ge "$FRAMES" ]; then
+if [ "$applied" -eq "$CHANGES" ] && [ "$DROPPED" -eq 0 ] && [ "$FRAMES" -gt 0 ] &&
+	[ "$FORWARDED" -eq "$FRAMES" ]; then
 	pass "swaps: $applied changes applied under a stream of $FRAMES UDP frames: $FORWARDED forwarded, $DROPPED dropped"
 else
-	fail "swaps: $applied of $CHANGES changes applied ($refused refused: $(head -1 "$W/refusals")), $FRAMES frames sent, $FORWARDED forwarded, $DROPPED dropped"
+	fail "swaps: $applied of $CHANGES changes applied ($refused refused: $(head -1 "$W/refusals" 2>/dev/null)), $FRAMES frames sent, $FORWARDED forwarded, $DROPPED dropped"
 fi
-if [ "$LEAKED" -eq 0 ]; then
-	pass "swaps: 0 frames reached any of the ${#REMOVED_SLOT_PACKETS[@]} backends after their removal"
+if [ "$LEAKED" -eq 0 ] && [ "$WATCHED" -gt 0 ]; then
+	pass "swaps: 0 frames reached any of the $WATCHED removed backends after their removal"
 else
 	fail "swaps: $LEAKED frames reached backends after their removal"
 fi
@@ -254,17 +271,17 @@ head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$W/other/secret"
 echo >>"$W/other/secret"
 chmod 600 "$W/other/secret"
 same=0 differ=0
-for p in $(seq 20000 20999); do
+for p in $(seq 20000 20299); do
 	a=$("$ROOT/build/ringlb" --state "$W/state.json" --pin-dir /nonexistent lookup "$TCP_VIP" "198.18.7.7:$p")
 	b=$("$ROOT/build/ringlb" --state "$W/twin/state.json" --pin-dir /nonexistent lookup "$TCP_VIP" "198.18.7.7:$p")
 	c=$("$ROOT/build/ringlb" --state "$W/other/state.json" --pin-dir /nonexistent lookup "$TCP_VIP" "198.18.7.7:$p")
 	[ "$a" = "$b" ] && same=$((same + 1))
 	[ "$a" != "$c" ] && differ=$((differ + 1))
 done
-if [ $same -eq 1000 ] && [ $differ -ge 300 ]; then
-	pass "secret: of 1000 flows, a host with the same secret places 1000 alike; a deployment with another secret places $differ differently"
+if [ $same -eq 300 ] && [ $differ -ge 90 ]; then
+	pass "secret: of 300 flows, a host with the same secret places 300 alike; a deployment with another secret places $differ differently"
 else
-	fail "secret: same secret agrees on $same of 1000; another secret differs on $differ"
+	fail "secret: same secret agrees on $same of 300; another secret differs on $differ"
 fi
 
 # --- privileges ------------------------------------------------------------------------------

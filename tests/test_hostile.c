@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Hostile input through the XDP program (BPF_PROG_TEST_RUN): a million
+ * random and mutated frames, judged by an oracle written here, apart from the
+ * program: a small, independent parser of the rules lb_contract.h documents.
+ * For every frame the program's verdict must be the oracle's (forward only a
+ * valid flow to a VIP, or an ICMP error quoting one; pass everything else
+ * untouched), a forwarded frame must differ only in its MACs, and at the end
+ * the reason counters must add up to exactly the frames and bytes sent.
+ *
+ * FRAMES (environment) sets the count; `make soak` raises it. Needs root.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "lb.h"
+#include "packets.h"
+#include "ring.h"
+#include "testutil.h"
+
+#define check(cond, ...)                        \
+	do {                                    \
+		if (!(cond))                    \
+			fail_msg(__VA_ARGS__);  \
+	} while (0)
+
+#define FRAMES_DEFAULT 1000000
+#define SEED 0x686f7374696c65ULL
+#define BACKENDS_PER_VIP 4
+
+static const struct {
+	int family;
+	const char *addr;
+	uint16_t port;
+	uint8_t protocol;
+	int has_backends;
+} vips[] = {
+	{ LB_FAMILY_IPV4, "198.18.0.100", 80, IPPROTO_TCP, 1 },
+	{ LB_FAMILY_IPV4, "198.18.0.100", 53, IPPROTO_UDP, 1 },
+	{ LB_FAMILY_IPV6, "2001:db8::100", 80, IPPROTO_TCP, 1 },
+	{ LB_FAMILY_IPV6, "2001:db8::100", 53, IPPROTO_UDP, 1 },
+	{ LB_FAMILY_IPV4, "198.18.0.101", 80, IPPROTO_TCP, 0 },
+};
+#define VIP_COUNT (sizeof(vips) / sizeof(vips[0]))
+
+static const __u8 iface_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+static struct lb_prog *prog;
+static int skip_reason;
+
+/* --- the oracle -------------------------------------------------------------------- */
+
+enum oracle { ORACLE_PASS, ORACLE_FORWARD, ORACLE_DROP };
+
+struct rd {
+	const unsigned char *p;
+	size_t len, at;
+};
+
+static int have(const struct rd *r, size_t n)
+{
+	return r->at + n <= r->len;
+}
+
+static unsigned int be16(const unsigned char *p)
+{
+	return (unsigned int)p[0] << 8 | p[1];
+}
+
+/* Which VIP is this {address, port, protocol}? -1 for none. */
+static int vip_of(int family, const unsigned char *addr, unsigned int port, int protocol)
+{
+	unsigned char a[16];
+	size_t i;
+
+	for (i = 0; i < VIP_COUNT; i++) {
+		pkt_addr(vips[i].family, vips[i].addr, a);
+		if (vips[i].family == family && vips[i].port == port &&
+		    vips[i].protocol == protocol &&
+		    !memcmp(a, addr, family == LB_FAMILY_IPV4 ? 4 : 16))
+			return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * An IP header and what follows up to the transport protocol; -1 when the
+ * frame is not to be forwarded. @quoted: inside an ICMP error, no length
+ * check against the frame. Fills the source and destination addresses.
+ */
+static int ip_walk(struct rd *r, int family, int quoted, unsigned char *src, unsigned char *dst)
+{
+	if (family == LB_FAMILY_IPV4) {
+		const unsigned char *ip = r->p + r->at;
+		size_t ihl, total;
+
+		if (!have(r, 20) || ip[0] >> 4 != 4 || (ip[0] & 15) < 5)
+			return -1;
+		ihl = (size_t)(ip[0] & 15) * 4;
+		total = be16(ip + 2);
+		if (total < ihl || !have(r, ihl))
+			return -1;
+		if (!quoted && r->at + total > r->len)
+			return -1;
+		if (be16(ip + 6) & 0x3fff)
+			return -1;
+		memcpy(src, ip + 12, 4);
+		memcpy(dst, ip + 16, 4);
+		r->at += ihl;
+		return ip[9];
+	} else {
+		const unsigned char *ip = r->p + r->at;
+		int next, i;
+
+		if (!have(r, 40) || ip[0] >> 4 != 6)
+			return -1;
+		if (!quoted && (be16(ip + 4) == 0 || r->at + 40 + be16(ip + 4) > r->len))
+			return -1;
+		memcpy(src, ip + 8, 16);
+		memcpy(dst, ip + 24, 16);
+		next = ip[6];
+		r->at += 40;
+		for (i = 0; i < 4 && (next == 0 || next == 43 || next == 60); i++) {
+			const unsigned char *ext = r->p + r->at;
+
+			if (!have(r, 2) || !have(r, 2 + (size_t)ext[1] * 8 + 6))
+				return -1;
+			next = ext[0];
+			r->at += 8 + (size_t)ext[1] * 8;
+		}
+		if (next == 0 || next == 43 || next == 60 || next == 44 || next == 50 ||
+		    next == 51 || next == 59 || next == 135)
+			return -1;
+		return next;
+	}
+}
+
+/* What the program must do with this frame, by the documented rules. */
+static enum oracle oracle(const unsigned char *frame, size_t len)
+{
+	struct rd r = { frame, len, 14 };
+	unsigned char src[16] = { 0 }, dst[16] = { 0 };
+	unsigned int type;
+	int family, proto, vip;
+
+	if (len < 14)
+		return ORACLE_PASS;
+	type = be16(frame + 12);
+	if (type == 0x8100 || type == 0x88a8) {
+		if (!have(&r, 4))
+			return ORACLE_PASS;
+		type = be16(frame + 16);
+		r.at += 4;
+		if (type == 0x8100 || type == 0x88a8)
+			return ORACLE_PASS;
+	}
+	if (type == 0x0800)
+		family = LB_FAMILY_IPV4;
+	else if (type == 0x86dd)
+		family = LB_FAMILY_IPV6;
+	else
+		return ORACLE_PASS;
+	proto = ip_walk(&r, family, 0, src, dst);
+	if (proto < 0)
+		return ORACLE_PASS;
+	if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
+		const unsigned char *icmp = frame + r.at;
+		unsigned char qsrc[16] = { 0 }, qdst[16] = { 0 };
+		int qproto;
+
+		if ((proto == IPPROTO_ICMP) != (family == LB_FAMILY_IPV4) || !have(&r, 8))
+			return ORACLE_PASS;
+		if (family == LB_FAMILY_IPV4 ? icmp[0] != 3 && icmp[0] != 11 :
+					       icmp[0] < 1 || icmp[0] > 3)
+			return ORACLE_PASS;
+		r.at += 8;
+		qproto = ip_walk(&r, family, 1, qsrc, qdst);
+		if ((qproto != IPPROTO_TCP && qproto != IPPROTO_UDP) || !have(&r, 8))
+			return ORACLE_PASS;
+		/* The quoted packet went from the VIP: its source is the VIP. */
+		vip = vip_of(family, qsrc, be16(frame + r.at), qproto);
+		if (vip < 0)
+			return ORACLE_PASS;
+		return vips[vip].has_backends ? ORACLE_FORWARD : ORACLE_DROP;
+	}
+	if (proto == IPPROTO_TCP) {
+		if (!have(&r, 20) || frame[r.at + 12] >> 4 < 5)
+			return ORACLE_PASS;
+	} else if (proto == IPPROTO_UDP) {
+		if (!have(&r, 8) || be16(frame + r.at + 4) < 8)
+			return ORACLE_PASS;
+	} else {
+		return ORACLE_PASS;
+	}
+	vip = vip_of(family, dst, be16(frame + r.at + 2), proto);
+	if (vip < 0)
+		return ORACLE_PASS;
+	return vips[vip].has_backends ? ORACLE_FORWARD : ORACLE_DROP;
+}
+
+/* --- frames ------------------------------------------------------------------------- */
+
+/* A valid frame to a random VIP: plain, VLAN-tagged, with IP options, or an ICMP error. */
+static void valid_frame(struct test_rng *rng, struct pkt *pkt)
+{
+	size_t v = test_rng_below(rng, VIP_COUNT);
+	char client[64];
+	struct pkt_spec spec = { 0 };
+	uint64_t a = test_rng_next(rng);
+
+	spec.family = vips[v].family;
+	spec.protocol = vips[v].protocol;
+	spec.dst = vips[v].addr;
+	spec.dport = vips[v].port;
+	spec.sport = (uint16_t)(1 + a % 65535);
+	spec.vlan = test_rng_below(rng, 8) == 0 ? (uint16_t)(1 + a % 4000) : 0;
+	spec.tcp_flags = (uint8_t)(a >> 40);
+	if (spec.family == LB_FAMILY_IPV4) {
+		snprintf(client, sizeof(client), "198.18.%u.%u", (unsigned)(a >> 16 & 255),
+			 (unsigned)(a >> 24 & 255));
+		spec.ipv4_option_words = test_rng_below(rng, 6) == 0 ? (uint8_t)(a >> 32 & 7) : 0;
+	} else {
+		snprintf(client, sizeof(client), "2001:db8:c::%x", (unsigned)(a >> 16 & 0xffff));
+		spec.ipv6_hopopts = test_rng_below(rng, 6) == 0;
+	}
+	spec.src = client;
+	pkt_build(pkt, &spec);
+}
+
+/* Damage a frame in one of the ways hostile senders and broken links do. */
+static void mutate(struct test_rng *rng, struct pkt *pkt)
+{
+	size_t at;
+
+	switch (test_rng_below(rng, 6)) {
+	case 0: /* flip a bit in the headers */
+		at = test_rng_below(rng, pkt->len < 96 ? pkt->len : 96);
+		pkt->data[at] ^= (unsigned char)(1u << test_rng_below(rng, 8));
+		break;
+	case 1: /* a random byte */
+		at = test_rng_below(rng, pkt->len);
+		pkt->data[at] = (unsigned char)test_rng_next(rng);
+		break;
+	case 2: /* cut short */
+		pkt->len = 14 + test_rng_below(rng, pkt->len - 13);
+		break;
+	case 3: /* junk appended */
+		while (pkt->len < PKT_MAX && test_rng_below(rng, 8))
+			pkt->data[pkt->len++] = (unsigned char)test_rng_next(rng);
+		break;
+	case 4: /* a length field rewritten */
+		at = pkt->l3 + (pkt->data[12] == 0x86 ? 4 : 2);
+		if (at + 1 < pkt->len) {
+			pkt->data[at] = (unsigned char)test_rng_below(rng, 3);
+			pkt->data[at + 1] = (unsigned char)test_rng_next(rng);
+		}
+		break;
+	default: /* the protocol or next header rewritten */
+		at = pkt->l3 + (pkt->data[12] == 0x86 ? 6 : 9);
+		if (at < pkt->len)
+			pkt->data[at] = (unsigned char)test_rng_below(rng, 140);
+		break;
+	}
+}
+
+static void random_frame(struct test_rng *rng, struct pkt *pkt)
+{
+	size_t i;
+
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->len = 14 + test_rng_below(rng, 600);
+	for (i = 0; i < pkt->len; i++)
+		pkt->data[i] = (unsigned char)test_rng_next(rng);
+	/* Often an IP EtherType, so the noise reaches the IP parsers. */
+	if (test_rng_below(rng, 2)) {
+		pkt->data[12] = test_rng_below(rng, 2) ? 0x08 : 0x86;
+		pkt->data[13] = pkt->data[12] == 0x08 ? 0x00 : 0xdd;
+	}
+}
+
+/* --- set-up and the test ----------------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+	struct lb_load_opts opts = { .secret = { 0xfeed, 0xbeef } };
+	__u32 id = 1;
+	size_t v;
+
+	(void)state;
+	if (geteuid() != 0) {
+		if (getenv("CI") && strcmp(getenv("CI"), "true") == 0) {
+			fprintf(stderr, "test_hostile: CI=true but not root: these tests must run\n");
+			return -1;
+		}
+		fprintf(stderr, "test_hostile: skipped: needs root\n");
+		skip_reason = 1;
+		return 0;
+	}
+	memcpy(opts.iface_mac, iface_mac, 6);
+	if (lb_prog_load(&prog, &opts))
+		return -1;
+	for (v = 0; v < VIP_COUNT; v++) {
+		const struct lb_maps *maps = lb_prog_maps(prog);
+		struct lb_vip_key key = { .port = htons(vips[v].port), .protocol = vips[v].protocol,
+					  .family = (__u8)vips[v].family };
+		struct ring_member members[BACKENDS_PER_VIP];
+		char names[BACKENDS_PER_VIP][16];
+		__u32 ids[BACKENDS_PER_VIP];
+		struct ring *ring = NULL;
+		int i, err;
+
+		pkt_addr(vips[v].family, vips[v].addr, key.addr);
+		for (i = 0; vips[v].has_backends && i < BACKENDS_PER_VIP; i++, id++) {
+			struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
+						.vip_id = (__u32)v, .cookie = id,
+						.mac = { 0x02, 0xbe, 0, 0, 0, (__u8)id } };
+
+			if (lb_backend_install(maps, id, &b))
+				return -1;
+			snprintf(names[i], sizeof(names[i]), "b%d", i);
+			members[i].name = names[i];
+			members[i].weight = 1;
+			ids[i] = id;
+		}
+		if (vips[v].has_backends && ring_build(&ring, 64, members, BACKENDS_PER_VIP))
+			return -1;
+		/* Ring members are in name order, as the names were given. */
+		err = lb_vip_install(maps, &key, (__u32)v, ring, ids);
+		ring_free(ring);
+		if (err)
+			return -1;
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	lb_prog_close(prog);
+	return 0;
+}
+
+static void reasons_read(__u64 *packets, __u64 *bytes)
+{
+	int cpus = libbpf_num_possible_cpus(), c;
+	struct lb_counters *v = calloc((size_t)cpus, sizeof(*v));
+	__u32 r;
+
+	assert_non_null(v);
+	*packets = *bytes = 0;
+	for (r = 0; r < LB_REASON_COUNT; r++) {
+		assert_int_equal(bpf_map_lookup_elem(lb_prog_maps(prog)->reason_stats, &r, v), 0);
+		for (c = 0; c < cpus; c++) {
+			*packets += v[c].packets;
+			*bytes += v[c].bytes;
+		}
+	}
+	free(v);
+}
+
+static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(void **state)
+{
+	const char *env = getenv("FRAMES");
+	long frames = env ? atol(env) : FRAMES_DEFAULT, n;
+	struct test_rng rng = { SEED };
+	__u64 packets0, bytes0, packets1, bytes1, bytes_sent = 0;
+	long verdicts[3] = { 0 }, kinds[3] = { 0 };
+	unsigned char out[PKT_MAX];
+
+	(void)state;
+	if (skip_reason)
+		skip();
+	reasons_read(&packets0, &bytes0);
+	for (n = 0; n < frames; n++) {
+		struct pkt pkt;
+		int kind = (int)test_rng_below(&rng, 10);
+		enum oracle want;
+		__u32 verdict;
+
+		/* 3 in 10 pure noise, 5 in 10 damaged valid frames, 2 in 10 valid. */
+		if (kind < 3) {
+			random_frame(&rng, &pkt);
+			kinds[0]++;
+		} else {
+			valid_frame(&rng, &pkt);
+			if (kind < 8) {
+				int m = 1 + (int)test_rng_below(&rng, 3);
+
+				while (m--)
+					mutate(&rng, &pkt);
+				kinds[1]++;
+			} else {
+				kinds[2]++;
+			}
+		}
+		want = oracle(pkt.data, pkt.len);
+		{
+			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = pkt.data,
+				    .data_size_in = (__u32)pkt.len, .data_out = out,
+				    .data_size_out = sizeof(out), .repeat = 1);
+
+			check(bpf_prog_test_run_opts(lb_prog_fd(prog), &o) == 0,
+			      "frame %ld: BPF_PROG_TEST_RUN: %s", n, strerror(errno));
+			verdict = o.retval;
+			check(o.data_size_out == pkt.len, "frame %ld: length changed", n);
+		}
+		bytes_sent += pkt.len;
+		switch (want) {
+		case ORACLE_FORWARD:
+			check(verdict == XDP_TX, "frame %ld (%zu bytes): verdict %u, oracle says forward",
+			      n, pkt.len, verdict);
+			check(out[0] == 0x02 && out[1] == 0xbe && !memcmp(out + 6, iface_mac, 6) &&
+			      !memcmp(out + 12, pkt.data + 12, pkt.len - 12),
+			      "frame %ld: forwarded frame changed beyond its MACs", n);
+			verdicts[0]++;
+			break;
+		case ORACLE_DROP:
+			check(verdict == XDP_DROP, "frame %ld: verdict %u, oracle says drop", n, verdict);
+			verdicts[2]++;
+			break;
+		default:
+			check(verdict == XDP_PASS, "frame %ld (%zu bytes): verdict %u, oracle says pass",
+			      n, pkt.len, verdict);
+			check(!memcmp(out, pkt.data, pkt.len), "frame %ld: passed frame changed", n);
+			verdicts[1]++;
+			break;
+		}
+	}
+	reasons_read(&packets1, &bytes1);
+	check(packets1 - packets0 == (__u64)frames, "counters add up to %llu frames, %ld sent",
+	      (unsigned long long)(packets1 - packets0), frames);
+	check(bytes1 - bytes0 == bytes_sent, "counters add up to %llu bytes, %llu sent",
+	      (unsigned long long)(bytes1 - bytes0), (unsigned long long)bytes_sent);
+	printf("hostile: %ld frames (%ld noise, %ld damaged, %ld valid), %llu bytes: %ld forwarded, "
+	       "%ld passed, %ld dropped, each as the oracle said; counters add up\n", frames,
+	       kinds[0], kinds[1], kinds[2], (unsigned long long)bytes_sent, verdicts[0],
+	       verdicts[1], verdicts[2]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hostile_frames_get_the_documented_verdict_and_are_all_counted),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
