@@ -175,7 +175,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory fuzz-test
 	$(Q)$(MAKE) --no-print-directory e2e-test
 
-# The long variants: ten times the frames, changes and crashes, a minute per fuzzer.
+# The long variants: ten times the frames, changes and crashes, five minutes per fuzzer.
 soak: deps
 	$(Q)$(MAKE) --no-print-directory all $(addprefix $(OUTPUT)/,$(FUZZERS))
 	$(Q)echo "== test_hostile (10,000,000 frames)"; FRAMES=10000000 $(OUTPUT)/test_hostile
