@@ -17,7 +17,7 @@
 
 /* --- limits ---------------------------------------------------------------- */
 
-/** LB_VIPS_MAX - VIP ids are 0 .. LB_VIPS_MAX - 1 (slots of the rings map). */
+/** LB_VIPS_MAX - VIP ids are 0 .. LB_VIPS_MAX - 1 (vip_stats slots; ring slots 2 id, 2 id + 1). */
 #define LB_VIPS_MAX 256
 /** LB_BACKENDS_MAX - backend ids are 1 .. LB_BACKENDS_MAX - 1; 0 means none. */
 #define LB_BACKENDS_MAX 4096

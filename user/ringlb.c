@@ -1401,7 +1401,8 @@ static const struct command commands[] = {
 	  "    Remove the program from IFACE. Maps, rings and flows stay pinned." },
 	{ "vip", "add", cmd_vip, "vip add VIP [--vnodes K]",
 	  "    Add a service with no backends (its packets drop until one is added).\n"
-	  "    --vnodes: ring points per unit of backend weight (default 1000)." },
+	  "    --vnodes: ring points per unit of backend weight (default 4096). A ring\n"
+	  "    holds at most 1048576 points: more than 256 total weight needs a smaller K." },
 	{ "vip", "del", cmd_vip, "vip del VIP", "    Remove a service and its backends." },
 	{ "backend", "add", cmd_backend, "backend add VIP NAME ADDR [--mac MAC] [--weight W]",
 	  "    Add a backend. Without --mac its MAC is taken from the neighbour table,\n"

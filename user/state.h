@@ -47,7 +47,7 @@ struct state_backend {
 
 /**
  * struct state_vip - one service.
- * @id: its slot in the rings map, 0 .. LB_VIPS_MAX - 1
+ * @id: its id in the kernel (vip_stats slot, ring slots), 0 .. LB_VIPS_MAX - 1
  * @spec: address, port, protocol
  * @vnodes: ring points per unit of weight
  * @backend_count: entries in @backends
