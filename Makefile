@@ -90,7 +90,7 @@ $(OUTPUT)/ringlb: $(CLI_SRCS) $(CLI_HDRS) | $(OUTPUT)
 UNIT_TESTS := test_ring test_state
 test_ring_SRCS := tests/test_ring.c $(RING_SRCS)
 test_state_SRCS := tests/test_state.c user/state.c user/addr.c $(RING_SRCS)
-UNIT_HDRS := $(RING_HDRS) user/state.h user/addr.h bpf/lb_contract.h tests/testutil.h
+UNIT_HDRS := $(RING_HDRS) user/state.h user/addr.h bpf/lb_contract.h tests/testutil.h tests/check.h
 
 .SECONDEXPANSION:
 $(addprefix $(OUTPUT)/,$(UNIT_TESTS)): $(OUTPUT)/%: $$(%_SRCS) $(UNIT_HDRS) | $(OUTPUT)
@@ -111,14 +111,15 @@ unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UN
 # --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
 TEST_XDP_SRCS := tests/test_xdp.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
 
-$(OUTPUT)/test_xdp: $(TEST_XDP_SRCS) tests/packets.h $(USER_HDRS) $(RING_HDRS) | $(OUTPUT)
+$(OUTPUT)/test_xdp: $(TEST_XDP_SRCS) tests/packets.h tests/check.h $(USER_HDRS) $(RING_HDRS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(TEST_XDP_SRCS) -o $@ -lcmocka $(LDLIBS_BPF) \
 		$(LDLIBS_RING)
 
 TEST_HOSTILE_SRCS := tests/test_hostile.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
 
-$(OUTPUT)/test_hostile: $(TEST_HOSTILE_SRCS) tests/packets.h $(USER_HDRS) $(RING_HDRS) | $(OUTPUT)
+$(OUTPUT)/test_hostile: $(TEST_HOSTILE_SRCS) tests/packets.h tests/check.h $(USER_HDRS) \
+		$(RING_HDRS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(TEST_HOSTILE_SRCS) -o $@ -lcmocka $(LDLIBS_BPF) \
 		$(LDLIBS_RING)

@@ -13,22 +13,15 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/lib.sh"
 RINGLB_BIN=$ROOT/build/ringlb
 
-if [ "$(id -u)" -ne 0 ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "cli: CI=true but not root: these tests must run" >&2
-		exit 1
-	fi
-	echo "cli: skipped: needs root"
-	exit 0
-fi
+require_root cli
 
 NS=rlbcli$$
 W=$(mktemp -d)
 PIN=/sys/fs/bpf/ringlb-$NS
 VIP=198.18.0.100:80/tcp
-FAILS=0
 
 cleanup() {
 	ip netns del "$NS" 2>/dev/null
@@ -44,8 +37,6 @@ ip -n "$NS" link set eth1 up
 ip -n "$NS" addr add 198.18.0.2/24 dev eth0
 
 ringlb() { nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
-pass() { echo "ok   - $*"; }
-fail() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
 
 ringlb attach eth0 >/dev/null 2>&1 || { echo "cli: attach failed" >&2; exit 1; }
 ringlb vip add "$VIP" --vnodes 200

@@ -20,23 +20,16 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/lib.sh"
 . "$ROOT/scripts/topology.sh"
 
-if [ "$(id -u)" -ne 0 ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "e2e: CI=true but not root: these tests must run" >&2
-		exit 1
-	fi
-	echo "e2e: skipped: needs root (network namespaces, XDP)"
-	exit 0
-fi
+require_root e2e
 
 P=rlb$$
 W=$(mktemp -d)
 PIN=/sys/fs/bpf/ringlb-$P
 VIP4="$TOPO_VIP4:80/tcp"
 VIP6="[$TOPO_VIP6]:80/tcp"
-FAILS=0
 
 cleanup() {
 	topo_down "$P" "$W"
@@ -47,8 +40,6 @@ trap cleanup EXIT
 ringlb() { nsenter --net="/run/netns/${P}lb" "$ROOT/build/ringlb" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
 on_client() { local c=$1; shift; ip netns exec "${P}c$c" "$@"; }
 
-pass() { echo "ok   - $*"; }
-fail() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
 die() { echo "e2e: setup failed: $*" >&2; exit 1; }
 
 # url VIP_ADDR: the base URL of an address (brackets for IPv6).

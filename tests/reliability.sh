@@ -21,25 +21,18 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/lib.sh"
 . "$ROOT/scripts/topology.sh"
 CHANGES=${CHANGES:-1000}
 CRASHES=${CRASHES:-200}
 
-if [ "$(id -u)" -ne 0 ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "reliability: CI=true but not root: these tests must run" >&2
-		exit 1
-	fi
-	echo "reliability: skipped: needs root"
-	exit 0
-fi
+require_root reliability
 
 P=rlr$$
 W=$(mktemp -d)
 PIN=/sys/fs/bpf/ringlb-$P
 TCP_VIP="$TOPO_VIP4:80/tcp"
 UDP_VIP="$TOPO_VIP4:53/udp"
-FAILS=0
 
 cleanup() {
 	topo_down "$P" "$W"
@@ -48,8 +41,6 @@ cleanup() {
 trap cleanup EXIT
 
 ringlb() { nsenter --net="/run/netns/${P}lb" "$ROOT/build/ringlb" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
-pass() { echo "ok   - $*"; }
-fail() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
 die() { echo "reliability: setup failed: $*" >&2; exit 1; }
 
 # Packets the balancer counted under a reason, or for a backend slot.

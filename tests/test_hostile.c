@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -31,12 +32,6 @@
 #include "packets.h"
 #include "ring.h"
 #include "testutil.h"
-
-#define check(cond, ...)                        \
-	do {                                    \
-		if (!(cond))                    \
-			fail_msg(__VA_ARGS__);  \
-	} while (0)
 
 #define FRAMES_DEFAULT 1000000
 #define SEED 0x686f7374696c65ULL

@@ -22,15 +22,10 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include "ring.h"
 #include "siphash.h"
 #include "testutil.h"
-
-#define check(cond, ...)                        \
-	do {                                    \
-		if (!(cond))                    \
-			fail_msg(__VA_ARGS__);  \
-	} while (0)
 
 #define FIVE_MEMBERS 5
 #define SMALL_KEYS 1000

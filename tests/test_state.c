@@ -17,16 +17,11 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include "addr.h"
 #include "lb_contract.h"
 #include "ring.h"
 #include "state.h"
-
-#define check(cond, ...)                        \
-	do {                                    \
-		if (!(cond))                    \
-			fail_msg(__VA_ARGS__);  \
-	} while (0)
 
 static void test_vip_parse_accepts_canonical_forms_and_refuses_the_rest(void **state)
 {

@@ -30,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -37,12 +38,6 @@
 #include "packets.h"
 #include "ring.h"
 #include "testutil.h"
-
-#define check(cond, ...)                        \
-	do {                                    \
-		if (!(cond))                    \
-			fail_msg(__VA_ARGS__);  \
-	} while (0)
 
 #define AGREEMENT_FLOWS 10000
 #define SEED 0x7864702d74657374ULL
@@ -508,45 +503,41 @@ struct malformed_case {
 	__u32 reason;
 };
 
-static void v4_tcp(struct pkt *pkt)
+/* The table's frames all come from one client, port 41000. */
+static void table_frame(struct pkt *p, int family, uint8_t protocol, const char *dst,
+			uint16_t dport, uint16_t vlan, uint8_t option_words, int hopopts)
 {
-	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
-			      VIP_TCP_PORT, 0, 0, 0, 0 };
+	struct pkt_spec s = { family, protocol,
+			      family == LB_FAMILY_IPV4 ? "198.18.1.9" : "2001:db8:c::9", dst, 41000,
+			      dport, vlan, 0, option_words, hopopts };
 
-	pkt_build(pkt, &s);
+	pkt_build(p, &s);
 }
 
-static void v4_udp(struct pkt *pkt)
+static void v4_tcp(struct pkt *p)
 {
-	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_UDP, "198.18.1.9", V4_VIP, 41000,
-			      VIP_UDP_PORT, 0, 0, 0, 0 };
-
-	pkt_build(pkt, &s);
+	table_frame(p, LB_FAMILY_IPV4, IPPROTO_TCP, V4_VIP, VIP_TCP_PORT, 0, 0, 0);
 }
 
-static void v6_tcp(struct pkt *pkt)
+static void v4_udp(struct pkt *p)
 {
-	struct pkt_spec s = { LB_FAMILY_IPV6, IPPROTO_TCP, "2001:db8:c::9", V6_VIP, 41000,
-			      VIP_TCP_PORT, 0, 0, 0, 0 };
+	table_frame(p, LB_FAMILY_IPV4, IPPROTO_UDP, V4_VIP, VIP_UDP_PORT, 0, 0, 0);
+}
 
-	pkt_build(pkt, &s);
+static void v6_tcp(struct pkt *p)
+{
+	table_frame(p, LB_FAMILY_IPV6, IPPROTO_TCP, V6_VIP, VIP_TCP_PORT, 0, 0, 0);
 }
 
 static void cut_in_vlan(struct pkt *p)
 {
-	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
-			      VIP_TCP_PORT, 5, 0, 0, 0 };
-
-	pkt_build(p, &s);
+	table_frame(p, LB_FAMILY_IPV4, IPPROTO_TCP, V4_VIP, VIP_TCP_PORT, 5, 0, 0);
 	p->len = 14 + 2;
 }
 
 static void stacked_vlan(struct pkt *p)
 {
-	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
-			      VIP_TCP_PORT, 5, 0, 0, 0 };
-
-	pkt_build(p, &s);
+	table_frame(p, LB_FAMILY_IPV4, IPPROTO_TCP, V4_VIP, VIP_TCP_PORT, 5, 0, 0);
 	/* The inner EtherType becomes a second tag. */
 	p->data[16] = 0x81;
 	p->data[17] = 0x00;
@@ -562,10 +553,7 @@ static void arp(struct pkt *p)
 static void cut_in_ipv4(struct pkt *p) { v4_tcp(p); p->len = p->l3 + 19; }
 static void cut_in_ipv4_options(struct pkt *p)
 {
-	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
-			      VIP_TCP_PORT, 0, 0, 3, 0 };
-
-	pkt_build(p, &s);
+	table_frame(p, LB_FAMILY_IPV4, IPPROTO_TCP, V4_VIP, VIP_TCP_PORT, 0, 3, 0);
 	p->len = p->l3 + 20 + 8; /* 12 bytes of options announced, 8 present */
 }
 static void ipv4_ihl_4(struct pkt *p) { v4_tcp(p); p->data[p->l3] = 0x44; pkt_ipv4_checksum(p); }
@@ -649,27 +637,18 @@ static void ipv6_five_extensions(struct pkt *p)
 }
 static void cut_in_ipv6_extension(struct pkt *p)
 {
-	struct pkt_spec s = { LB_FAMILY_IPV6, IPPROTO_TCP, "2001:db8:c::9", V6_VIP, 41000,
-			      VIP_TCP_PORT, 0, 0, 0, 1 };
-
-	pkt_build(p, &s);
+	table_frame(p, LB_FAMILY_IPV6, IPPROTO_TCP, V6_VIP, VIP_TCP_PORT, 0, 0, 1);
 	p->len = p->l3 + 40 + 4;
 	p->data[p->l3 + 4] = 0;
 	p->data[p->l3 + 5] = 4;
 }
 static void empty_ring_vip(struct pkt *p)
 {
-	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP_EMPTY, 41000,
-			      VIP_TCP_PORT, 0, 0, 0, 0 };
-
-	pkt_build(p, &s);
+	table_frame(p, LB_FAMILY_IPV4, IPPROTO_TCP, V4_VIP_EMPTY, VIP_TCP_PORT, 0, 0, 0);
 }
 static void no_ring_vip(struct pkt *p)
 {
-	struct pkt_spec s = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP_NO_RING, 41000,
-			      VIP_TCP_PORT, 0, 0, 0, 0 };
-
-	pkt_build(p, &s);
+	table_frame(p, LB_FAMILY_IPV4, IPPROTO_TCP, V4_VIP_NO_RING, VIP_TCP_PORT, 0, 0, 0);
 }
 
 /* ICMP echo request to the VIP address. */
