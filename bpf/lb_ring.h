@@ -29,7 +29,9 @@ struct {
 /*
  * One array of maps per ring class. BPF_F_MMAPABLE lets the controller fill a
  * ring with one copy; the loader creates every ring map with the same flags
- * and size as the template here, which the kernel checks.
+ * and size as the template here, which the kernel checks. The value is given
+ * by size, not __type(): clang 14 emits only a forward declaration in BTF for
+ * a union the program uses through pointers, and libbpf then cannot size it.
  */
 #define LB_RING_CLASS_MAP(name, slots)                                              \
 	struct {                                                                    \
