@@ -73,10 +73,12 @@ struct bench_tuple {
  * struct bench_config - what the driver does.
  * @target: slot of the program under test in targets
  * @fresh_flows: 1: a never-seen flow every packet; 0: cycle through flow_tuples
+ * @flows: how many of flow_tuples to cycle through, 1 .. BENCH_FLOWS
  */
 struct bench_config {
 	__u32 target;
 	__u32 fresh_flows;
+	__u32 flows;
 };
 
 struct {
@@ -127,7 +129,9 @@ int bench_driver(struct xdp_md *ctx)
 		fresh.sport = bpf_htons((__u16)i);
 		t = &fresh;
 	} else {
-		slot = (__u32)(i % BENCH_FLOWS);
+		slot = (__u32)(i % (cfg->flows ? cfg->flows : BENCH_FLOWS));
+		if (slot >= BENCH_FLOWS)
+			slot = 0;
 		t = bpf_map_lookup_elem(&flow_tuples, &slot);
 		if (!t)
 			return XDP_ABORTED;
