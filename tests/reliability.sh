@@ -211,6 +211,13 @@ if [ $broken -eq 0 ] && [ $repaired -eq $disagreed ]; then
 else
 	fail "crashes: $broken state files neither old nor new; $disagreed disagreements, $repaired repaired"
 fi
+left=$(find "$W" -maxdepth 1 -name 'state.json.tmp.*' | wc -l)
+ringlb backend weight "$TCP_VIP" b1 2
+if [ "$(find "$W" -maxdepth 1 -name 'state.json.tmp.*' | wc -l)" -eq 0 ]; then
+	pass "crashes: the next change swept the $left temp files the killed writers left"
+else
+	fail "crashes: temp files of killed writers remain after a change"
+fi
 
 # --- concurrent operators ------------------------------------------------------------------
 

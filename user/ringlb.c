@@ -272,6 +272,7 @@ static int change(struct cli *c, unsigned int flags,
 	lock = lock_take(c, 1);
 	if (lock < 0)
 		return 1;
+	state_tmp_sweep(c->state_path);
 	state_init(&want);
 	err = state_read(c, &applied);
 	if (!err && state_clone(&want, &applied)) {
@@ -980,32 +981,67 @@ struct flow_tally {
 	__u64 closing[LB_BACKENDS_MAX];
 };
 
-/* Count the flow table's entries per backend, seen within @idle_ns. */
-static void flows_tally(int fd, __u64 idle_ns, struct flow_tally *t)
+/* Flow table entries read per batch call. */
+#define FLOW_BATCH 4096
+
+static void flow_tally_one(const struct lb_flow *flow, __u64 now_ns, __u64 idle_ns,
+			   struct flow_tally *t)
 {
-	struct lb_flow_key key, next;
-	struct lb_flow flow;
+	if (flow->backend_id >= LB_BACKENDS_MAX)
+		return;
+	/* Touched at most once a second, so allow that much slack. */
+	if (now_ns > flow->last_seen_ns + idle_ns + LB_FLOW_TOUCH_NS)
+		return;
+	if (flow->flags & LB_FLOW_FIN)
+		t->closing[flow->backend_id]++;
+	else
+		t->live[flow->backend_id]++;
+}
+
+/*
+ * Count the flow table's entries per backend, seen within @idle_ns. A batch
+ * walk, by hash bucket: a key-by-key walk restarts from the first key when the
+ * program evicts the key it stands on, and may never end on a busy table.
+ */
+static int flows_tally(int fd, __u64 idle_ns, struct flow_tally *t)
+{
+	struct lb_flow_key *keys = calloc(FLOW_BATCH, sizeof(*keys));
+	struct lb_flow *values = calloc(FLOW_BATCH, sizeof(*values));
+	__u32 in_batch = 0, out_batch = 0, count, i;
 	struct timespec now;
 	__u64 now_ns;
-	int more;
+	int err = 0, first = 1;
 
 	memset(t, 0, sizeof(*t));
+	if (!keys || !values) {
+		err = -ENOMEM;
+		goto out;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	now_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
-	more = bpf_map_get_next_key(fd, NULL, &next) == 0;
-	while (more) {
-		key = next;
-		more = bpf_map_get_next_key(fd, &key, &next) == 0;
-		if (bpf_map_lookup_elem(fd, &key, &flow) || flow.backend_id >= LB_BACKENDS_MAX)
-			continue;
-		/* Touched at most once a second, so allow that much slack. */
-		if (now_ns > flow.last_seen_ns + idle_ns + LB_FLOW_TOUCH_NS)
-			continue;
-		if (flow.flags & LB_FLOW_FIN)
-			t->closing[flow.backend_id]++;
-		else
-			t->live[flow.backend_id]++;
+	for (;;) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+
+		count = FLOW_BATCH;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, keys, values,
+					   &count, &opts);
+		if (err && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		for (i = 0; i < count; i++)
+			flow_tally_one(&values[i], now_ns, idle_ns, t);
+		if (err) { /* ENOENT: the walk is over */
+			err = 0;
+			break;
+		}
+		in_batch = out_batch;
+		first = 0;
 	}
+out:
+	free(keys);
+	free(values);
+	return err;
 }
 
 static int cmd_stats(struct cli *c)
@@ -1031,7 +1067,8 @@ static int cmd_stats(struct cli *c)
 		state_free(&s);
 		return 1;
 	}
-	flows_tally(maps.flows, (__u64)idle * 1000000000ull, &tally);
+	if (flows_tally(maps.flows, (__u64)idle * 1000000000ull, &tally))
+		report(c, "cannot read the flow table; live and closing flows are not counted");
 	for (i = 0; i < s.vip_count; i++) {
 		const struct state_vip *vp = &s.vips[i];
 		__u64 vc[2] = { 0, 0 };

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -629,4 +630,18 @@ int state_save(const struct state *s, const char *path)
 out:
 	free(text);
 	return err;
+}
+
+void state_tmp_sweep(const char *path)
+{
+	char pattern[PATH_MAX];
+	glob_t found;
+	size_t i;
+
+	snprintf(pattern, sizeof(pattern), "%s.tmp.*", path);
+	if (glob(pattern, GLOB_NOSORT, NULL, &found))
+		return;
+	for (i = 0; i < found.gl_pathc; i++)
+		unlink(found.gl_pathv[i]);
+	globfree(&found);
 }

@@ -112,6 +112,14 @@ int state_load(struct state *s, const char *path, char why[STATE_WHY_MAX]);
  */
 int state_save(const struct state *s, const char *path);
 
+/**
+ * state_tmp_sweep() - remove the temp files of writers that died mid-save.
+ * @path: the state file
+ *
+ * Call only while holding the state's lock: then no live writer has one.
+ */
+void state_tmp_sweep(const char *path);
+
 /** state_vip_find() - the VIP with this address, port and protocol, or NULL. */
 struct state_vip *state_vip_find(const struct state *s, const struct vip_spec *spec);
 
