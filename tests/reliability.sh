@@ -214,7 +214,7 @@ fi
 left=$(find "$W" -maxdepth 1 -name 'state.json.tmp.*' | wc -l)
 ringlb backend weight "$TCP_VIP" b1 2
 if [ "$(find "$W" -maxdepth 1 -name 'state.json.tmp.*' | wc -l)" -eq 0 ]; then
-	pass "crashes: the next change swept the $left temp files the killed writers left"
+	pass "crashes: no temp file of a killed writer remains after the next change ($left before it)"
 else
 	fail "crashes: temp files of killed writers remain after a change"
 fi
