@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The VIP map, the ring maps and the ring search of ringlb's XDP programs:
- * ring_lookup() of ring.c, step for step, over a ring map laid out as
- * lb_contract.h describes. Shared by the data path and the benchmark, so
- * both define these maps by including this header.
+ * The maps a backend is chosen from (vips, backends, rings_0 .. rings_3) and
+ * the ring search of ringlb's XDP programs: ring_lookup() of ring.c, step for
+ * step, over a ring map laid out as lb_contract.h describes. Shared by the
+ * data path and the benchmark, so both define these maps by including it.
  *
  * Every slot lookup here is inlined by the verifier (about two instructions):
  * the ring maps of one class all have the same size, and each class has its
@@ -25,6 +25,13 @@ struct {
 	__type(key, struct lb_vip_key);
 	__type(value, struct lb_vip);
 } vips SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LB_BACKENDS_MAX);
+	__type(key, __u32);
+	__type(value, struct lb_backend);
+} backends SEC(".maps");
 
 /*
  * One array of maps per ring class. BPF_F_MMAPABLE lets the controller fill a

@@ -28,14 +28,7 @@ const volatile __u8 iface_mac[ETH_ALEN] = { 0 };
 
 /* --- maps ------------------------------------------------------------------ */
 
-/* vips and rings_0 .. rings_3 come with lb_ring.h. */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, LB_BACKENDS_MAX);
-	__type(key, __u32);
-	__type(value, struct lb_backend);
-} backends SEC(".maps");
+/* vips, backends and rings_0 .. rings_3 come with lb_ring.h. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -32,14 +32,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 flow_secret[2] = { 0, 0 };
 const volatile __u8 iface_mac[ETH_ALEN] = { 0 };
 
-/* vips and rings_0 .. rings_3 come with lb_ring.h. */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, LB_BACKENDS_MAX);
-	__type(key, __u32);
-	__type(value, struct lb_backend);
-} backends SEC(".maps");
+/* vips, backends and rings_0 .. rings_3 come with lb_ring.h. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -571,7 +571,8 @@ static void ring_measure(uint32_t n, uint32_t vnodes, const uint64_t *keys, stru
 		peak = shares[i] > peak ? shares[i] : peak;
 	ring_points(r, &points);
 	ring_index(r, &bits);
-	*bytes = (size_t)(2 + (1u << bits) + points) * sizeof(union lb_ring_slot);
+	/* The slots the ring uses; its map may be of a larger class. */
+	*bytes = (size_t)LB_RING_SLOTS(points, bits) * sizeof(union lb_ring_slot);
 	ring_clone(&added, r);
 	ring_add(added, "backend-new", 1);
 	ring_clone(&removed, r);

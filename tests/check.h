@@ -7,10 +7,36 @@
 #ifndef RINGLB_TESTS_CHECK_H
 #define RINGLB_TESTS_CHECK_H
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #define check(cond, ...)                        \
 	do {                                    \
 		if (!(cond))                    \
 			fail_msg(__VA_ARGS__);  \
 	} while (0)
+
+/**
+ * root_rule() - may a test that needs root (CAP_BPF, CAP_NET_ADMIN) run?
+ * @test: its name, for the message
+ *
+ * Return: 0 to run; 1 to skip, said on stderr; -1 when not root under
+ * CI=true, where a skip would hide the test, so it must fail.
+ */
+static inline int root_rule(const char *test)
+{
+	const char *ci = getenv("CI");
+
+	if (geteuid() == 0)
+		return 0;
+	if (ci && strcmp(ci, "true") == 0) {
+		fprintf(stderr, "%s: CI=true but not root: these tests must run\n", test);
+		return -1;
+	}
+	fprintf(stderr, "%s: skipped: needs root (CAP_BPF, CAP_NET_ADMIN)\n", test);
+	return 1;
+}
 
 #endif /* RINGLB_TESTS_CHECK_H */

@@ -295,15 +295,9 @@ static int group_setup(void **state)
 	size_t v;
 
 	(void)state;
-	if (geteuid() != 0) {
-		if (getenv("CI") && strcmp(getenv("CI"), "true") == 0) {
-			fprintf(stderr, "test_hostile: CI=true but not root: these tests must run\n");
-			return -1;
-		}
-		fprintf(stderr, "test_hostile: skipped: needs root\n");
-		skip_reason = 1;
-		return 0;
-	}
+	skip_reason = root_rule("test_hostile");
+	if (skip_reason)
+		return skip_reason < 0 ? -1 : 0;
 	memcpy(opts.iface_mac, iface_mac, 6);
 	if (lb_prog_load(&prog, &opts))
 		return -1;

@@ -132,15 +132,9 @@ static int group_setup(void **state)
 	int err;
 
 	(void)state;
-	if (geteuid() != 0) {
-		if (getenv("CI") && strcmp(getenv("CI"), "true") == 0) {
-			fprintf(stderr, "test_xdp: CI=true but not root: these tests must run\n");
-			return -1;
-		}
-		fprintf(stderr, "test_xdp: skipped: needs root (CAP_BPF, CAP_NET_ADMIN)\n");
-		skip_reason = 1;
-		return 0;
-	}
+	skip_reason = root_rule("test_xdp");
+	if (skip_reason)
+		return skip_reason < 0 ? -1 : 0;
 	memcpy(opts.iface_mac, iface_mac, 6);
 	err = lb_prog_load(&prog, &opts);
 	if (err) {
