@@ -30,7 +30,7 @@ static int fail(char why[CTL_WHY_MAX], int err, const char *fmt, ...)
 	return err;
 }
 
-static void vip_key_of(const struct state_vip *v, struct lb_vip_key *key)
+void ctl_vip_key(const struct state_vip *v, struct lb_vip_key *key)
 {
 	memset(key, 0, sizeof(*key));
 	memcpy(key->addr, v->spec.addr.bytes, sizeof(key->addr));
@@ -150,7 +150,7 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		if (applied && !ring_changed(before, v))
 			continue;
 		vip_format(&v->spec, spec);
-		vip_key_of(v, &key);
+		ctl_vip_key(v, &key);
 		err = state_vip_ring(v, &ring, &ids);
 		if (err)
 			return fail(why, err, "building the ring of %s", spec);
@@ -210,7 +210,7 @@ static int remove_vips(const struct lb_maps *maps, const struct state *applied,
 		for (j = 0; j < want->vip_count && !keep; j++) {
 			struct lb_vip_key k;
 
-			vip_key_of(&want->vips[j], &k);
+			ctl_vip_key(&want->vips[j], &k);
 			keep = memcmp(&k, &keys[i], sizeof(k)) == 0 && val.vip_id == want->vips[j].id;
 		}
 		if (keep)
@@ -286,7 +286,7 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 		__u32 *ids;
 
 		vip_format(&v->spec, spec);
-		vip_key_of(v, &key);
+		ctl_vip_key(v, &key);
 		err = state_vip_ring(v, &ring, &ids);
 		if (err)
 			return err;
@@ -319,7 +319,7 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 			for (i = 0; i < want->vip_count && !known; i++) {
 				struct lb_vip_key k;
 
-				vip_key_of(&want->vips[i], &k);
+				ctl_vip_key(&want->vips[i], &k);
 				known = memcmp(&k, &key, sizeof(k)) == 0;
 			}
 			if (!known) {

@@ -31,6 +31,9 @@
 int ctl_sync(const struct lb_maps *maps, const struct state *applied, const struct state *want,
 	     char why[CTL_WHY_MAX]);
 
+/** ctl_vip_key() - the kernel's key of a VIP of the state. */
+void ctl_vip_key(const struct state_vip *v, struct lb_vip_key *key);
+
 /**
  * ctl_verify() - does the kernel hold exactly the desired state?
  * @maps: the pinned maps

@@ -461,16 +461,54 @@ int lb_vip_rings_clear(const struct lb_maps *maps, __u32 vip_id)
 	return vip_id >= LB_VIPS_MAX ? -ERANGE : vip_slots_clear(maps, vip_id, -1, 0);
 }
 
+/*
+ * The used slots of the ring a VIP value names, mapped read-only: 0 with
+ * @view (unmap with ring_view_close()), or -ENOENT when the slot is empty.
+ */
+struct ring_view {
+	const union lb_ring_slot *slots;
+	size_t bytes;
+	size_t used;
+};
+
+static int ring_view_open(const struct lb_maps *maps, const struct lb_vip *vip,
+			  struct ring_view *view)
+{
+	__u32 inner_id, slot = ring_slot_of(vip->vip_id, vip->ring_parity);
+	void *map;
+	int fd;
+
+	if (vip->ring_class >= LB_RING_CLASSES)
+		return -EBADMSG;
+	if (bpf_map_lookup_elem(maps->rings[vip->ring_class], &slot, &inner_id))
+		return -ENOENT;
+	fd = bpf_map_get_fd_by_id(inner_id);
+	if (fd < 0)
+		return -ENOENT;
+	view->bytes = map_bytes(ring_class_slots[vip->ring_class]);
+	map = mmap(NULL, view->bytes, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -errno;
+	view->slots = map;
+	view->used = LB_RING_SLOTS(vip->points, vip->index_bits);
+	return 0;
+}
+
+static void ring_view_close(struct ring_view *view)
+{
+	munmap((void *)view->slots, view->bytes);
+}
+
 int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member, char *why,
 		   size_t why_len)
 {
-	union lb_ring_slot *want = NULL, *have = MAP_FAILED;
+	union lb_ring_slot *want;
 	struct ring_shape shape;
+	struct ring_view have;
 	struct lb_vip vip;
-	__u32 inner_id, slot, slots;
-	size_t used;
-	int inner_fd = -1, err;
+	int err;
 
 	err = ring_shape_of(ring, &shape);
 	if (err)
@@ -488,69 +526,53 @@ int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u
 	}
 	if (!shape.points)
 		return 0;
-	slot = ring_slot_of(vip_id, vip.ring_parity);
-	slots = ring_class_slots[shape.class];
-	if (bpf_map_lookup_elem(maps->rings[shape.class], &slot, &inner_id) ||
-	    (inner_fd = bpf_map_get_fd_by_id(inner_id)) < 0) {
+	err = ring_view_open(maps, &vip, &have);
+	if (err) {
 		snprintf(why, why_len, "the kernel has no ring in the VIP's slot");
-		return -ENOENT;
+		return err;
 	}
-	used = LB_RING_SLOTS(shape.points, shape.bits);
-	want = calloc(used, sizeof(*want));
-	have = mmap(NULL, map_bytes(slots), PROT_READ, MAP_SHARED, inner_fd, 0);
-	if (!want || have == MAP_FAILED) {
-		err = -ENOMEM;
-		goto out;
+	want = calloc(have.used, sizeof(*want));
+	if (!want) {
+		ring_view_close(&have);
+		return -ENOMEM;
 	}
 	ring_render(want, ring, &shape, backend_of_member);
-	if (memcmp(want, have, used * sizeof(*want))) {
+	if (memcmp(want, have.slots, have.used * sizeof(*want))) {
 		snprintf(why, why_len, "the kernel's ring differs from the state's");
 		err = -EBADMSG;
 	}
-out:
-	if (have != MAP_FAILED)
-		munmap(have, map_bytes(slots));
 	free(want);
-	close(inner_fd);
+	ring_view_close(&have);
 	return err;
 }
 
 int lb_vip_ring_digest(const struct lb_maps *maps, const struct lb_vip_key *key, __u64 *digest)
 {
 	struct siphash_state st;
+	struct ring_view view;
 	struct lb_vip vip;
-	union lb_ring_slot slot;
-	__u32 inner_id, outer_slot, i, used;
 	uint64_t words[2];
-	int inner_fd, err = 0;
+	size_t i;
+	int err;
 
 	if (bpf_map_lookup_elem(maps->vips, key, &vip))
 		return -errno;
 	siphash_init(&st, 0x72696e67ULL, 0x64696765737476ULL);
-	if (vip.points == 0 || vip.ring_class >= LB_RING_CLASSES) {
+	if (vip.points == 0) {
 		*digest = siphash_finish(&st, 0, 2, 4);
 		return 0;
 	}
-	outer_slot = ring_slot_of(vip.vip_id, vip.ring_parity);
-	if (bpf_map_lookup_elem(maps->rings[vip.ring_class], &outer_slot, &inner_id))
-		return -errno;
-	inner_fd = bpf_map_get_fd_by_id(inner_id);
-	if (inner_fd < 0)
-		return -errno;
-	used = LB_RING_SLOTS(vip.points, vip.index_bits);
-	for (i = 0; i < used; i++) {
-		if (bpf_map_lookup_elem(inner_fd, &i, &slot)) {
-			err = -errno;
-			break;
-		}
-		memcpy(words, &slot, sizeof(words));
+	err = ring_view_open(maps, &vip, &view);
+	if (err)
+		return err;
+	for (i = 0; i < view.used; i++) {
+		memcpy(words, &view.slots[i], sizeof(words));
 		siphash_compress(&st, words[0], 2);
 		siphash_compress(&st, words[1], 2);
 	}
-	close(inner_fd);
-	if (!err)
-		*digest = siphash_finish(&st, (uint64_t)used << 32, 2, 4);
-	return err;
+	*digest = siphash_finish(&st, (uint64_t)view.used << 32, 2, 4);
+	ring_view_close(&view);
+	return 0;
 }
 
 void lb_flow_key_init(struct lb_flow_key *key, int family, const void *client, __be16 client_port,

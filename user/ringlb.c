@@ -33,7 +33,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -900,11 +899,7 @@ static int cmd_show(struct cli *c)
 			__u64 digest = 0;
 			char hex[17];
 
-			memset(&key, 0, sizeof(key));
-			memcpy(key.addr, vp->spec.addr.bytes, sizeof(key.addr));
-			key.port = htons(vp->spec.port);
-			key.protocol = vp->spec.protocol;
-			key.family = (__u8)vp->spec.addr.family;
+			ctl_vip_key(vp, &key);
 			/* Hosts with the same configuration serve the same digest. */
 			if (attached && lb_vip_ring_digest(&maps, &key, &digest) == 0) {
 				snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)digest);
