@@ -25,22 +25,11 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 require_root e2e
 
-P=rlb$$
-W=$(mktemp -d)
-PIN=/sys/fs/bpf/ringlb-$P
+topo_session e2e rlb
 VIP4="$TOPO_VIP4:80/tcp"
 VIP6="[$TOPO_VIP6]:80/tcp"
 
-cleanup() {
-	topo_down "$P" "$W"
-	rm -rf "$PIN" "$W"
-}
-trap cleanup EXIT
-
-ringlb() { nsenter --net="/run/netns/${P}lb" "$ROOT/build/ringlb" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
 on_client() { local c=$1; shift; ip netns exec "${P}c$c" "$@"; }
-
-die() { echo "e2e: setup failed: $*" >&2; exit 1; }
 
 # url VIP_ADDR: the base URL of an address (brackets for IPv6).
 url() { case $1 in *:*) echo "http://[$1]" ;; *) echo "http://$1" ;; esac; }
@@ -115,19 +104,23 @@ lookup_all() {
 
 # predict VIP CLIENT FIRST_PORT N: lookup before connecting, then connect from each port.
 predict() {
-	local vip=$1 client=$2 first=$3 n=$4 addr caddr p want got agree=0
+	local vip=$1 client=$2 first=$3 n=$4 addr caddr p want got agree=0 missed=
 	addr=$TOPO_VIP4 caddr=$(topo_client_addr4 "$client")
 	case $vip in \[*) addr=$TOPO_VIP6 caddr=$(topo_client_addr6 "$client") ;; esac
 	for p in $(seq "$first" $((first + n - 1))); do
 		case $caddr in *:*) want=$(ringlb lookup "$vip" "[$caddr]:$p") ;;
 		*) want=$(ringlb lookup "$vip" "$caddr:$p") ;; esac
 		got=$(on_client "$client" curl -s -m 5 --local-port "$p" "$(url "$addr")/")
-		[ "$want" = "$got" ] && agree=$((agree + 1))
+		if [ "$want" = "$got" ]; then
+			agree=$((agree + 1))
+		else
+			missed="$missed port $p: lookup $want, connection '$got';"
+		fi
 	done
 	if [ $agree -eq "$n" ]; then
 		pass "lookup $vip predicted the backend of $agree of $n connections before they opened"
 	else
-		fail "lookup $vip predicted only $agree of $n connections"
+		fail "lookup $vip predicted only $agree of $n connections:$missed"
 	fi
 }
 

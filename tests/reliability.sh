@@ -28,20 +28,10 @@ CRASHES=${CRASHES:-200}
 
 require_root reliability
 
-P=rlr$$
-W=$(mktemp -d)
-PIN=/sys/fs/bpf/ringlb-$P
+topo_session reliability rlr
 TCP_VIP="$TOPO_VIP4:80/tcp"
 UDP_VIP="$TOPO_VIP4:53/udp"
 
-cleanup() {
-	topo_down "$P" "$W"
-	rm -rf "$PIN" "$W"
-}
-trap cleanup EXIT
-
-ringlb() { nsenter --net="/run/netns/${P}lb" "$ROOT/build/ringlb" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
-die() { echo "reliability: setup failed: $*" >&2; exit 1; }
 
 # Packets the balancer counted under a reason, or for a backend slot.
 reason_packets() {
