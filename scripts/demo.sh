@@ -52,10 +52,10 @@ run ringlb show
 say "600 real HTTP connections from c1 (each a new flow)"
 distribution 600 1
 
-say "A slow download (256 KiB at 16 KiB/s) from c2, port 45000; ringlb lookup says where it goes"
-DRAINED=$(ringlb lookup "$VIP" "$(topo_client_addr4 2):45000")
-echo "   c2:45000 -> $DRAINED"
-ip netns exec "${P}c2" curl -s -m 60 --local-port 45000 "http://$TOPO_VIP4/slow" -o "$W/slow" \
+say "A slow download (256 KiB at 16 KiB/s) from c2, port 28000; ringlb lookup says where it goes"
+DRAINED=$(ringlb lookup "$VIP" "$(topo_client_addr4 2):28000")
+echo "   c2:28000 -> $DRAINED"
+ip netns exec "${P}c2" curl -s -m 60 --local-port 28000 "http://$TOPO_VIP4/slow" -o "$W/slow" \
 	-w '%{http_code} %{size_download}' >"$W/slow.res" &
 SLOW=$!
 sleep 2

@@ -85,9 +85,7 @@ topo_up() {
 	here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 	ip netns add "${p}sw"
-	# No multicast snooping: without an MLD querier on the bridge, neighbour
-	# solicitations to a host whose report the bridge missed can be dropped.
-	ip -n "${p}sw" link add br0 type bridge mcast_snooping 0
+	ip -n "${p}sw" link add br0 type bridge
 	ip -n "${p}sw" link set br0 up
 	# br_netfilter is built in here: keep it away from bridged test frames.
 	ip netns exec "${p}sw" sh -c 'for f in /proc/sys/net/bridge/bridge-nf-call-*; do

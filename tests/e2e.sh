@@ -103,6 +103,8 @@ lookup_all() {
 }
 
 # predict VIP CLIENT FIRST_PORT N: lookup before connecting, then connect from each port.
+# Chosen ports stay below the ephemeral range (32768 and up): a port an earlier
+# connection of the same client still holds cannot be bound again.
 predict() {
 	local vip=$1 client=$2 first=$3 n=$4 addr caddr p want got agree=0 missed=
 	addr=$TOPO_VIP4 caddr=$(topo_client_addr4 "$client")
@@ -131,7 +133,7 @@ predict "$VIP4" 2 30000 100
 # --- drain ---------------------------------------------------------------------------
 
 # A port whose flow the ring gives to some backend; hold a slow download there.
-SLOW_PORT=45000
+SLOW_PORT=28000
 DRAINED=$(ringlb lookup "$VIP4" "$(topo_client_addr4 1):$SLOW_PORT")
 on_client 1 curl -s -m 60 --local-port $SLOW_PORT "$(url "$TOPO_VIP4")/slow" -o "$W/slow.out" \
 	-w '%{http_code} %{size_download}' >"$W/slow.res" &
@@ -210,7 +212,7 @@ ringlb backend add "$VIP4" "$REMOVED" "$(topo_backend_addr4 "${REMOVED#b}")" --w
 
 spread "$TOPO_VIP6" "$VIP6" 1 600
 lookup_all "$VIP6" "$(topo_client_addr6 1)"
-predict "$VIP6" 2 33000 50
+predict "$VIP6" 2 29000 50
 
 # --- re-attach and restore rebuild byte-identical rings --------------------------------
 

@@ -60,7 +60,7 @@ done
 
 # Downloads that the ring sends to b1, which the changes never remove or drain.
 PORTS=()
-for p in $(seq 46000 46400); do
+for p in $(seq 26000 26400); do
 	[ "$(ringlb lookup "$TCP_VIP" "$(topo_client_addr4 2):$p")" = b1 ] && PORTS+=("$p")
 	[ ${#PORTS[@]} -ge 8 ] && break
 done
