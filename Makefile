@@ -67,7 +67,7 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 # Programs that live in the tests and benchmarks only.
-$(OUTPUT)/%.bpf.o: tests/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: tests/%.bpf.c $(BPF_HDRS) tests/bench_xdp.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -191,8 +191,8 @@ $(OUTPUT)/bench_ring: tests/bench_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
 
 BENCH_SRCS := tests/bench_xdp.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
 
-$(OUTPUT)/bench_xdp: $(BENCH_SRCS) tests/packets.h $(OUTPUT)/bench_xdp.skel.h $(USER_HDRS) \
-		$(RING_HDRS) | $(OUTPUT)
+$(OUTPUT)/bench_xdp: $(BENCH_SRCS) tests/packets.h tests/bench_xdp.h $(OUTPUT)/bench_xdp.skel.h \
+		$(USER_HDRS) $(RING_HDRS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(BENCH_SRCS) -o $@ $(LDLIBS_BPF) $(LDLIBS_RING)
 

@@ -21,13 +21,11 @@
  * thousands of distinct flows; the driver's own cost is measured by
  * tail-calling bench_empty and subtracted.
  */
+#include "bench_xdp.h"
 #include "lb_parse.h"
 #include "lb_ring.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* M of the O(1) table: prime, as Maglev's table sizes are. */
-#define BENCH_TABLE_SIZE 65537
 
 const volatile __u64 flow_secret[2] = { 0, 0 };
 const volatile __u8 iface_mac[ETH_ALEN] = { 0 };
@@ -50,29 +48,9 @@ struct {
 
 /* --- the driver --------------------------------------------------------------------- */
 
-#define BENCH_FLOWS 4096
-#define BENCH_TARGETS 8
 /* Where a client's address and port sit in an untagged IPv4 + TCP frame. */
 #define FRAME_SADDR_OFFSET (14 + 12)
 #define FRAME_SPORT_OFFSET (14 + 20)
-
-struct bench_tuple {
-	__be32 saddr;
-	__be16 sport;
-	__u16 pad;
-};
-
-/**
- * struct bench_config - what the driver does.
- * @target: slot of the program under test in targets
- * @fresh_flows: 1: a never-seen flow every packet; 0: cycle through flow_tuples
- * @flows: how many of flow_tuples to cycle through, 1 .. BENCH_FLOWS
- */
-struct bench_config {
-	__u32 target;
-	__u32 fresh_flows;
-	__u32 flows;
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

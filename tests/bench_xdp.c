@@ -37,15 +37,16 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
+#include "bench_xdp.h"
 #include "bench_xdp.skel.h"
 #include "lb.h"
 #include "packets.h"
 #include "ring.h"
 #include "testutil.h"
 
-#define FLOWS 4096 /* BENCH_FLOWS of bench_xdp.bpf.c */
+#define FLOWS BENCH_FLOWS
 #define ROUNDS 9
-#define TABLE_SIZE 65537
+#define TABLE_SIZE BENCH_TABLE_SIZE
 #define KEYS 1000000
 #define SEED 0x62656e6368ULL
 #define FORWARD_SECONDS 3
@@ -104,12 +105,6 @@ enum { T_EMPTY, T_FLOOR, T_TABLE, T_RING, T_SHIPPED, T_COUNT };
 enum { M_EMPTY, M_FLOOR, M_TABLE, M_RING, M_SHIPPED_NEW, M_SHIPPED_EST, M_HOT_EMPTY, M_HOT_TABLE,
        M_HOT_RING, M_COUNT };
 
-struct bench_config_value {
-	__u32 target;
-	__u32 fresh_flows;
-	__u32 flows;
-};
-
 /* Flows the "hot" runs cycle through: few enough to stay in L1 and the TLB. */
 #define HOT_FLOWS 16
 
@@ -117,7 +112,7 @@ struct bench_config_value {
 static double run_ns(struct bench_xdp_bpf *skel, const struct pkt *frame, __u32 target,
 		     __u32 fresh, __u32 flows)
 {
-	struct bench_config_value cfg = { target, fresh, flows };
+	struct bench_config cfg = { target, fresh, flows };
 	unsigned char out[PKT_MAX];
 	__u32 zero = 0;
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame->data,
@@ -205,7 +200,7 @@ static void per_packet(void)
 	}
 	for (slot = 0; slot < FLOWS; slot++) {
 		uint64_t r = test_rng_next(&rng);
-		struct { __be32 saddr; __be16 sport; __u16 pad; } tuple = {
+		struct bench_tuple tuple = {
 			htonl(0xc6000000u | (__u32)(r >> 32 & 0xffffff)), htons((__u16)r), 0 };
 
 		bpf_map_update_elem(bpf_map__fd(skel->maps.flow_tuples), &slot, &tuple, BPF_ANY);

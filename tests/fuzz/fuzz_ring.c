@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ring.h"
-#include "siphash.h"
+#include "testutil.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -28,23 +28,9 @@ static void put_le(uint8_t *p, uint64_t v, int n)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* The same keyed SipHash-2-4 ring.c uses for its checksum. */
-static uint64_t checksum(const uint8_t *p, size_t len)
-{
-	struct siphash_state s;
-	uint64_t last = (uint64_t)(len & 0xff) << 56, w;
-	size_t i, j;
-
-	siphash_init(&s, 0x69726f74732d626cULL, 0x31762d746d726f66ULL);
-	for (i = 0; i + 8 <= len; i += 8) {
-		for (w = 0, j = 0; j < 8; j++)
-			w |= (uint64_t)p[i + j] << (8 * j);
-		siphash_compress(&s, w, 2);
-	}
-	for (j = 0; i + j < len; j++)
-		last |= (uint64_t)p[i + j] << (8 * j);
-	return siphash_finish(&s, last, 2, 4);
-}
+/* The key of ring.c's checksum (FORMAT_KEY0, FORMAT_KEY1). */
+#define CHECKSUM_KEY0 0x69726f74732d626cULL
+#define CHECKSUM_KEY1 0x31762d746d726f66ULL
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -65,7 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		buf[16] &= 0x3f;
 		buf[17] = buf[18] = buf[19] = 0;
 		put_le(buf + 12, size, 4);
-		put_le(buf + size - CHECKSUM_LEN, checksum(buf, size - CHECKSUM_LEN), 8);
+		put_le(buf + size - CHECKSUM_LEN,
+		       test_siphash_bytes(buf, size - CHECKSUM_LEN, CHECKSUM_KEY0, CHECKSUM_KEY1, 2, 4),
+		       8);
 	}
 	if (ring_restore(&r, buf, size) == 0) {
 		if (ring_serialize(r, &back, &len) || len != size || memcmp(back, buf, size))

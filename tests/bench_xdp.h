@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * What the benchmark's XDP programs (bench_xdp.bpf.c) and its harness
+ * (bench_xdp.c) share: the driver's configuration and flow tuples, and the
+ * size of the O(1) table. Included by both sides.
+ */
+#ifndef RINGLB_TESTS_BENCH_XDP_H
+#define RINGLB_TESTS_BENCH_XDP_H
+
+#include <linux/types.h>
+
+/** BENCH_TABLE_SIZE - M of the O(1) table: prime, as Maglev's table sizes are. */
+#define BENCH_TABLE_SIZE 65537
+/** BENCH_FLOWS - distinct flows the driver cycles through at most. */
+#define BENCH_FLOWS 4096
+/** BENCH_TARGETS - slots of the program array the driver tail-calls into. */
+#define BENCH_TARGETS 8
+
+/**
+ * struct bench_tuple - one flow's client address and port (network order).
+ */
+struct bench_tuple {
+	__be32 saddr;
+	__be16 sport;
+	__u16 pad;
+};
+
+/**
+ * struct bench_config - what the driver does.
+ * @target: slot of the program under test in targets
+ * @fresh_flows: 1: a never-seen flow every packet; 0: cycle through flow_tuples
+ * @flows: how many of flow_tuples to cycle through, 1 .. BENCH_FLOWS
+ */
+struct bench_config {
+	__u32 target;
+	__u32 fresh_flows;
+	__u32 flows;
+};
+
+#endif /* RINGLB_TESTS_BENCH_XDP_H */
