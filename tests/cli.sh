@@ -137,13 +137,15 @@ if ringlb --help >"$W/help" && [ "$(grep -c '^  ringlb ' "$W/help")" -eq 15 ]; t
 else
 	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 fi
+helped=0
 for cmd in attach detach vip backend show stats lookup plan verify save restore; do
-	if ! ringlb "$cmd" --help >"$W/help" 2>&1 || [ ! -s "$W/help" ]; then
+	if ringlb "$cmd" --help >"$W/help" 2>&1 && grep -q "ringlb $cmd" "$W/help"; then
+		helped=$((helped + 1))
+	else
 		fail "ringlb $cmd --help"
-		continue
 	fi
 done
-pass "ringlb COMMAND --help explains each of attach detach vip backend show stats lookup plan verify save restore"
+[ $helped -eq 11 ] && pass "ringlb COMMAND --help explains each of the 11 command words"
 
 # The audit log has one line per change, successes and refusals alike.
 if grep -q 'command=".*backend drain 198.18.0.100:80/tcp b2" result="ok"' "$W/audit.log" &&
