@@ -60,7 +60,7 @@ $(OUTPUT)/libring.a: $(OUTPUT)/ring.o
 	$(Q)$(AR) rcs $@ $^
 
 # --- the XDP program ----------------------------------------------------------
-BPF_HDRS := bpf/lb_contract.h bpf/lb_parse.h bpf/lb_ring.h ring/siphash.h
+BPF_HDRS := bpf/lb_contract.h bpf/lb_parse.h bpf/lb_ring.h bpf/lb_ring_search.h ring/siphash.h
 
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
 	$(call msg,BPF,$@)
@@ -76,8 +76,8 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 # --- controller and CLI ------------------------------------------------------------
-USER_SRCS := user/lb.c
-USER_HDRS := user/lb.h $(BPF_HDRS) $(OUTPUT)/ringlb.skel.h
+USER_SRCS := user/lb.c user/ringmap.c
+USER_HDRS := user/lb.h user/ringmap.h $(BPF_HDRS) $(OUTPUT)/ringlb.skel.h
 CLI_SRCS := user/ringlb.c user/ctl.c user/state.c user/addr.c user/host.c $(USER_SRCS) \
 	$(RING_SRCS)
 CLI_HDRS := user/ctl.h user/state.h user/addr.h user/host.h $(USER_HDRS) $(RING_HDRS)
@@ -87,10 +87,12 @@ $(OUTPUT)/ringlb: $(CLI_SRCS) $(CLI_HDRS) | $(OUTPUT)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(CLI_SRCS) -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
-UNIT_TESTS := test_ring test_state
+UNIT_TESTS := test_ring test_ringmap test_state
 test_ring_SRCS := tests/test_ring.c $(RING_SRCS)
+test_ringmap_SRCS := tests/test_ringmap.c user/ringmap.c $(RING_SRCS)
 test_state_SRCS := tests/test_state.c user/state.c user/addr.c $(RING_SRCS)
-UNIT_HDRS := $(RING_HDRS) user/state.h user/addr.h bpf/lb_contract.h tests/testutil.h tests/check.h
+UNIT_HDRS := $(RING_HDRS) user/state.h user/addr.h user/ringmap.h bpf/lb_contract.h \
+	bpf/lb_ring_search.h tests/testutil.h tests/check.h
 
 .SECONDEXPANSION:
 $(addprefix $(OUTPUT)/,$(UNIT_TESTS)): $(OUTPUT)/%: $$(%_SRCS) $(UNIT_HDRS) | $(OUTPUT)

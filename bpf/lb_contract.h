@@ -28,8 +28,6 @@
 #define LB_RING_POINTS_MAX (1u << 20)
 /** LB_RING_INDEX_BITS_MAX - bucket index bits (RING_INDEX_BITS_MAX of ring.h). */
 #define LB_RING_INDEX_BITS_MAX 21
-/** LB_RING_SEARCH_STEPS_MAX - strides of the largest possible bucket. */
-#define LB_RING_SEARCH_STEPS_MAX 21
 
 /* --- flow keys and the flow table (map "flows", LRU hash) -------------------- */
 
@@ -108,8 +106,8 @@ struct lb_vip_key {
  * @points: points of its ring; 0: no backend takes new flows
  * @ring_class: which rings_<class> map holds the ring, 0 .. LB_RING_CLASSES - 1
  * @ring_parity: which of the VIP's two slots there, 0 or 1
- * @index_bits: b of the ring's bucket index, 0 .. LB_RING_INDEX_BITS_MAX
- * @search_steps: strides of the search in a bucket of two or more points
+ * @index_bits: b of the ring's bucket index, 1 .. LB_RING_INDEX_BITS_MAX
+ * @pad: zero
  * @fingerprint: the ring's fingerprint, also in its header: a packet that
  *               finds another ring in the slot (one swapped in after it
  *               read this value) reads the VIP again instead of using it
@@ -124,8 +122,7 @@ struct lb_vip {
 	__u8 ring_class;
 	__u8 ring_parity;
 	__u8 index_bits;
-	__u8 search_steps;
-	__u32 pad;
+	__u8 pad[5];
 	__u64 fingerprint;
 };
 
@@ -165,23 +162,31 @@ struct lb_backend {
 /* --- rings (maps "rings_0" .. "rings_3", arrays of maps) --------------------- */
 
 /*
- * Each VIP's ring is one array map of 16-byte slots, built whole and never
- * changed after it serves:
+ * Each VIP's ring is one array map of 16-byte slots. The circle is cut into
+ * 2^b equal buckets (b = index_bits); bucket j holds the hashes whose top b
+ * bits are j. Each bucket keeps its own points, so a change rewrites only the
+ * buckets its points fall in (and the empty buckets just before them):
  *
- *   slot 0                      struct lb_ring_header
- *   slots 1 .. 1 + 2^b          struct lb_ring_bucket, 2^b buckets + sentinel
- *   slots 2 + 2^b .. + points   struct lb_ring_point, sorted by position
+ *   slot 0                       struct lb_ring_header
+ *   slots 1 .. 2^b               struct lb_ring_bucket, bucket 0 .. 2^b - 1
+ *   slot 1 + 2^b                 the sentinel: bucket 0 again (the wrap)
+ *   slots 2 + 2^b ..             runs: the points of buckets holding two or
+ *                                more, each bucket's contiguous and sorted
  *
- * The bucket and point arrays are the ring library's (ring_index(),
- * ring_points()) with member indices replaced by backend ids; the program
- * runs ring_lookup()'s search over them.
+ * The owner of a hash h in bucket j is the backend of the first point at or
+ * after h, going round: the bucket's own first point when h is at or before
+ * it, else the run's next point, else bucket j + 1's first point at or after
+ * its start. Runs are placed where there is room, so two maps of the same
+ * ring may differ in bytes but never in any answer (lb_ring_search.h).
  *
  * Ring maps come in LB_RING_CLASSES fixed sizes, one array-of-maps per size:
  * inner maps of one fixed size let the verifier inline every slot lookup,
  * where maps of any size (BPF_F_INNER_MAP) would cost a helper call each. A
- * ring lives in the smallest class it fits. A swap builds the new ring in
- * the VIP's other slot (possibly of another class), then replaces the VIP's
- * value, which names the slot: one atomic update.
+ * ring lives in the smallest class with room for 2 + 2^b + points slots.
+ * A VIP keeps two maps of its class, one serving and one spare holding the
+ * same ring; a change is written into the spare, which the VIP's value then
+ * names (one atomic update), and, once no packet can still be reading the
+ * old one, into the old one too.
  */
 #define LB_RING_CLASSES 4
 #define LB_RING_CLASS0_SLOTS 4096u
@@ -192,33 +197,50 @@ struct lb_backend {
 /** LB_RING_SLOTS_PER_VIP - a VIP's two slots in each rings_<class> map. */
 #define LB_RING_SLOTS_PER_VIP 2
 
+/** LB_RING_POINTS_WRITING - header @points of a ring being written: not usable. */
+#define LB_RING_POINTS_WRITING 0xffffffffu
+
 /**
  * struct lb_ring_header - slot 0 of a ring.
  * @fingerprint: ring_fingerprint() of the ring, as in the VIP value
- * @points: number of points
- * @pad: zero; like the rest of the map, the header is a function of the ring
- *       alone, so the same ring is the same bytes on every host
+ * @points: number of points, or LB_RING_POINTS_WRITING while the controller
+ *          writes the map (never while a VIP names it)
+ * @runs_used: slots of the run area in use (or abandoned by changes)
  */
 struct lb_ring_header {
 	__u64 fingerprint;
 	__u32 points;
-	__u32 pad;
+	__u32 runs_used;
 };
 
+/* A bucket's @run: 0, or where its run starts in the run area and its length. */
+#define LB_RING_RUN_COUNT_BITS 12
+/** LB_RING_RUN_COUNT_MAX - points one bucket can hold. */
+#define LB_RING_RUN_COUNT_MAX ((1u << LB_RING_RUN_COUNT_BITS) - 1)
+/** LB_RING_RUN_STEPS_MAX - halvings of the search in the longest run. */
+#define LB_RING_RUN_STEPS_MAX LB_RING_RUN_COUNT_BITS
+#define LB_RING_RUN(start, count) ((start) << LB_RING_RUN_COUNT_BITS | (count))
+#define LB_RING_RUN_START(run) ((run) >> LB_RING_RUN_COUNT_BITS)
+#define LB_RING_RUN_COUNT(run) ((run) & LB_RING_RUN_COUNT_MAX)
+/** LB_RING_RUN_AREA_MAX - run slots a ring can address (@run's start bits). */
+#define LB_RING_RUN_AREA_MAX (1u << (32 - LB_RING_RUN_COUNT_BITS))
+
 /**
- * struct lb_ring_bucket - one bucket of the index.
- * @position: position of the bucket's first point (~0 when none)
- * @first: index of the first point at or after the bucket's start
- * @backend_id: backend of that point (point 0's for the sentinel)
+ * struct lb_ring_bucket - one bucket.
+ * @position: the first point at or after the bucket's start, going round:
+ *            its own first point, or a later bucket's when it has none
+ * @backend_id: that point's backend
+ * @run: 0 when the bucket holds at most one point; else LB_RING_RUN(start,
+ *       count): its @count >= 2 points are run slots start .. start + count - 1
  */
 struct lb_ring_bucket {
 	__u64 position;
-	__u32 first;
 	__u32 backend_id;
+	__u32 run;
 };
 
 /**
- * struct lb_ring_point - one virtual node.
+ * struct lb_ring_point - one virtual node in a run.
  * @position: place on the 64-bit circle
  * @backend_id: its backend
  * @pad: zero
@@ -236,11 +258,11 @@ union lb_ring_slot {
 	struct lb_ring_point point;
 };
 
-/** LB_RING_SLOTS() - slots a ring of @points points and @bits index bits takes. */
+/** LB_RING_SLOTS() - slots the class of a ring of @points points and @bits bits must have. */
 #define LB_RING_SLOTS(points, bits) (2u + (1u << (bits)) + (points))
-/** LB_RING_BUCKET_SLOT(), LB_RING_POINT_SLOT() - where bucket p and point i live. */
-#define LB_RING_BUCKET_SLOT(p) (1u + (p))
-#define LB_RING_POINT_SLOT(bits, i) (2u + (1u << (bits)) + (i))
+/** LB_RING_BUCKET_SLOT(), LB_RING_RUN_SLOT() - where bucket j and run slot i live. */
+#define LB_RING_BUCKET_SLOT(j) (1u + (j))
+#define LB_RING_RUN_SLOT(bits, i) (2u + (1u << (bits)) + (i))
 
 /* --- counters (per-CPU arrays) ---------------------------------------------- */
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The maps a backend is chosen from (vips, backends, rings_0 .. rings_3) and
- * the ring search of ringlb's XDP programs: ring_lookup() of ring.c, step for
- * step, over a ring map laid out as lb_contract.h describes. Shared by the
- * data path and the benchmark, so both define these maps by including it.
+ * how ringlb's XDP programs pick from them: the VIP value names a ring map,
+ * laid out as lb_contract.h describes, and lb_ring_search.h searches it with
+ * the answers of ring_lookup() of ring.c. Shared by the data path and the
+ * benchmark, so both define these maps by including it.
  *
  * Every slot lookup here is inlined by the verifier (about two instructions):
  * the ring maps of one class all have the same size, and each class has its
@@ -66,10 +67,12 @@ LB_RING_CLASS_MAP(rings_3, LB_RING_CLASS3_SLOTS);
 #define RING_STALE 1
 #define RING_MISSING 2
 
-static __always_inline union lb_ring_slot *ring_slot(void *ring, __u32 slot)
+static __always_inline const union lb_ring_slot *ring_slot(void *ring, __u32 slot)
 {
 	return bpf_map_lookup_elem(ring, &slot);
 }
+
+#include "lb_ring_search.h"
 
 /*
  * The owner of @hash in @ring (the map in @vip's slot, NULL when empty), as
@@ -79,8 +82,7 @@ static __always_inline union lb_ring_slot *ring_slot(void *ring, __u32 slot)
 static __always_inline int ring_pick(void *ring, const struct lb_vip *vip, __u64 hash,
 				     __u32 *backend_id)
 {
-	union lb_ring_slot *header, *b0, *b1, *probe_slot;
-	__u32 bits, steps, bucket, base, end, last, points_at, i;
+	const union lb_ring_slot *header;
 
 	if (!ring)
 		return RING_MISSING;
@@ -89,47 +91,8 @@ static __always_inline int ring_pick(void *ring, const struct lb_vip *vip, __u64
 		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
 	if (header->header.fingerprint != vip->fingerprint)
 		return RING_STALE;
-	bits = vip->index_bits;
-	steps = vip->search_steps;
-	if (bits > LB_RING_INDEX_BITS_MAX || steps > LB_RING_SEARCH_STEPS_MAX)
+	if (ring_search(ring, vip->index_bits, hash, backend_id))
 		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
-	bucket = bits ? (__u32)(hash >> (64 - bits)) : 0;
-	b0 = ring_slot(ring, LB_RING_BUCKET_SLOT(bucket));
-	b1 = ring_slot(ring, LB_RING_BUCKET_SLOT(bucket + 1));
-	if (!b0 || !b1)
-		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
-	base = b0->bucket.first;
-	end = b1->bucket.first;
-	if (end - base <= 1) {
-		*backend_id = hash > b0->bucket.position ? b1->bucket.backend_id :
-							   b0->bucket.backend_id;
-		return 0;
-	}
-	/* A bucket of two or more points: clamped power-of-two strides. */
-	points_at = LB_RING_POINT_SLOT(bits, 0);
-	last = end - 1;
-	for (i = 0; i < LB_RING_SEARCH_STEPS_MAX; i++) {
-		__u32 probe;
-
-		if (i >= steps)
-			break;
-		probe = base + (1u << (steps - 1 - i)) - 1;
-		if (probe > last)
-			probe = last;
-		probe_slot = ring_slot(ring, points_at + probe);
-		if (!probe_slot)
-			return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
-		if (probe_slot->point.position < hash)
-			base = probe + 1;
-	}
-	if (base == end) {
-		*backend_id = b1->bucket.backend_id;
-		return 0;
-	}
-	probe_slot = ring_slot(ring, points_at + base);
-	if (!probe_slot)
-		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
-	*backend_id = probe_slot->point.backend_id;
 	return 0;
 }
 

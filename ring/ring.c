@@ -489,60 +489,89 @@ static int ring_fill(struct ring *r, struct member_rec *members, size_t member_c
 	return 0;
 }
 
+/*
+ * Validated, name-sorted copies of @members and their point count: what
+ * ring_build() and ring_summary() both start from.
+ */
+static int members_prepare(uint32_t vnodes, const struct ring_member *members, size_t count,
+			   struct member_rec **out, uint64_t *points)
+{
+	struct member_rec *recs;
+	size_t i;
+	int err = 0;
+
+	*out = NULL;
+	*points = 0;
+	if (vnodes < RING_VNODES_MIN || vnodes > RING_VNODES_MAX)
+		return -EDOM;
+	if (count > RING_MEMBERS_MAX)
+		return -E2BIG;
+	recs = calloc(count ? count : 1, sizeof(*recs));
+	if (!recs)
+		return -ENOMEM;
+	for (i = 0; i < count && !err; i++) {
+		err = name_check(members[i].name);
+		if (!err && members[i].weight > RING_WEIGHT_MAX)
+			err = -ERANGE;
+		if (err)
+			break;
+		strcpy(recs[i].name, members[i].name);
+		recs[i].weight = members[i].weight;
+		*points += (uint64_t)members[i].weight * vnodes;
+	}
+	if (!err) {
+		qsort(recs, count, sizeof(*recs), member_name_cmp);
+		for (i = 1; i < count && !err; i++)
+			if (strcmp(recs[i - 1].name, recs[i].name) == 0)
+				err = -EEXIST;
+	}
+	if (!err && *points > RING_POINTS_MAX)
+		err = -E2BIG;
+	if (err) {
+		free(recs);
+		return err;
+	}
+	*out = recs;
+	return 0;
+}
+
+static uint64_t fingerprint_of(uint32_t vnodes, const struct member_rec *members, size_t count);
+
 int ring_build(struct ring **out, uint32_t vnodes, const struct ring_member *members,
 	       size_t count)
 {
 	struct member_rec *recs = NULL;
 	struct ring *r = NULL;
 	uint64_t points = 0;
-	size_t i;
 	int err;
 
 	*out = NULL;
-	err = ring_new(&r, vnodes);
-	if (err)
+	err = members_prepare(vnodes, members, count, &recs, &points) ?: ring_new(&r, vnodes);
+	if (!err)
+		err = ring_fill(r, recs, count, points);
+	if (err) {
+		free(recs);
+		ring_free(r);
 		return err;
-	if (count > RING_MEMBERS_MAX) {
-		err = -E2BIG;
-		goto fail;
 	}
-	recs = calloc(count ? count : 1, sizeof(*recs));
-	if (!recs) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	for (i = 0; i < count; i++) {
-		err = name_check(members[i].name);
-		if (err)
-			goto fail;
-		if (members[i].weight > RING_WEIGHT_MAX) {
-			err = -ERANGE;
-			goto fail;
-		}
-		strcpy(recs[i].name, members[i].name);
-		recs[i].weight = members[i].weight;
-		points += (uint64_t)members[i].weight * vnodes;
-	}
-	qsort(recs, count, sizeof(*recs), member_name_cmp);
-	for (i = 1; i < count; i++) {
-		if (strcmp(recs[i - 1].name, recs[i].name) == 0) {
-			err = -EEXIST;
-			goto fail;
-		}
-	}
-	if (points > RING_POINTS_MAX) {
-		err = -E2BIG;
-		goto fail;
-	}
-	err = ring_fill(r, recs, count, points);
-	if (err)
-		goto fail;
 	*out = r;
 	return 0;
-fail:
+}
+
+int ring_summary(uint32_t vnodes, const struct ring_member *members, size_t count,
+		 size_t *points, uint64_t *fingerprint)
+{
+	struct member_rec *recs;
+	uint64_t total;
+	int err;
+
+	err = members_prepare(vnodes, members, count, &recs, &total);
+	if (err)
+		return err;
+	*points = (size_t)total;
+	*fingerprint = fingerprint_of(vnodes, recs, count);
 	free(recs);
-	ring_free(r);
-	return err;
+	return 0;
 }
 
 int ring_clone(struct ring **out, const struct ring *r)
@@ -1050,7 +1079,7 @@ static uint64_t bytes_checksum(const unsigned char *buf, size_t len)
 	return hasher_final(&h);
 }
 
-uint64_t ring_fingerprint(const struct ring *r)
+static uint64_t fingerprint_of(uint32_t vnodes, const struct member_rec *members, size_t count)
 {
 	struct byte_hasher h;
 	unsigned char le[4];
@@ -1060,17 +1089,22 @@ uint64_t ring_fingerprint(const struct ring *r)
 	hasher_init(&h, FORMAT_KEY1, FORMAT_KEY0);
 	store_le32(le, RING_FORMAT_VERSION);
 	hasher_update(&h, le, 4);
-	store_le32(le, r->vnodes);
+	store_le32(le, vnodes);
 	hasher_update(&h, le, 4);
-	for (i = 0; i < r->member_count; i++) {
-		unsigned char len = (unsigned char)strlen(r->members[i].name);
+	for (i = 0; i < count; i++) {
+		unsigned char len = (unsigned char)strlen(members[i].name);
 
 		hasher_update(&h, &len, 1);
-		hasher_update(&h, r->members[i].name, len);
-		store_le32(le, r->members[i].weight);
+		hasher_update(&h, members[i].name, len);
+		store_le32(le, members[i].weight);
 		hasher_update(&h, le, 4);
 	}
 	return hasher_final(&h);
+}
+
+uint64_t ring_fingerprint(const struct ring *r)
+{
+	return fingerprint_of(r->vnodes, r->members, r->member_count);
 }
 
 int ring_serialize(const struct ring *r, void **out, size_t *out_len)

@@ -155,6 +155,21 @@ int ring_build(struct ring **out, uint32_t vnodes, const struct ring_member *mem
 	       size_t count);
 
 /**
+ * ring_summary() - what ring_build() would make of these members, without
+ * building it: its point count and ring_fingerprint().
+ * @vnodes: K
+ * @members: members, in any order
+ * @count: number of members
+ * @points: the ring's points
+ * @fingerprint: its fingerprint
+ *
+ * Return: 0, or the error ring_build() would return (never for lack of room
+ * for the points).
+ */
+int ring_summary(uint32_t vnodes, const struct ring_member *members, size_t count,
+		 size_t *points, uint64_t *fingerprint);
+
+/**
  * ring_free() - release a ring. NULL is allowed.
  * @r: the ring
  */

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Loading, attaching and feeding the XDP program: see lb.h. The ring swap is
- * the heart of it: a ring is a fresh array map of its class's size, filled
- * through a shared memory mapping in one pass and put into the VIP's spare
- * slot; then one update of the VIP's value names it. The replaced map is
- * freed by the kernel once no program run still uses it.
+ * the heart of it. A VIP keeps two ring maps of its class, the one its value
+ * names and a spare holding the same ring. A change is written into the
+ * spare through a shared memory mapping (only the buckets it touches, see
+ * ringmap.h), then one update of the VIP's value names it; once no program
+ * run can still read the old map, the same change is written into it, and
+ * it is the spare. A whole new ring (the first, another class, a spare that
+ * is not known good) goes into a fresh map, and its copy becomes the spare.
  */
 #include "lb.h"
 
@@ -23,6 +26,7 @@
 
 #include "ring.h"
 #include "ringlb.skel.h"
+#include "ringmap.h"
 #include "siphash.h"
 
 /* How long a detach waits for the kernel to release the link. */
@@ -40,11 +44,6 @@ static const char *const pinned_map_names[] = {
 };
 
 #define PINNED_MAPS (sizeof(pinned_map_names) / sizeof(pinned_map_names[0]))
-
-/* Slots of each ring class, smallest first (lb_contract.h). */
-static const __u32 ring_class_slots[LB_RING_CLASSES] = {
-	LB_RING_CLASS0_SLOTS, LB_RING_CLASS1_SLOTS, LB_RING_CLASS2_SLOTS, LB_RING_CLASS3_SLOTS,
-};
 
 /* The descriptors of struct lb_maps, in pinned_map_names order. */
 static void maps_fds(struct lb_maps *m, int *fds[PINNED_MAPS])
@@ -292,61 +291,28 @@ int lb_backend_set_state(const struct lb_maps *maps, __u32 id, enum lb_backend_s
 	return bpf_map_update_elem(maps->backends, &id, &current, BPF_ANY) ? -errno : 0;
 }
 
-/* The ring's shape: points, index bits, search strides, fingerprint. */
+/* The ring's shape: points, index bits, class, fingerprint. */
 struct ring_shape {
 	size_t points;
 	unsigned int bits;
-	unsigned int steps;
 	__u64 fingerprint;
 	int class;
 };
 
 static int ring_shape_of(const struct ring *ring, struct ring_shape *shape)
 {
-	size_t slots;
-	int c;
+	int class;
 
 	memset(shape, 0, sizeof(*shape));
 	if (!ring || !ring_points(ring, &shape->points))
 		return 0;
-	ring_index(ring, &shape->bits);
-	shape->steps = ring_search_steps(ring);
+	shape->bits = ringmap_bits(shape->points);
 	shape->fingerprint = ring_fingerprint(ring);
-	slots = LB_RING_SLOTS(shape->points, shape->bits);
-	for (c = 0; c < LB_RING_CLASSES && ring_class_slots[c] < slots; c++)
-		;
-	if (c == LB_RING_CLASSES)
-		return -E2BIG;
-	shape->class = c;
+	class = ringmap_class(shape->points, shape->bits);
+	if (class < 0)
+		return class;
+	shape->class = class;
 	return 0;
-}
-
-/* Write a ring's used slots (header, buckets, points) into zeroed @map. */
-static void ring_render(union lb_ring_slot *map, const struct ring *ring,
-			const struct ring_shape *shape, const __u32 *backend_of_member)
-{
-	const struct ring_bucket *index;
-	const struct ring_point *points;
-	unsigned int bits;
-	size_t count, i;
-
-	points = ring_points(ring, &count);
-	index = ring_index(ring, &bits);
-	map[0].header.fingerprint = shape->fingerprint;
-	map[0].header.points = (__u32)count;
-	for (i = 0; i <= ((size_t)1 << bits); i++) {
-		union lb_ring_slot *s = &map[LB_RING_BUCKET_SLOT(i)];
-
-		s->bucket.position = index[i].position;
-		s->bucket.first = index[i].first;
-		s->bucket.backend_id = backend_of_member[index[i].owner];
-	}
-	for (i = 0; i < count; i++) {
-		union lb_ring_slot *s = &map[LB_RING_POINT_SLOT(bits, i)];
-
-		s->point.position = points[i].position;
-		s->point.backend_id = backend_of_member[points[i].member];
-	}
 }
 
 static size_t map_bytes(__u32 slots)
@@ -356,39 +322,105 @@ static size_t map_bytes(__u32 slots)
 	return ((size_t)slots * sizeof(union lb_ring_slot) + page - 1) / page * page;
 }
 
-/* Fill a new (zeroed) ring map through a shared mapping. */
-static int ring_map_fill(int map_fd, __u32 slots, const struct ring *ring,
-			 const struct ring_shape *shape, const __u32 *backend_of_member)
-{
-	size_t bytes = map_bytes(slots);
-	union lb_ring_slot *map;
-
-	map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	ring_render(map, ring, shape, backend_of_member);
-	munmap(map, bytes);
-	return 0;
-}
-
 static __u32 ring_slot_of(__u32 vip_id, unsigned int parity)
 {
 	return vip_id * LB_RING_SLOTS_PER_VIP + parity;
 }
 
-/* Empty every ring slot of a VIP but one (class -1: all of them). */
-static int vip_slots_clear(const struct lb_maps *maps, __u32 vip_id, int keep_class,
-			   unsigned int keep_parity)
+/*
+ * A ring map held by the kernel: its descriptor and a shared mapping of it.
+ * close with ring_mapping_close().
+ */
+struct ring_mapping {
+	int fd;
+	struct ringmap image;
+	size_t bytes;
+};
+
+static void ring_mapping_close(struct ring_mapping *rm)
+{
+	if (rm->image.slots)
+		munmap(rm->image.slots, rm->bytes);
+	if (rm->fd >= 0)
+		close(rm->fd);
+	rm->image.slots = NULL;
+	rm->fd = -1;
+}
+
+static int ring_mapping_map(struct ring_mapping *rm, int class, unsigned int bits, int prot)
+{
+	void *map;
+
+	rm->image.slot_count = ringmap_class_slots(class);
+	rm->image.bits = bits;
+	rm->bytes = map_bytes((__u32)rm->image.slot_count);
+	map = mmap(NULL, rm->bytes, prot, MAP_SHARED, rm->fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	rm->image.slots = map;
+	return 0;
+}
+
+/* A new, zeroed ring map of @class, mapped for writing. */
+static int ring_mapping_create(struct ring_mapping *rm, int class, unsigned int bits)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	int err;
+
+	rm->image.slots = NULL;
+	rm->fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ringlb_ring", sizeof(__u32),
+				sizeof(union lb_ring_slot), ringmap_class_slots(class), &opts);
+	if (rm->fd < 0)
+		return -errno;
+	err = ring_mapping_map(rm, class, bits, PROT_READ | PROT_WRITE);
+	if (err)
+		ring_mapping_close(rm);
+	return err;
+}
+
+/* The map in slot @parity of a VIP's @class, mapped with @prot; -ENOENT when empty. */
+static int ring_mapping_open(struct ring_mapping *rm, const struct lb_maps *maps, __u32 vip_id,
+			     int class, unsigned int parity, unsigned int bits, int prot)
+{
+	__u32 inner_id, slot = ring_slot_of(vip_id, parity);
+	int err;
+
+	rm->image.slots = NULL;
+	rm->fd = -1;
+	if (class < 0 || class >= LB_RING_CLASSES)
+		return -EBADMSG;
+	if (bpf_map_lookup_elem(maps->rings[class], &slot, &inner_id))
+		return -ENOENT;
+	rm->fd = bpf_map_get_fd_by_id(inner_id);
+	if (rm->fd < 0)
+		return -ENOENT;
+	err = ring_mapping_map(rm, class, bits, prot);
+	if (err)
+		ring_mapping_close(rm);
+	return err;
+}
+
+/* Put @rm's map in slot @parity of a VIP's @class. */
+static int ring_mapping_place(const struct ring_mapping *rm, const struct lb_maps *maps,
+			      __u32 vip_id, int class, unsigned int parity)
+{
+	__u32 slot = ring_slot_of(vip_id, parity);
+
+	return bpf_map_update_elem(maps->rings[class], &slot, &rm->fd, BPF_ANY) ? -errno : 0;
+}
+
+/* Empty every ring slot of a VIP outside class @keep_class (-1: all of them). */
+static int vip_slots_clear(const struct lb_maps *maps, __u32 vip_id, int keep_class)
 {
 	unsigned int parity;
 	int c;
 
 	for (c = 0; c < LB_RING_CLASSES; c++) {
+		if (c == keep_class)
+			continue;
 		for (parity = 0; parity < LB_RING_SLOTS_PER_VIP; parity++) {
 			__u32 slot = ring_slot_of(vip_id, parity);
 
-			if (c == keep_class && parity == keep_parity)
-				continue;
 			if (bpf_map_delete_elem(maps->rings[c], &slot) && errno != ENOENT)
 				return -errno;
 		}
@@ -396,15 +428,51 @@ static int vip_slots_clear(const struct lb_maps *maps, __u32 vip_id, int keep_cl
 	return 0;
 }
 
+static int vip_slot_clear(const struct lb_maps *maps, __u32 vip_id, int class,
+			  unsigned int parity)
+{
+	__u32 slot = ring_slot_of(vip_id, parity);
+
+	if (bpf_map_delete_elem(maps->rings[class], &slot) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/*
+ * After a swap to slot @parity: a copy of @live becomes the VIP's spare in
+ * the other slot, and slots of other classes are emptied. The update that
+ * places the copy also waits until no program run still reads the map it
+ * replaces. A copy that cannot be made leaves the spare slot empty: the next
+ * change then builds a whole ring again.
+ */
+static int spare_from(const struct lb_maps *maps, __u32 vip_id, int class, unsigned int parity,
+		      const struct ring_mapping *live)
+{
+	const struct lb_ring_header *h = &live->image.slots[0].header;
+	struct ring_mapping spare;
+	size_t used;
+	int err;
+
+	err = ring_mapping_create(&spare, class, live->image.bits);
+	if (!err) {
+		used = LB_RING_RUN_SLOT(live->image.bits, h->runs_used);
+		memcpy(spare.image.slots, live->image.slots, used * sizeof(union lb_ring_slot));
+		err = ring_mapping_place(&spare, maps, vip_id, class, !parity);
+		ring_mapping_close(&spare);
+	}
+	if (err)
+		vip_slot_clear(maps, vip_id, class, !parity);
+	return vip_slots_clear(maps, vip_id, class);
+}
+
 int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
 	struct lb_vip current, vip = { .vip_id = vip_id };
+	struct ring_mapping live = { .fd = -1 };
 	struct ring_shape shape;
 	unsigned int parity = 0;
-	int map_fd, err;
-	__u32 slot;
+	int err;
 
 	if (vip_id >= LB_VIPS_MAX)
 		return -ERANGE;
@@ -418,31 +486,124 @@ int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u
 	vip.ring_class = (__u8)shape.class;
 	vip.ring_parity = (__u8)parity;
 	vip.index_bits = (__u8)shape.bits;
-	vip.search_steps = (__u8)shape.steps;
 	vip.fingerprint = shape.fingerprint;
 	if (shape.points) {
-		map_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ringlb_ring", sizeof(__u32),
-					sizeof(union lb_ring_slot), ring_class_slots[shape.class],
-					&opts);
-		if (map_fd < 0)
-			return -errno;
-		err = ring_map_fill(map_fd, ring_class_slots[shape.class], ring, &shape,
-				    backend_of_member);
-		slot = ring_slot_of(vip_id, parity);
-		if (!err && bpf_map_update_elem(maps->rings[shape.class], &slot, &map_fd, BPF_ANY))
-			err = -errno;
-		close(map_fd);
+		err = ring_mapping_create(&live, shape.class, shape.bits);
 		if (err)
 			return err;
+		err = ringmap_render(&live.image, ring, backend_of_member, shape.fingerprint) ?:
+		      ring_mapping_place(&live, maps, vip_id, shape.class, parity);
+		if (err)
+			goto out;
 	}
 	/* The swap: one update of the VIP's value, which names the new ring. */
-	if (bpf_map_update_elem(maps->vips, key, &vip, BPF_ANY))
-		return -errno;
+	if (bpf_map_update_elem(maps->vips, key, &vip, BPF_ANY)) {
+		err = -errno;
+		goto out;
+	}
 	/*
 	 * The old ring can go at once: a packet that still holds the old value
 	 * finds its slot empty, or holding another ring, and reads the VIP again.
 	 */
-	return vip_slots_clear(maps, vip_id, shape.points ? shape.class : -1, parity);
+	err = shape.points ? spare_from(maps, vip_id, shape.class, parity, &live) :
+			     vip_slots_clear(maps, vip_id, -1);
+out:
+	ring_mapping_close(&live);
+	return err;
+}
+
+/* The VIP's value, checked to be @vip_id's and to serve the ring @change starts from. */
+static int patch_start(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		       const struct lb_ring_change *change, struct lb_vip *vip)
+{
+	unsigned int bits = ringmap_bits(change->to_points);
+
+	if (bpf_map_lookup_elem(maps->vips, key, vip))
+		return -errno;
+	if (vip->vip_id != vip_id || vip->fingerprint != change->from_fingerprint)
+		return -ESTALE;
+	/* A ring of another size is built whole, as a fresh build would lay it out. */
+	if (vip->points == 0 || change->to_points == 0 || bits != vip->index_bits ||
+	    ringmap_class(change->to_points, bits) != vip->ring_class)
+		return -EAGAIN;
+	return 0;
+}
+
+/* Is @rm a complete image of the ring @fingerprint with @points points? */
+static int image_is(const struct ring_mapping *rm, __u64 fingerprint, __u32 points)
+{
+	const struct lb_ring_header *h = &rm->image.slots[0].header;
+
+	return h->fingerprint == fingerprint && h->points == points;
+}
+
+int lb_vip_patch(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		 const struct lb_ring_change *change)
+{
+	struct ring_mapping spare = { .fd = -1 };
+	struct lb_vip vip;
+	int err;
+
+	err = patch_start(maps, key, vip_id, change, &vip);
+	if (err)
+		return err;
+	err = ring_mapping_open(&spare, maps, vip_id, vip.ring_class, !vip.ring_parity,
+				vip.index_bits, PROT_READ | PROT_WRITE);
+	if (err)
+		return err == -ENOENT ? -EAGAIN : err;
+	/* The spare must hold the serving ring, whole (a killed change leaves it otherwise). */
+	if (!image_is(&spare, vip.fingerprint, vip.points)) {
+		err = -EAGAIN;
+		goto out;
+	}
+	err = ringmap_apply(&spare.image, change->edits, change->count, change->to_fingerprint);
+	if (err)
+		goto out;
+	vip.ring_parity = !vip.ring_parity;
+	vip.points = (__u32)change->to_points;
+	vip.fingerprint = change->to_fingerprint;
+	if (bpf_map_update_elem(maps->vips, key, &vip, BPF_ANY))
+		err = -errno;
+out:
+	ring_mapping_close(&spare);
+	return err;
+}
+
+int lb_vip_patch_settle(const struct lb_maps *maps, const struct lb_vip_key *key,
+			__u32 vip_id, const struct lb_ring_change *change)
+{
+	struct ring_mapping old = { .fd = -1 };
+	struct lb_vip vip;
+	int err;
+
+	if (bpf_map_lookup_elem(maps->vips, key, &vip))
+		return -errno;
+	if (vip.vip_id != vip_id || vip.fingerprint != change->to_fingerprint ||
+	    vip.points != change->to_points)
+		return -ESTALE;
+	err = ring_mapping_open(&old, maps, vip_id, vip.ring_class, !vip.ring_parity,
+				vip.index_bits, PROT_READ | PROT_WRITE);
+	if (err)
+		return err;
+	if (old.image.slots[0].header.fingerprint != change->from_fingerprint ||
+	    old.image.slots[0].header.points == LB_RING_POINTS_WRITING) {
+		err = -ESTALE;
+		goto out;
+	}
+	/*
+	 * Packets that read the VIP value before the swap may still be reading
+	 * this map. Putting it back in its own slot waits for them: an update
+	 * of an array of maps returns only after every running program is done
+	 * (synchronize_rcu() in the kernel's map update), and later packets
+	 * read the new value.
+	 */
+	err = ring_mapping_place(&old, maps, vip_id, vip.ring_class, !vip.ring_parity);
+	if (!err)
+		err = ringmap_apply(&old.image, change->edits, change->count,
+				    change->to_fingerprint);
+out:
+	ring_mapping_close(&old);
+	return err;
 }
 
 int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key)
@@ -453,61 +614,22 @@ int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key)
 		return errno == ENOENT ? 0 : -errno;
 	if (bpf_map_delete_elem(maps->vips, key) && errno != ENOENT)
 		return -errno;
-	return vip_slots_clear(maps, current.vip_id, -1, 0);
+	return vip_slots_clear(maps, current.vip_id, -1);
 }
 
 int lb_vip_rings_clear(const struct lb_maps *maps, __u32 vip_id)
 {
-	return vip_id >= LB_VIPS_MAX ? -ERANGE : vip_slots_clear(maps, vip_id, -1, 0);
-}
-
-/*
- * The used slots of the ring a VIP value names, mapped read-only: 0 with
- * @view (unmap with ring_view_close()), or -ENOENT when the slot is empty.
- */
-struct ring_view {
-	const union lb_ring_slot *slots;
-	size_t bytes;
-	size_t used;
-};
-
-static int ring_view_open(const struct lb_maps *maps, const struct lb_vip *vip,
-			  struct ring_view *view)
-{
-	__u32 inner_id, slot = ring_slot_of(vip->vip_id, vip->ring_parity);
-	void *map;
-	int fd;
-
-	if (vip->ring_class >= LB_RING_CLASSES)
-		return -EBADMSG;
-	if (bpf_map_lookup_elem(maps->rings[vip->ring_class], &slot, &inner_id))
-		return -ENOENT;
-	fd = bpf_map_get_fd_by_id(inner_id);
-	if (fd < 0)
-		return -ENOENT;
-	view->bytes = map_bytes(ring_class_slots[vip->ring_class]);
-	map = mmap(NULL, view->bytes, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return -errno;
-	view->slots = map;
-	view->used = LB_RING_SLOTS(vip->points, vip->index_bits);
-	return 0;
-}
-
-static void ring_view_close(struct ring_view *view)
-{
-	munmap((void *)view->slots, view->bytes);
+	return vip_id >= LB_VIPS_MAX ? -ERANGE : vip_slots_clear(maps, vip_id, -1);
 }
 
 int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member, char *why,
 		   size_t why_len)
 {
-	union lb_ring_slot *want;
+	struct ring_mapping have;
 	struct ring_shape shape;
-	struct ring_view have;
 	struct lb_vip vip;
+	unsigned int parity;
 	int err;
 
 	err = ring_shape_of(ring, &shape);
@@ -519,60 +641,56 @@ int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u
 	}
 	if (vip.vip_id != vip_id || vip.points != shape.points ||
 	    (shape.points && (vip.ring_class != shape.class || vip.index_bits != shape.bits ||
-			      vip.search_steps != shape.steps ||
 			      vip.fingerprint != shape.fingerprint))) {
 		snprintf(why, why_len, "the kernel's VIP value describes another ring");
 		return -EBADMSG;
 	}
 	if (!shape.points)
 		return 0;
-	err = ring_view_open(maps, &vip, &have);
-	if (err) {
-		snprintf(why, why_len, "the kernel has no ring in the VIP's slot");
-		return err;
+	/* The serving ring, and the spare when it claims to hold the same ring. */
+	for (parity = 0; parity < LB_RING_SLOTS_PER_VIP; parity++) {
+		int serving = parity == vip.ring_parity;
+
+		err = ring_mapping_open(&have, maps, vip_id, vip.ring_class, parity, vip.index_bits,
+					PROT_READ);
+		if (err && !serving)
+			continue;
+		if (err) {
+			snprintf(why, why_len, "the kernel has no ring in the VIP's slot");
+			return err;
+		}
+		if ((serving || image_is(&have, shape.fingerprint, (__u32)shape.points)) &&
+		    ringmap_compare(&have.image, ring, backend_of_member, shape.fingerprint)) {
+			snprintf(why, why_len, "the kernel's %s ring differs from the state's",
+				 serving ? "serving" : "spare");
+			err = -EBADMSG;
+		}
+		ring_mapping_close(&have);
+		if (err)
+			return err;
 	}
-	want = calloc(have.used, sizeof(*want));
-	if (!want) {
-		ring_view_close(&have);
-		return -ENOMEM;
-	}
-	ring_render(want, ring, &shape, backend_of_member);
-	if (memcmp(want, have.slots, have.used * sizeof(*want))) {
-		snprintf(why, why_len, "the kernel's ring differs from the state's");
-		err = -EBADMSG;
-	}
-	free(want);
-	ring_view_close(&have);
-	return err;
+	return 0;
 }
 
 int lb_vip_ring_digest(const struct lb_maps *maps, const struct lb_vip_key *key, __u64 *digest)
 {
-	struct siphash_state st;
-	struct ring_view view;
+	struct ring_mapping view;
 	struct lb_vip vip;
-	uint64_t words[2];
-	size_t i;
 	int err;
 
 	if (bpf_map_lookup_elem(maps->vips, key, &vip))
 		return -errno;
-	siphash_init(&st, 0x72696e67ULL, 0x64696765737476ULL);
 	if (vip.points == 0) {
-		*digest = siphash_finish(&st, 0, 2, 4);
+		*digest = 0;
 		return 0;
 	}
-	err = ring_view_open(maps, &vip, &view);
+	err = ring_mapping_open(&view, maps, vip.vip_id, vip.ring_class, vip.ring_parity,
+				vip.index_bits, PROT_READ);
 	if (err)
 		return err;
-	for (i = 0; i < view.used; i++) {
-		memcpy(words, &view.slots[i], sizeof(words));
-		siphash_compress(&st, words[0], 2);
-		siphash_compress(&st, words[1], 2);
-	}
-	*digest = siphash_finish(&st, (uint64_t)view.used << 32, 2, 4);
-	ring_view_close(&view);
-	return 0;
+	err = ringmap_digest(&view.image, digest);
+	ring_mapping_close(&view);
+	return err;
 }
 
 void lb_flow_key_init(struct lb_flow_key *key, int family, const void *client, __be16 client_port,

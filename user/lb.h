@@ -15,6 +15,7 @@
 #include <linux/types.h>
 
 #include "lb_contract.h"
+#include "ringmap.h"
 
 struct ring;
 
@@ -105,7 +106,7 @@ void lb_maps_close(struct lb_maps *maps);
 void lb_maps_init(struct lb_maps *maps);
 
 /**
- * lb_vip_install() - make a VIP serve a ring: the atomic swap.
+ * lb_vip_install() - make a VIP serve a ring, built whole: the atomic swap.
  * @maps: the maps
  * @key: the VIP
  * @vip_id: its id, 0 .. LB_VIPS_MAX - 1
@@ -113,13 +114,62 @@ void lb_maps_init(struct lb_maps *maps);
  * @backend_of_member: backend id of each ring member, in member order
  *
  * Builds a new ring map of the smallest class that holds the ring, fills it
- * completely and puts it in the VIP's spare slot; then replaces the VIP's
- * value, which names that slot, with one map update: every packet sees the
- * old ring or the new one. The old ring's slot is emptied last. On any
- * failure before the value update the old ring keeps serving.
+ * completely and puts it in the slot the VIP's value does not name; then
+ * replaces the VIP's value, which names that slot, with one map update:
+ * every packet sees the old ring or the new one. Afterwards a copy of the
+ * new map takes the other slot (the spare lb_vip_patch() writes into) and
+ * slots of other classes are emptied. On any failure before the value
+ * update the old ring keeps serving.
  */
 int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member);
+
+/**
+ * struct lb_ring_change - a VIP's ring changed point by point.
+ * @edits: the points added and removed (ringmap_apply()); removals first
+ * @count: how many
+ * @from_fingerprint: fingerprint of the ring the VIP serves now
+ * @to_fingerprint: fingerprint of the ring the edits make
+ * @to_points: points of that ring
+ */
+struct lb_ring_change {
+	const struct ringmap_edit *edits;
+	size_t count;
+	__u64 from_fingerprint;
+	__u64 to_fingerprint;
+	size_t to_points;
+};
+
+/**
+ * lb_vip_patch() - make a VIP serve a changed ring, written as a change.
+ * @maps: the maps
+ * @key: the VIP
+ * @vip_id: its id
+ * @change: the change
+ *
+ * Writes @change into the VIP's spare map (which must hold the serving
+ * ring, whole), then replaces the VIP's value to name it: the same atomic
+ * swap as lb_vip_install(), writing only the slots the change touches. Call
+ * lb_vip_patch_settle() next, so that the old map becomes the spare.
+ *
+ * Return: 0 once the new ring serves; -ESTALE when the VIP does not serve
+ * @change->from_fingerprint; -EAGAIN when the change cannot be written as
+ * one (the new ring takes another size or class, the spare is missing or
+ * not known good); any error of ringmap_apply(). On failure the old ring
+ * keeps serving, and lb_vip_install() of the new ring is the way forward.
+ */
+int lb_vip_patch(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		 const struct lb_ring_change *change);
+
+/**
+ * lb_vip_patch_settle() - after lb_vip_patch(), write the same change into
+ * the map that served before, once no packet can still be reading it (an
+ * update of the array of maps waits for running programs). It is then the
+ * spare for the next change. On failure it stays marked as not a ring (the
+ * next change builds a whole ring); what serves is never touched.
+ */
+int lb_vip_patch_settle(const struct lb_maps *maps, const struct lb_vip_key *key,
+			__u32 vip_id, const struct lb_ring_change *change);
 
 /** lb_vip_remove() - remove a VIP's key, then its rings. */
 int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key);
@@ -137,16 +187,19 @@ int lb_vip_rings_clear(const struct lb_maps *maps, __u32 vip_id);
  * @why: on a mismatch, what differs
  * @why_len: room in @why
  *
- * Return: 0 when the VIP value and every used slot of its ring map are what
- * lb_vip_install() would write; -EBADMSG or -ENOENT, with @why, when not.
+ * Return: 0 when the VIP value describes @ring and its map holds it
+ * (ringmap_compare(): every bucket and run the search reads), and so does
+ * the spare when its header claims the same ring; -EBADMSG or -ENOENT, with
+ * @why, when not.
  */
 int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member, char *why,
 		   size_t why_len);
 
 /**
- * lb_vip_ring_digest() - a digest of the bytes of the ring a VIP serves.
- * Equal rings give equal digests on every host.
+ * lb_vip_ring_digest() - ringmap_digest() of the ring a VIP serves (0 when
+ * none). Equal rings give equal digests on every host, however each map was
+ * written.
  */
 int lb_vip_ring_digest(const struct lb_maps *maps, const struct lb_vip_key *key, __u64 *digest);
 

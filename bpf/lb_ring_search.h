@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The search of a ring map (the layout of lb_contract.h), shared word for
+ * word by the XDP program (lb_ring.h) and the controller (user/ringmap.c), so
+ * the controller's answers about a map are the kernel's.
+ *
+ * The includer first defines
+ *   ring_slot(ring, i): slot i of @ring (const union lb_ring_slot *), or
+ *                       NULL when the map has no slot i
+ * For the program that is a map lookup the verifier inlines; for the
+ * controller an index into a memory mapping, checked against its size.
+ */
+#ifndef RINGLB_LB_RING_SEARCH_H
+#define RINGLB_LB_RING_SEARCH_H
+
+#include "lb_contract.h"
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/** RING_SEARCH_BAD - ring_search() found a slot the map does not have. */
+#define RING_SEARCH_BAD (-1)
+
+/**
+ * ring_search() - the owner of @hash: the backend of the first point at or
+ * after @hash, going round the circle.
+ * @ring: the ring map, handed to ring_slot()
+ * @bits: its index bits (the VIP value's), 1 .. LB_RING_INDEX_BITS_MAX
+ * @hash: the flow's position on the circle
+ * @backend_id: the answer
+ *
+ * One bucket read answers a bucket of at most one point (nine lookups in ten
+ * at two buckets per point); a longer bucket is searched by halving its run.
+ *
+ * Return: 0, or RING_SEARCH_BAD when @bits or a slot is out of range.
+ */
+static __always_inline int ring_search(void *ring, __u32 bits, __u64 hash, __u32 *backend_id)
+{
+	const union lb_ring_slot *bucket, *probe;
+	__u32 j, run, at, count, base, len, half, i;
+
+	if (bits == 0 || bits > LB_RING_INDEX_BITS_MAX)
+		return RING_SEARCH_BAD;
+	j = (__u32)(hash >> (64 - bits));
+	bucket = ring_slot(ring, LB_RING_BUCKET_SLOT(j));
+	if (!bucket)
+		return RING_SEARCH_BAD;
+	run = bucket->bucket.run;
+	if (run == 0) {
+		/* At most one point: the bucket's first point, or the next bucket's. */
+		if (hash <= bucket->bucket.position) {
+			*backend_id = bucket->bucket.backend_id;
+			return 0;
+		}
+		goto next_bucket;
+	}
+	at = LB_RING_RUN_SLOT(bits, LB_RING_RUN_START(run));
+	count = LB_RING_RUN_COUNT(run);
+	base = 0;
+	len = count;
+	/* The verifier needs a constant bound; a run of count takes ceil(log2 count). */
+	for (i = 0; i < LB_RING_RUN_STEPS_MAX; i++) {
+		if (len <= 1)
+			break;
+		half = len >> 1;
+		probe = ring_slot(ring, at + base + half);
+		if (!probe)
+			return RING_SEARCH_BAD;
+		if (probe->point.position < hash)
+			base += half;
+		len -= half;
+	}
+	probe = ring_slot(ring, at + base);
+	if (!probe)
+		return RING_SEARCH_BAD;
+	if (probe->point.position < hash) {
+		if (++base >= count)
+			goto next_bucket;
+		probe = ring_slot(ring, at + base);
+		if (!probe)
+			return RING_SEARCH_BAD;
+	}
+	*backend_id = probe->point.backend_id;
+	return 0;
+next_bucket:
+	/* Bucket 2^b - 1's next is the sentinel: bucket 0 again. */
+	bucket = ring_slot(ring, LB_RING_BUCKET_SLOT(j + 1));
+	if (!bucket)
+		return RING_SEARCH_BAD;
+	*backend_id = bucket->bucket.backend_id;
+	return 0;
+}
+
+#endif /* RINGLB_LB_RING_SEARCH_H */
