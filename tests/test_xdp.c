@@ -263,6 +263,7 @@ static void pool_install(struct pool *pool, int vip, struct ring *ring)
 		pool->ids[i] = backend_new(vip);
 	check(lb_vip_install(maps, &key, (__u32)vip, ring, pool->ids) == 0, "swap ring of VIP %d",
 	      vip);
+	check(lb_vip_settle(maps, &key, (__u32)vip, NULL) == 0, "spare ring of VIP %d", vip);
 }
 
 static void pool_release(struct pool *pool)
@@ -516,7 +517,7 @@ static void test_changes_written_in_place_serve_what_the_ring_says(void **state)
 			flows_agree(&pool, &rng, 2000, what);
 			check(lb_vip_patch(maps, &key, (__u32)vips[v], &change) == -ESTALE,
 			      "%s: a change from a ring no longer served is refused", what);
-			check(lb_vip_patch_settle(maps, &key, (__u32)vips[v], &change) == 0,
+			check(lb_vip_settle(maps, &key, (__u32)vips[v], &change) == 0,
 			      "%s: the old map takes the change too", what);
 			check(lb_vip_compare(maps, &key, (__u32)vips[v], pool.ring, pool.ids, why,
 					     sizeof(why)) == 0,
@@ -558,8 +559,9 @@ static void test_change_without_a_good_spare_is_refused_and_old_ring_serves(void
 	for (i = 0; i < 200; i++)
 		check(send_flow(i, 0) == before[i], "flow %d moved after a refused change", i);
 	/* The way forward: the whole ring, which also makes a good spare. */
-	check(lb_vip_install(maps, &key, VIP_V4_TCP, pool.ring, pool.ids) == 0,
-	      "the whole ring installs");
+	check(lb_vip_install(maps, &key, VIP_V4_TCP, pool.ring, pool.ids) == 0 &&
+		      lb_vip_settle(maps, &key, VIP_V4_TCP, NULL) == 0,
+	      "the whole ring installs, with its spare");
 	free(e1);
 	free(e2);
 	/* A ring that needs another index size is laid out whole, as a fresh build would be. */

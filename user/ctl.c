@@ -133,6 +133,67 @@ static int install_backends(const struct lb_maps *maps, const struct state *want
 	return 0;
 }
 
+/* A VIP's ring members with their backends, as ringmap_edits() takes them. */
+static struct ringmap_member *ring_members(const struct state_vip *v, size_t *count)
+{
+	struct ringmap_member *members;
+	size_t i;
+
+	*count = 0;
+	members = calloc(v->backend_count ? v->backend_count : 1, sizeof(*members));
+	if (!members)
+		return NULL;
+	for (i = 0; i < v->backend_count; i++) {
+		const struct state_backend *b = &v->backends[i];
+
+		if (!b->draining)
+			members[(*count)++] = (struct ringmap_member){ b->name, b->weight, b->id };
+	}
+	return members;
+}
+
+/*
+ * Swap in @v's ring as the change from @before's, written into the VIP's
+ * spare map (lb_vip_patch()), without building either ring: 0 when it
+ * serves; any error means "build it whole" (the old ring still serves).
+ */
+static int ring_patch(const struct lb_maps *maps, const struct state_vip *before,
+		      const struct state_vip *v, const struct lb_vip_key *key)
+{
+	struct ringmap_member *was = NULL, *now = NULL;
+	struct lb_ring_change change = { 0 };
+	struct ringmap_edit *edits = NULL;
+	uint64_t from_fingerprint, to_fingerprint;
+	size_t from_points, nb, na;
+	int err;
+
+	if (before->vnodes != v->vnodes || before->id != v->id)
+		return -EAGAIN;
+	err = state_vip_summary(before, &from_points, &from_fingerprint) ?:
+	      state_vip_summary(v, &change.to_points, &to_fingerprint);
+	if (err)
+		return err;
+	change.from_fingerprint = from_fingerprint;
+	change.to_fingerprint = to_fingerprint;
+	was = ring_members(before, &nb);
+	now = ring_members(v, &na);
+	err = !was || !now ? -ENOMEM :
+	      /* Past as many edits as points, a whole build is no slower. */
+	      ringmap_edits(v->vnodes, was, nb, now, na,
+			    from_points > change.to_points ? from_points : change.to_points,
+			    &edits, &change.count);
+	change.edits = edits;
+	if (!err)
+		err = lb_vip_patch(maps, key, v->id, &change);
+	/* The new ring serves; the old map follows, or the next change builds whole. */
+	if (!err)
+		lb_vip_settle(maps, key, v->id, &change);
+	free(edits);
+	free(was);
+	free(now);
+	return err;
+}
+
 /* Phase 2: changed rings swapped in (a VIP's key comes with its first ring). */
 static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		      const struct state *want, char why[CTL_WHY_MAX])
@@ -151,10 +212,15 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 			continue;
 		vip_format(&v->spec, spec);
 		ctl_vip_key(v, &key);
+		if (before && ring_patch(maps, before, v, &key) == 0)
+			continue;
 		err = state_vip_ring(v, &ring, &ids);
 		if (err)
 			return fail(why, err, "building the ring of %s", spec);
 		err = lb_vip_install(maps, &key, v->id, ring, ids);
+		/* The new ring serves; a spare that cannot be made is made next time. */
+		if (!err)
+			lb_vip_settle(maps, &key, v->id, NULL);
 		ring_free(ring);
 		free(ids);
 		if (err)

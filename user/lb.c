@@ -387,7 +387,7 @@ static int ring_mapping_open(struct ring_mapping *rm, const struct lb_maps *maps
 
 	rm->image.slots = NULL;
 	rm->fd = -1;
-	if (class < 0 || class >= LB_RING_CLASSES)
+	if (class < 0 || class >= LB_RING_CLASSES || bits < 1 || bits > LB_RING_INDEX_BITS_MAX)
 		return -EBADMSG;
 	if (bpf_map_lookup_elem(maps->rings[class], &slot, &inner_id))
 		return -ENOENT;
@@ -438,38 +438,11 @@ static int vip_slot_clear(const struct lb_maps *maps, __u32 vip_id, int class,
 	return 0;
 }
 
-/*
- * After a swap to slot @parity: a copy of @live becomes the VIP's spare in
- * the other slot, and slots of other classes are emptied. The update that
- * places the copy also waits until no program run still reads the map it
- * replaces. A copy that cannot be made leaves the spare slot empty: the next
- * change then builds a whole ring again.
- */
-static int spare_from(const struct lb_maps *maps, __u32 vip_id, int class, unsigned int parity,
-		      const struct ring_mapping *live)
-{
-	const struct lb_ring_header *h = &live->image.slots[0].header;
-	struct ring_mapping spare;
-	size_t used;
-	int err;
-
-	err = ring_mapping_create(&spare, class, live->image.bits);
-	if (!err) {
-		used = LB_RING_RUN_SLOT(live->image.bits, h->runs_used);
-		memcpy(spare.image.slots, live->image.slots, used * sizeof(union lb_ring_slot));
-		err = ring_mapping_place(&spare, maps, vip_id, class, !parity);
-		ring_mapping_close(&spare);
-	}
-	if (err)
-		vip_slot_clear(maps, vip_id, class, !parity);
-	return vip_slots_clear(maps, vip_id, class);
-}
-
 int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member)
 {
 	struct lb_vip current, vip = { .vip_id = vip_id };
-	struct ring_mapping live = { .fd = -1 };
+	struct ring_mapping fresh = { .fd = -1 };
 	struct ring_shape shape;
 	unsigned int parity = 0;
 	int err;
@@ -488,28 +461,53 @@ int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u
 	vip.index_bits = (__u8)shape.bits;
 	vip.fingerprint = shape.fingerprint;
 	if (shape.points) {
-		err = ring_mapping_create(&live, shape.class, shape.bits);
+		err = ring_mapping_create(&fresh, shape.class, shape.bits);
 		if (err)
 			return err;
-		err = ringmap_render(&live.image, ring, backend_of_member, shape.fingerprint) ?:
-		      ring_mapping_place(&live, maps, vip_id, shape.class, parity);
+		err = ringmap_render(&fresh.image, ring, backend_of_member, shape.fingerprint) ?:
+		      ring_mapping_place(&fresh, maps, vip_id, shape.class, parity);
+		ring_mapping_close(&fresh);
 		if (err)
-			goto out;
+			return err;
 	}
 	/* The swap: one update of the VIP's value, which names the new ring. */
-	if (bpf_map_update_elem(maps->vips, key, &vip, BPF_ANY)) {
-		err = -errno;
-		goto out;
+	if (bpf_map_update_elem(maps->vips, key, &vip, BPF_ANY))
+		return -errno;
+	return shape.points ? 0 : vip_slots_clear(maps, vip_id, -1);
+}
+
+/*
+ * After lb_vip_install(): a copy of the serving map becomes the spare, and
+ * slots of other classes are emptied. Placing the copy replaces the old ring
+ * (a packet still holding the old value finds another ring there and reads
+ * the VIP again). A copy that cannot be made leaves the spare slot empty.
+ */
+static int spare_copy(const struct lb_maps *maps, const struct lb_vip *vip)
+{
+	struct ring_mapping live, spare;
+	size_t used;
+	int err;
+
+	err = ring_mapping_open(&live, maps, vip->vip_id, vip->ring_class, vip->ring_parity,
+				vip->index_bits, PROT_READ);
+	if (err)
+		return err;
+	err = ring_mapping_create(&spare, vip->ring_class, vip->index_bits);
+	if (!err) {
+		used = LB_RING_RUN_SLOT(vip->index_bits, live.image.slots[0].header.runs_used);
+		if (used > live.image.slot_count)
+			err = -EBADMSG;
+		else
+			memcpy(spare.image.slots, live.image.slots, used * sizeof(union lb_ring_slot));
+		if (!err)
+			err = ring_mapping_place(&spare, maps, vip->vip_id, vip->ring_class,
+						 !vip->ring_parity);
+		ring_mapping_close(&spare);
 	}
-	/*
-	 * The old ring can go at once: a packet that still holds the old value
-	 * finds its slot empty, or holding another ring, and reads the VIP again.
-	 */
-	err = shape.points ? spare_from(maps, vip_id, shape.class, parity, &live) :
-			     vip_slots_clear(maps, vip_id, -1);
-out:
 	ring_mapping_close(&live);
-	return err;
+	if (err)
+		vip_slot_clear(maps, vip->vip_id, vip->ring_class, !vip->ring_parity);
+	return err ?: vip_slots_clear(maps, vip->vip_id, vip->ring_class);
 }
 
 /* The VIP's value, checked to be @vip_id's and to serve the ring @change starts from. */
@@ -569,41 +567,53 @@ out:
 	return err;
 }
 
-int lb_vip_patch_settle(const struct lb_maps *maps, const struct lb_vip_key *key,
-			__u32 vip_id, const struct lb_ring_change *change)
+/* After lb_vip_patch(): the same change, written into the map that served before. */
+static int spare_patch(const struct lb_maps *maps, const struct lb_vip *vip,
+		       const struct lb_ring_change *change)
 {
-	struct ring_mapping old = { .fd = -1 };
-	struct lb_vip vip;
+	struct ring_mapping old;
 	int err;
 
-	if (bpf_map_lookup_elem(maps->vips, key, &vip))
-		return -errno;
-	if (vip.vip_id != vip_id || vip.fingerprint != change->to_fingerprint ||
-	    vip.points != change->to_points)
+	if (vip->fingerprint != change->to_fingerprint || vip->points != change->to_points)
 		return -ESTALE;
-	err = ring_mapping_open(&old, maps, vip_id, vip.ring_class, !vip.ring_parity,
-				vip.index_bits, PROT_READ | PROT_WRITE);
+	err = ring_mapping_open(&old, maps, vip->vip_id, vip->ring_class, !vip->ring_parity,
+				vip->index_bits, PROT_READ | PROT_WRITE);
 	if (err)
 		return err;
-	if (old.image.slots[0].header.fingerprint != change->from_fingerprint ||
-	    old.image.slots[0].header.points == LB_RING_POINTS_WRITING) {
-		err = -ESTALE;
-		goto out;
-	}
 	/*
 	 * Packets that read the VIP value before the swap may still be reading
 	 * this map. Putting it back in its own slot waits for them: an update
 	 * of an array of maps returns only after every running program is done
 	 * (synchronize_rcu() in the kernel's map update), and later packets
-	 * read the new value.
+	 * read the new value. The wait comes first, whatever follows: backends
+	 * the change removed are freed after this returns.
 	 */
-	err = ring_mapping_place(&old, maps, vip_id, vip.ring_class, !vip.ring_parity);
-	if (!err)
-		err = ringmap_apply(&old.image, change->edits, change->count,
-				    change->to_fingerprint);
+	err = ring_mapping_place(&old, maps, vip->vip_id, vip->ring_class, !vip->ring_parity);
+	if (err)
+		goto out;
+	if (old.image.slots[0].header.fingerprint != change->from_fingerprint ||
+	    old.image.slots[0].header.points == LB_RING_POINTS_WRITING) {
+		err = -ESTALE;
+		goto out;
+	}
+	err = ringmap_apply(&old.image, change->edits, change->count, change->to_fingerprint);
 out:
 	ring_mapping_close(&old);
 	return err;
+}
+
+int lb_vip_settle(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		  const struct lb_ring_change *change)
+{
+	struct lb_vip vip;
+
+	if (bpf_map_lookup_elem(maps->vips, key, &vip))
+		return -errno;
+	if (vip.vip_id != vip_id)
+		return -ESTALE;
+	if (vip.points == 0)
+		return 0;
+	return change ? spare_patch(maps, &vip, change) : spare_copy(maps, &vip);
 }
 
 int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key)

@@ -116,10 +116,8 @@ void lb_maps_init(struct lb_maps *maps);
  * Builds a new ring map of the smallest class that holds the ring, fills it
  * completely and puts it in the slot the VIP's value does not name; then
  * replaces the VIP's value, which names that slot, with one map update:
- * every packet sees the old ring or the new one. Afterwards a copy of the
- * new map takes the other slot (the spare lb_vip_patch() writes into) and
- * slots of other classes are emptied. On any failure before the value
- * update the old ring keeps serving.
+ * every packet sees the old ring or the new one. Call lb_vip_settle() next.
+ * On any failure before the value update the old ring keeps serving.
  */
 int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member);
@@ -150,7 +148,7 @@ struct lb_ring_change {
  * Writes @change into the VIP's spare map (which must hold the serving
  * ring, whole), then replaces the VIP's value to name it: the same atomic
  * swap as lb_vip_install(), writing only the slots the change touches. Call
- * lb_vip_patch_settle() next, so that the old map becomes the spare.
+ * lb_vip_settle() with @change next, so that the old map becomes the spare.
  *
  * Return: 0 once the new ring serves; -ESTALE when the VIP does not serve
  * @change->from_fingerprint; -EAGAIN when the change cannot be written as
@@ -162,14 +160,22 @@ int lb_vip_patch(const struct lb_maps *maps, const struct lb_vip_key *key, __u32
 		 const struct lb_ring_change *change);
 
 /**
- * lb_vip_patch_settle() - after lb_vip_patch(), write the same change into
- * the map that served before, once no packet can still be reading it (an
- * update of the array of maps waits for running programs). It is then the
- * spare for the next change. On failure it stays marked as not a ring (the
- * next change builds a whole ring); what serves is never touched.
+ * lb_vip_settle() - after a swap, make the map that served before the spare.
+ * @maps: the maps
+ * @key: the VIP
+ * @vip_id: its id
+ * @change: the change lb_vip_patch() swapped in, or NULL after lb_vip_install()
+ *
+ * After lb_vip_install(), a copy of the serving map takes the other slot
+ * and slots of other classes are emptied. After lb_vip_patch(), the same
+ * change is written into the old map, once no packet can still be reading
+ * it (an update of the array of maps waits for running programs). Either
+ * way the spare then holds the serving ring, ready for the next change.
+ * The serving ring is never touched: on failure the spare is left empty or
+ * marked as not a ring, and the next change builds a whole ring.
  */
-int lb_vip_patch_settle(const struct lb_maps *maps, const struct lb_vip_key *key,
-			__u32 vip_id, const struct lb_ring_change *change);
+int lb_vip_settle(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		  const struct lb_ring_change *change);
 
 /** lb_vip_remove() - remove a VIP's key, then its rings. */
 int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key);

@@ -414,20 +414,17 @@ static struct state_backend *backend_or_report(struct cli *c, const struct state
 /* The VIP's ring must stay within the library's limits after a change. */
 static int ring_fits_or_report(struct cli *c, const struct state_vip *v)
 {
-	struct ring *ring;
-	__u32 *ids;
-	int err = state_vip_ring(v, &ring, &ids);
+	uint64_t fingerprint;
+	size_t points;
+	int err = state_vip_summary(v, &points, &fingerprint);
 
 	if (err) {
 		char text[ADDR_TEXT_MAX];
 
 		vip_format(&v->spec, text);
 		report(c, "VIP %s: %s (lower the weights or --vnodes)", text, ring_strerror(err));
-		return err;
 	}
-	ring_free(ring);
-	free(ids);
-	return 0;
+	return err;
 }
 
 static void json_print(json_t *j)

@@ -131,8 +131,11 @@ int ringmap_render(struct ringmap *m, const struct ring *ring, const __u32 *back
 		   __u64 fingerprint)
 {
 	const struct ring_point *points;
+	const struct ring_bucket *index;
+	union lb_ring_slot *buckets, *runs;
 	size_t count, i = 0, capacity, used = 0;
-	__u32 j, buckets;
+	unsigned int shift, index_bits;
+	__u32 j, nb;
 	int err;
 
 	err = image_check(m);
@@ -141,36 +144,49 @@ int ringmap_render(struct ringmap *m, const struct ring *ring, const __u32 *back
 	points = ring_points(ring, &count);
 	if (!points || count == 0 || count > LB_RING_POINTS_MAX)
 		return -EINVAL;
-	buckets = buckets_of(m);
+	/* Locals, not m->: the stores below could alias them for the compiler. */
+	nb = buckets_of(m);
+	shift = 64 - m->bits;
+	buckets = &m->slots[LB_RING_BUCKET_SLOT(0)];
+	runs = &m->slots[LB_RING_RUN_SLOT(m->bits, 0)];
 	capacity = run_capacity(m);
-	for (j = 0; j < buckets; j++) {
-		struct lb_ring_bucket *b = bucket_at(m, j);
-		size_t from = i, first, k;
+	index = ring_index(ring, &index_bits);
+	for (j = 0; j < nb; j++) {
+		size_t from, first, k;
 
-		while (i < count && bucket_of(m, points[i].position) == j)
-			i++;
+		/*
+		 * The library's own index gives each bucket's points when its
+		 * geometry is the image's (it is, for every image lb.c makes):
+		 * no branch per point, which halves the render.
+		 */
+		if (index_bits == m->bits) {
+			from = index[j].first;
+			i = index[j + 1].first;
+		} else {
+			from = i;
+			while (i < count && (__u32)(points[i].position >> shift) == j)
+				i++;
+		}
 		first = from < count ? from : 0;
-		b->position = points[first].position;
-		b->backend_id = backend_of_member[points[first].member];
-		b->run = 0;
+		buckets[j].bucket = (struct lb_ring_bucket){
+			.position = points[first].position,
+			.backend_id = backend_of_member[points[first].member],
+		};
 		if (i - from < 2)
 			continue;
 		if (i - from > LB_RING_RUN_COUNT_MAX)
 			return -E2BIG;
 		if (used + (i - from) > capacity)
 			return -ENOSPC;
-		b->run = LB_RING_RUN((__u32)used, (__u32)(i - from));
-		for (k = from; k < i; k++) {
-			struct lb_ring_point *p = &run_at(m, b->run)[k - from];
-
-			p->position = points[k].position;
-			p->backend_id = backend_of_member[points[k].member];
-			p->pad = 0;
-		}
-		used += i - from;
+		buckets[j].bucket.run = LB_RING_RUN((__u32)used, (__u32)(i - from));
+		for (k = from; k < i; k++)
+			runs[used++].point = (struct lb_ring_point){
+				.position = points[k].position,
+				.backend_id = backend_of_member[points[k].member],
+			};
 	}
-	*bucket_at(m, buckets) = *bucket_at(m, 0);
-	bucket_at(m, buckets)->run = 0;
+	buckets[nb] = buckets[0];
+	buckets[nb].bucket.run = 0;
 	header_of(m)->fingerprint = fingerprint;
 	header_of(m)->points = (__u32)count;
 	header_of(m)->runs_used = (__u32)used;

@@ -197,6 +197,40 @@ void state_backend_remove(struct state_vip *vip, struct state_backend *b)
 	vip->backend_count--;
 }
 
+/* The ring members of a VIP: its backends that are not draining. */
+static struct ring_member *ring_members_of(const struct state_vip *vip, size_t *count)
+{
+	struct ring_member *members;
+	size_t i;
+
+	*count = 0;
+	members = calloc(vip->backend_count ? vip->backend_count : 1, sizeof(*members));
+	if (!members)
+		return NULL;
+	for (i = 0; i < vip->backend_count; i++) {
+		if (vip->backends[i].draining)
+			continue;
+		members[*count].name = vip->backends[i].name;
+		members[*count].weight = vip->backends[i].weight;
+		(*count)++;
+	}
+	return members;
+}
+
+int state_vip_summary(const struct state_vip *vip, size_t *points, uint64_t *fingerprint)
+{
+	struct ring_member *members;
+	size_t n;
+	int err;
+
+	members = ring_members_of(vip, &n);
+	if (!members)
+		return -ENOMEM;
+	err = ring_summary(vip->vnodes, members, n, points, fingerprint);
+	free(members);
+	return err;
+}
+
 int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backend_ids)
 {
 	struct ring_member *members;
@@ -207,16 +241,9 @@ int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backe
 
 	*out = NULL;
 	*backend_ids = NULL;
-	members = calloc(vip->backend_count ? vip->backend_count : 1, sizeof(*members));
+	members = ring_members_of(vip, &n);
 	if (!members)
 		return -ENOMEM;
-	for (i = 0; i < vip->backend_count; i++) {
-		if (vip->backends[i].draining)
-			continue;
-		members[n].name = vip->backends[i].name;
-		members[n].weight = vip->backends[i].weight;
-		n++;
-	}
 	err = ring_build(&r, vip->vnodes, members, n);
 	if (err)
 		goto out;

@@ -158,6 +158,13 @@ void state_backend_remove(struct state_vip *vip, struct state_backend *b);
  */
 int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backend_ids);
 
+/**
+ * state_vip_summary() - ring_summary() of a VIP's ring: what state_vip_ring()
+ * would build, its points and fingerprint, without building it.
+ * Return: 0, or the error state_vip_ring() would return.
+ */
+int state_vip_summary(const struct state_vip *vip, size_t *points, uint64_t *fingerprint);
+
 /** state_iface_find() - an attached interface by name, or NULL. */
 struct state_iface *state_iface_find(const struct state *s, const char *name);
 
