@@ -136,7 +136,8 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=a
 	$(WARNINGS) $(INCLUDES)
 fuzz_state_SRCS := tests/fuzz/fuzz_state.c user/state.c user/addr.c $(RING_SRCS)
 fuzz_ring_SRCS := tests/fuzz/fuzz_ring.c $(RING_SRCS)
-FUZZERS := fuzz_state fuzz_ring
+fuzz_ringmap_SRCS := tests/fuzz/fuzz_ringmap.c user/ringmap.c $(RING_SRCS)
+FUZZERS := fuzz_state fuzz_ring fuzz_ringmap
 
 $(addprefix $(OUTPUT)/,$(FUZZERS)): $(OUTPUT)/%: $$(%_SRCS) $(UNIT_HDRS) | $(OUTPUT)
 	$(call msg,FUZZ,$@)
@@ -151,7 +152,7 @@ fuzz-seeds: $(OUTPUT)/ring_seeds
 
 # New inputs go to build/corpus-*, crashes to build/crash-*; the seeds stay as they are.
 fuzz-test: $(addprefix $(OUTPUT)/,$(FUZZERS))
-	$(Q)set -e; for f in state ring; do \
+	$(Q)set -e; for f in state ring ringmap; do \
 		mkdir -p $(OUTPUT)/corpus-$$f; \
 		echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \
 		if ! $(OUTPUT)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -seed=1 \
