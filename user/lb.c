@@ -378,23 +378,33 @@ static int ring_mapping_create(struct ring_mapping *rm, int class, unsigned int 
 	return err;
 }
 
-/* The map in slot @parity of a VIP's @class, mapped with @prot; -ENOENT when empty. */
-static int ring_mapping_open(struct ring_mapping *rm, const struct lb_maps *maps, __u32 vip_id,
-			     int class, unsigned int parity, unsigned int bits, int prot)
+/* The map in slot @parity of a VIP's @class, not mapped yet; -ENOENT when empty. */
+static int ring_mapping_get(struct ring_mapping *rm, const struct lb_maps *maps, __u32 vip_id,
+			    int class, unsigned int parity)
 {
 	__u32 inner_id, slot = ring_slot_of(vip_id, parity);
-	int err;
 
 	rm->image.slots = NULL;
 	rm->fd = -1;
-	if (class < 0 || class >= LB_RING_CLASSES || bits < 1 || bits > LB_RING_INDEX_BITS_MAX)
+	if (class < 0 || class >= LB_RING_CLASSES)
 		return -EBADMSG;
 	if (bpf_map_lookup_elem(maps->rings[class], &slot, &inner_id))
 		return -ENOENT;
 	rm->fd = bpf_map_get_fd_by_id(inner_id);
-	if (rm->fd < 0)
-		return -ENOENT;
-	err = ring_mapping_map(rm, class, bits, prot);
+	return rm->fd < 0 ? -ENOENT : 0;
+}
+
+/* The map in slot @parity of a VIP's @class, mapped with @prot; -ENOENT when empty. */
+static int ring_mapping_open(struct ring_mapping *rm, const struct lb_maps *maps, __u32 vip_id,
+			     int class, unsigned int parity, unsigned int bits, int prot)
+{
+	int err;
+
+	if (bits < 1 || bits > LB_RING_INDEX_BITS_MAX)
+		return -EBADMSG;
+	err = ring_mapping_get(rm, maps, vip_id, class, parity);
+	if (!err)
+		err = ring_mapping_map(rm, class, bits, prot);
 	if (err)
 		ring_mapping_close(rm);
 	return err;
@@ -576,8 +586,7 @@ static int spare_patch(const struct lb_maps *maps, const struct lb_vip *vip,
 
 	if (vip->fingerprint != change->to_fingerprint || vip->points != change->to_points)
 		return -ESTALE;
-	err = ring_mapping_open(&old, maps, vip->vip_id, vip->ring_class, !vip->ring_parity,
-				vip->index_bits, PROT_READ | PROT_WRITE);
+	err = ring_mapping_get(&old, maps, vip->vip_id, vip->ring_class, !vip->ring_parity);
 	if (err)
 		return err;
 	/*
@@ -588,7 +597,8 @@ static int spare_patch(const struct lb_maps *maps, const struct lb_vip *vip,
 	 * read the new value. The wait comes first, whatever follows: backends
 	 * the change removed are freed after this returns.
 	 */
-	err = ring_mapping_place(&old, maps, vip->vip_id, vip->ring_class, !vip->ring_parity);
+	err = ring_mapping_place(&old, maps, vip->vip_id, vip->ring_class, !vip->ring_parity) ?:
+	      ring_mapping_map(&old, vip->ring_class, vip->index_bits, PROT_READ | PROT_WRITE);
 	if (err)
 		goto out;
 	if (old.image.slots[0].header.fingerprint != change->from_fingerprint ||
