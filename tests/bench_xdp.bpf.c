@@ -9,6 +9,8 @@
  *   bench_floor   parse and hash, then always backend 1: no choice at all
  *   bench_table   one array read at hash % BENCH_TABLE_SIZE, the way
  *                 Maglev-style balancers pick
+ *   bench_wide    the same read in a table as large as the ring under test
+ *                 (wide_size entries): what the ring's memory alone costs
  *   bench_ring    ringlb's ring search (lb_ring.h), the data path's own code
  *
  * Each counts the frames it sends, for the forwarding-rate measurement.
@@ -38,6 +40,17 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } table SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BENCH_WIDE_TABLE_MAX);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u32);
+} wide_table SEC(".maps");
+
+/* Entries of wide_table in use, set by the harness between runs (a global: no lookup). */
+__u64 wide_size = 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -118,6 +131,7 @@ int bench_driver(struct xdp_md *ctx)
 enum choice {
 	CHOICE_FLOOR,
 	CHOICE_TABLE,
+	CHOICE_WIDE,
 	CHOICE_RING,
 };
 
@@ -147,6 +161,14 @@ static __always_inline int bench(struct xdp_md *ctx, enum choice how)
 
 		slot = (__u32)(hash % BENCH_TABLE_SIZE);
 		entry = bpf_map_lookup_elem(&table, &slot);
+		if (!entry)
+			return XDP_DROP;
+		id = *entry;
+	} else if (how == CHOICE_WIDE) {
+		__u32 *entry;
+
+		slot = (__u32)(hash % (wide_size ? wide_size : 1));
+		entry = bpf_map_lookup_elem(&wide_table, &slot);
 		if (!entry)
 			return XDP_DROP;
 		id = *entry;
@@ -186,6 +208,12 @@ SEC("xdp")
 int bench_table(struct xdp_md *ctx)
 {
 	return bench(ctx, CHOICE_TABLE);
+}
+
+SEC("xdp")
+int bench_wide(struct xdp_md *ctx)
+{
+	return bench(ctx, CHOICE_WIDE);
 }
 
 SEC("xdp")

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,11 +100,58 @@ static struct ring *ring_sized(uint32_t members, uint32_t vnodes)
 
 /* --- 1. per packet ------------------------------------------------------------------ */
 
+static int is_prime(uint64_t x)
+{
+	uint64_t d;
+
+	if (x < 2)
+		return 0;
+	for (d = 2; d * d <= x; d++)
+		if (x % d == 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * Fill the wide table with as many entries as @r's ring map uses bytes / 4
+ * (a prime, as Maglev's sizes are): an O(1) table of the ring's memory.
+ */
+static void wide_table_fill(struct bench_xdp_bpf *skel, const struct ring *r, const __u32 *ids)
+{
+	size_t points, bytes = (size_t)BENCH_WIDE_TABLE_MAX * sizeof(__u32);
+	struct ringmap image;
+	__u32 *table;
+	uint64_t m, i;
+
+	ring_points(r, &points);
+	image.bits = ringmap_bits(points);
+	image.slot_count = ringmap_class_slots(ringmap_class(points, image.bits));
+	image.slots = calloc(image.slot_count, sizeof(*image.slots));
+	if (!image.slots || ringmap_render(&image, r, ids, ring_fingerprint(r)))
+		die("render for the wide table", -ENOMEM);
+	m = (uint64_t)LB_RING_RUN_SLOT(image.bits, image.slots[0].header.runs_used) *
+	    sizeof(union lb_ring_slot) / sizeof(__u32);
+	free(image.slots);
+	while (!is_prime(m))
+		m++;
+	if (m > BENCH_WIDE_TABLE_MAX)
+		die("wide table", -E2BIG);
+	table = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		     bpf_map__fd(skel->maps.wide_table), 0);
+	if (table == MAP_FAILED)
+		die("map the wide table", -errno);
+	for (i = 0; i < m; i++)
+		table[i] = 1 + (__u32)(i % 1024);
+	munmap(table, bytes);
+	skel->data->wide_size = m;
+}
+
+
 #define PACKETS_PER_RUN (FLOWS * 16)
 
-enum { T_EMPTY, T_FLOOR, T_TABLE, T_RING, T_SHIPPED, T_COUNT };
-enum { M_EMPTY, M_FLOOR, M_TABLE, M_RING, M_SHIPPED_NEW, M_SHIPPED_EST, M_HOT_EMPTY, M_HOT_TABLE,
-       M_HOT_RING, M_COUNT };
+enum { T_EMPTY, T_FLOOR, T_TABLE, T_WIDE, T_RING, T_SHIPPED, T_COUNT };
+enum { M_EMPTY, M_FLOOR, M_TABLE, M_WIDE, M_RING, M_SHIPPED_NEW, M_SHIPPED_EST, M_HOT_EMPTY,
+       M_HOT_TABLE, M_HOT_RING, M_COUNT };
 
 /* Flows the "hot" runs cycle through: few enough to stay in L1 and the TLB. */
 #define HOT_FLOWS 16
@@ -208,6 +256,7 @@ static void per_packet(void)
 	fds[T_EMPTY] = bpf_program__fd(skel->progs.bench_empty);
 	fds[T_FLOOR] = bpf_program__fd(skel->progs.bench_floor);
 	fds[T_TABLE] = bpf_program__fd(skel->progs.bench_table);
+	fds[T_WIDE] = bpf_program__fd(skel->progs.bench_wide);
 	fds[T_RING] = bpf_program__fd(skel->progs.bench_ring);
 	fds[T_SHIPPED] = lb_prog_fd(shipped);
 	for (t = 0; t < T_COUNT; t++) {
@@ -224,12 +273,15 @@ static void per_packet(void)
 	       "   (harness). floor: parse+hash, no choice; table: one array read at hash %% %d;\n"
 	       "   ring: ringlb's search. shipped: the whole data path (flow table, counters), for\n"
 	       "   new flows (a fresh flow every packet) and established ones (the %d, pinned).\n"
-	       "   Last column, for diagnosis only: ring/table over %d flows, caches and TLB hot.\n",
+	       "   For diagnosis only: wide: the table's read in a table as large as the ring map\n"
+	       "   (its bytes / 4 entries), so ring/wide is the search at equal memory; and\n"
+	       "   ring/table over %d flows, caches and TLB hot.\n",
 	       FLOWS, PACKETS_PER_RUN, ROUNDS, TABLE_SIZE, FLOWS, HOT_FLOWS);
-	printf("   %9s %7s %7s %7s %7s %8s %8s %9s %8s %8s %9s\n", "points", "harness", "floor",
-	       "table", "ring", "ring-tbl", "ring/tbl", "goal", "shipped", "shipped", "ring/tbl");
-	printf("   %9s %7s %7s %7s %7s %8s %8s %9s %8s %8s %9s\n", "", "ns", "net ns", "net ns",
-	       "net ns", "ns", "", "", "new ns", "estab ns", "16 flows");
+	printf("   %9s %7s %7s %7s %7s %8s %8s %9s %8s %8s %7s %9s %9s\n", "points", "harness",
+	       "floor", "table", "ring", "ring-tbl", "ring/tbl", "goal", "shipped", "shipped",
+	       "wide", "ring/wide", "ring/tbl");
+	printf("   %9s %7s %7s %7s %7s %8s %8s %9s %8s %8s %7s %9s %9s\n", "", "ns", "net ns",
+	       "net ns", "net ns", "ns", "", "", "new ns", "estab ns", "net ns", "", "16 flows");
 	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		struct ring *r = ring_sized(sizes[s].members, sizes[s].vnodes);
 		double samples[M_COUNT][ROUNDS], med[M_COUNT];
@@ -243,11 +295,12 @@ static void per_packet(void)
 		if (lb_vip_install(&bench_maps, &key, 0, r, ids) ||
 		    lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids))
 			die("ring swap", -errno);
+		wide_table_fill(skel, r, ids);
 		for (round = -1; round < ROUNDS; round++) {
 			for (m = 0; m < M_COUNT; m++) {
 				static const __u32 target_of[M_COUNT] = {
-					T_EMPTY, T_FLOOR, T_TABLE, T_RING, T_SHIPPED, T_SHIPPED,
-					T_EMPTY, T_TABLE, T_RING,
+					T_EMPTY, T_FLOOR, T_TABLE, T_WIDE, T_RING, T_SHIPPED,
+					T_SHIPPED, T_EMPTY, T_TABLE, T_RING,
 				};
 				double ns = run_ns(skel, &frame, target_of[m], m == M_SHIPPED_NEW,
 						   m >= M_HOT_EMPTY ? HOT_FLOWS : FLOWS);
@@ -260,11 +313,14 @@ static void per_packet(void)
 			qsort(samples[m], ROUNDS, sizeof(double), cmp_double);
 			med[m] = samples[m][ROUNDS / 2];
 		}
-		printf("   %9zu %7.1f %7.1f %7.1f %7.1f %8.1f %8.2f %9s %8.1f %8.1f %9.2f\n", points,
-		       med[M_EMPTY], med[M_FLOOR] - med[M_EMPTY], med[M_TABLE] - med[M_EMPTY],
-		       med[M_RING] - med[M_EMPTY], med[M_RING] - med[M_TABLE],
+		printf("   %9zu %7.1f %7.1f %7.1f %7.1f %8.1f %8.2f %9s %8.1f %8.1f %7.1f %9.2f %9.2f\n",
+		       points, med[M_EMPTY], med[M_FLOOR] - med[M_EMPTY],
+		       med[M_TABLE] - med[M_EMPTY], med[M_RING] - med[M_EMPTY],
+		       med[M_RING] - med[M_TABLE],
 		       (med[M_RING] - med[M_EMPTY]) / (med[M_TABLE] - med[M_EMPTY]), goals[s],
 		       med[M_SHIPPED_NEW] - med[M_EMPTY], med[M_SHIPPED_EST] - med[M_EMPTY],
+		       med[M_WIDE] - med[M_EMPTY],
+		       (med[M_RING] - med[M_EMPTY]) / (med[M_WIDE] - med[M_EMPTY]),
 		       (med[M_HOT_RING] - med[M_HOT_EMPTY]) /
 			       (med[M_HOT_TABLE] - med[M_HOT_EMPTY]));
 		free(ids);
@@ -542,18 +598,6 @@ static void control_plane(void)
 }
 
 /* --- 4. balance and disruption: ringlb against Maglev ---------------------------------- */
-
-static int is_prime(uint64_t x)
-{
-	uint64_t d;
-
-	if (x < 2)
-		return 0;
-	for (d = 2; d * d <= x; d++)
-		if (x % d == 0)
-			return 0;
-	return 1;
-}
 
 /* Maglev's table population (Eisenbud et al., NSDI 2016), for equal weights. */
 static uint32_t *maglev_build(char (*names)[24], uint32_t n, uint32_t m)

@@ -11,6 +11,11 @@
 
 /** BENCH_TABLE_SIZE - M of the O(1) table: prime, as Maglev's table sizes are. */
 #define BENCH_TABLE_SIZE 65537
+/**
+ * BENCH_WIDE_TABLE_MAX - entries of the "wide" table, an O(1) table as large
+ * as the largest ring map (4-byte entries in its 16-byte slots).
+ */
+#define BENCH_WIDE_TABLE_MAX (4u * (2u + (1u << 21) + (1u << 20)))
 /** BENCH_FLOWS - distinct flows the driver cycles through at most. */
 #define BENCH_FLOWS 4096
 /** BENCH_TARGETS - slots of the program array the driver tail-calls into. */
