@@ -46,7 +46,7 @@ struct {
 	__uint(max_entries, BENCH_WIDE_TABLE_MAX);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } wide_table SEC(".maps");
 
 /* Entries of wide_table in use, set by the harness between runs (a global: no lookup). */
@@ -165,13 +165,13 @@ static __always_inline int bench(struct xdp_md *ctx, enum choice how)
 			return XDP_DROP;
 		id = *entry;
 	} else if (how == CHOICE_WIDE) {
-		__u32 *entry;
+		__u64 *entry;
 
 		slot = (__u32)(hash % (wide_size ? wide_size : 1));
 		entry = bpf_map_lookup_elem(&wide_table, &slot);
 		if (!entry)
 			return XDP_DROP;
-		id = *entry;
+		id = (__u32)*entry;
 	} else if (how == CHOICE_RING) {
 		if (ring_choose(vip, hash, &id))
 			return XDP_DROP;
