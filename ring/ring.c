@@ -546,7 +546,9 @@ int ring_build(struct ring **out, uint32_t vnodes, const struct ring_member *mem
 	int err;
 
 	*out = NULL;
-	err = members_prepare(vnodes, members, count, &recs, &points) ?: ring_new(&r, vnodes);
+	err = members_prepare(vnodes, members, count, &recs, &points);
+	if (!err)
+		err = ring_new(&r, vnodes);
 	if (!err)
 		err = ring_fill(r, recs, count, points);
 	if (err) {
