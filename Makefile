@@ -201,8 +201,10 @@ $(OUTPUT)/bench_xdp: $(BENCH_SRCS) tests/packets.h tests/bench_xdp.h $(OUTPUT)/b
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring $(OUTPUT)/bench_xdp \
-		$(OUTPUT)/xdp_pass.bpf.o
+		$(OUTPUT)/xdp_pass.bpf.o $(OUTPUT)/ringlb
 	$(Q)$(OUTPUT)/bench_xdp
+	$(Q)echo
+	$(Q)tests/bench_cli.sh
 	$(Q)echo
 	$(Q)$(OUTPUT)/bench_ring
 
