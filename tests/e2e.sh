@@ -228,16 +228,37 @@ ring_maps() {
 		bpftool map dump pinned "$PIN/rings_$c" -j | jq -r '.[] | .value | join("")'
 	done | sort
 }
+# index_bits POINTS: the ring map's index bits for that many points (two buckets a point).
+index_bits() {
+	local b=1
+	while [ $b -lt 21 ] && [ $((1 << b)) -lt $((2 * $1)) ]; do b=$((b + 1)); done
+	echo $b
+}
+# A new weight for one active backend that keeps the ring's index size: only
+# then is a change written in place (another size is built whole, as a fresh
+# build would lay it out).
+read -r WB WW WK WP < <(ringlb show --json | jq -r --arg v "$VIP4" '.vips[] | select(.vip == $v) |
+	first(.backends[] | select(.state == "active")) as $b |
+	"\($b.name) \($b.weight) \(.vnodes) \(.points)"')
+NEW_WEIGHT=
+for w in 1 2 3 4 5 6 7 8 9; do
+	np=$((WP + (w - WW) * WK))
+	if [ "$w" -ne "$WW" ] && [ "$(index_bits "$np")" = "$(index_bits "$WP")" ]; then
+		NEW_WEIGHT=$w
+		break
+	fi
+done
+[ -n "$NEW_WEIGHT" ] || die "no weight of $WB keeps the index size of $WP points"
 MAPS_BEFORE=$(ring_maps)
 DIGEST_BEFORE=$(ring_digest)
-ringlb backend weight "$VIP4" b3 5 || fail "backend weight"
+ringlb backend weight "$VIP4" "$WB" "$NEW_WEIGHT" || fail "backend weight"
 MAPS_AFTER=$(ring_maps)
 DIGEST_AFTER=$(ring_digest)
 if [ "$(printf '%s\n' "$MAPS_BEFORE" | wc -l)" -eq 4 ] && [ "$MAPS_BEFORE" = "$MAPS_AFTER" ] &&
 	[ "$DIGEST_BEFORE" != "$DIGEST_AFTER" ] && ringlb verify >/dev/null; then
-	pass "backend weight was written into the VIPs' 4 ring maps (2 serving, 2 spare), no new map; verify agrees"
+	pass "backend weight $WB $WW -> $NEW_WEIGHT was written into the VIPs' 4 ring maps (2 serving, 2 spare), no new map; verify agrees"
 else
-	fail "backend weight: ring maps $(echo $MAPS_BEFORE) then $(echo $MAPS_AFTER), digest $DIGEST_BEFORE then $DIGEST_AFTER"
+	fail "backend weight $WB $WW -> $NEW_WEIGHT: ring maps $(echo $MAPS_BEFORE) then $(echo $MAPS_AFTER), digest $DIGEST_BEFORE then $DIGEST_AFTER"
 fi
 
 # --- re-attach and restore rebuild the same rings ---------------------------------------
