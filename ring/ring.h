@@ -13,11 +13,13 @@
  * The points are kept as one array sorted by (position, member, replica);
  * members are numbered in name order. Two points at the same position are
  * ordered by member name, then replica, so collisions resolve the same way on
- * every host. The array is what the controller pushes into the kernel's ring
- * map, next to a bucket index: for b index bits, bucket p holds the first
- * point at or after p << (64 - b). A lookup reads its bucket and searches only
- * the points inside it, with a fixed number of power-of-two strides that the
- * ring publishes; the XDP program runs the same search over the same arrays.
+ * every host. Next to the array the ring keeps a bucket index: for b index
+ * bits, bucket p holds the first point at or after p << (64 - b). A lookup
+ * reads its bucket and searches only the points inside it, with a fixed
+ * number of power-of-two strides that the ring publishes. The controller
+ * renders the points and this index into the kernel's ring map, where each
+ * bucket keeps its own points (user/ringmap.c), and the XDP program's search
+ * gives the same answer for every key.
  *
  * Pure C11: no libbpf, no kernel headers. Functions return 0 or a negative
  * errno; ring_strerror() turns it into a message. A failed call leaves the
@@ -219,7 +221,7 @@ int ring_remove(struct ring *r, const char *name);
 int ring_set_weight(struct ring *r, const char *name, uint32_t weight);
 
 /**
- * ring_points() - the sorted point array, as pushed into the kernel.
+ * ring_points() - the sorted point array, which the kernel's ring map holds.
  * @r: the ring
  * @count: number of points
  *
