@@ -231,11 +231,12 @@ static int point_cmp_void(const void *a, const void *b)
 /*
  * Sort points by (position, member, replica). Positions are uniform, so one
  * stable counting pass on the top bits (about one point per group) leaves
- * only tiny groups to order, which insertion sort does in place.
+ * only tiny groups to order, which insertion sort does in place. The sorted
+ * array (with room for count + 1 points) replaces *@sorted, which is freed.
  */
-static int points_sort(struct ring_point *points, size_t count)
+static int points_sort(struct ring_point **sorted, size_t count)
 {
-	struct ring_point *tmp = NULL;
+	struct ring_point *points = *sorted, *tmp = NULL;
 	uint32_t *starts = NULL;
 	unsigned int bits = 1;
 	size_t groups, i, g;
@@ -246,7 +247,8 @@ static int points_sort(struct ring_point *points, size_t count)
 	while (bits < 20 && ((size_t)1 << bits) < count)
 		bits++;
 	groups = (size_t)1 << bits;
-	tmp = malloc(count * sizeof(*tmp));
+	/* Room for the search sentinel too: the sorted copy replaces @points. */
+	tmp = malloc((count + 1) * sizeof(*tmp));
 	starts = calloc(groups + 1, sizeof(*starts));
 	if (!tmp || !starts) {
 		err = -ENOMEM;
@@ -277,7 +279,9 @@ static int points_sort(struct ring_point *points, size_t count)
 			tmp[k] = p;
 		}
 	}
-	memcpy(points, tmp, count * sizeof(*points));
+	/* The scatter wrote a whole sorted copy: keep it instead of copying back. */
+	*sorted = tmp;
+	tmp = points;
 out:
 	free(starts);
 	free(tmp);
@@ -306,7 +310,7 @@ static int points_generate(const char *name, uint32_t member, uint32_t from, uin
 		points[i - from].member = member;
 		points[i - from].replica = i;
 	}
-	err = points_sort(points, to - from);
+	err = points_sort(&points, to - from);
 	if (err) {
 		free(points);
 		return err;
@@ -356,7 +360,7 @@ static int index_build(const struct ring_point *points, size_t count,
 {
 	struct ring_bucket *index;
 	unsigned int bits, steps;
-	size_t buckets, p, i = 0;
+	size_t buckets, p, i;
 	uint32_t largest = 0;
 
 	*out_index = NULL;
@@ -368,23 +372,28 @@ static int index_build(const struct ring_point *points, size_t count,
 	if (bits > RING_INDEX_BITS_MAX)
 		bits = RING_INDEX_BITS_MAX;
 	buckets = (size_t)1 << bits;
-	index = malloc((buckets + 1) * sizeof(*index));
+	index = calloc(buckets + 1, sizeof(*index));
 	if (!index)
 		return -ENOMEM;
+	/*
+	 * Count each bucket's points, then sum: bucket p starts where the
+	 * points of the buckets before it end. One pass over the points and
+	 * one over the buckets, with no branch per point (stepping over the
+	 * points bucket by bucket mispredicted one branch per point).
+	 */
+	for (i = 0; i < count; i++)
+		index[bits ? (points[i].position >> (64 - bits)) + 1 : 1].first++;
+	for (p = 1; p <= buckets; p++) {
+		if (index[p].first > largest)
+			largest = index[p].first;
+		index[p].first += index[p - 1].first;
+	}
 	for (p = 0; p <= buckets; p++) {
-		uint64_t start = bits ? (uint64_t)p << (64 - bits) : 0;
-		size_t was = i;
+		size_t first = p == buckets ? count : index[p].first;
 
-		while (i < count && points[i].position < start && p < buckets)
-			i++;
-		if (p == buckets)
-			i = count;
-		/* Bucket p - 1 held the points just stepped over. */
-		if (p && i - was > largest)
-			largest = (uint32_t)(i - was);
-		index[p].first = (uint32_t)i;
-		index[p].owner = points[i < count ? i : 0].member;
-		index[p].position = i < count ? points[i].position : UINT64_MAX;
+		index[p].first = (uint32_t)first;
+		index[p].owner = points[first < count ? first : 0].member;
+		index[p].position = first < count ? points[first].position : UINT64_MAX;
 	}
 	steps = ceil_log2((uint64_t)largest + 1);
 	*out_index = index;
@@ -478,7 +487,7 @@ static int ring_fill(struct ring *r, struct member_rec *members, size_t member_c
 			k++;
 		}
 	}
-	err = points_sort(points, point_count);
+	err = points_sort(&points, point_count);
 	if (!err)
 		err = index_build(points, point_count, &index, &bits, &steps);
 	if (err) {
