@@ -10,7 +10,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-RINGLB_BIN=$ROOT/build/ringlb
+. "$ROOT/tests/lib.sh"
 ROUNDS=5
 BACKENDS=255
 
@@ -19,23 +19,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 0
 fi
 
-NS=rlbbench$$
-W=$(mktemp -d)
-PIN=/sys/fs/bpf/ringlb-$NS
+TEST_NAME=bench_cli
+veth_session rlbbench
 VIP=198.18.0.100:80/tcp
-cleanup() {
-	ip netns del "$NS" 2>/dev/null
-	rm -rf "$PIN" "$W"
-}
-trap cleanup EXIT
-
-ip netns add "$NS"
-ip -n "$NS" link add eth0 type veth peer name eth1
-ip -n "$NS" link set eth0 up
-ip -n "$NS" link set eth1 up
-
-ringlb() { nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
-die() { echo "bench_cli: $*" >&2; exit 1; }
 
 ringlb attach eth0 --mode generic >/dev/null || die "attach"
 ringlb vip add "$VIP" --vnodes 4096 || die "vip add"

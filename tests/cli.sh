@@ -18,25 +18,8 @@ RINGLB_BIN=$ROOT/build/ringlb
 
 require_root cli
 
-NS=rlbcli$$
-W=$(mktemp -d)
-PIN=/sys/fs/bpf/ringlb-$NS
+veth_session rlbcli
 VIP=198.18.0.100:80/tcp
-
-cleanup() {
-	ip netns del "$NS" 2>/dev/null
-	rm -rf "$PIN" "$W"
-}
-trap cleanup EXIT
-
-ip netns add "$NS"
-ip -n "$NS" link add eth0 type veth peer name eth1
-ip -n "$NS" link set lo up
-ip -n "$NS" link set eth0 up
-ip -n "$NS" link set eth1 up
-ip -n "$NS" addr add 198.18.0.2/24 dev eth0
-
-ringlb() { nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
 
 ringlb attach eth0 >/dev/null 2>&1 || { echo "cli: attach failed" >&2; exit 1; }
 ringlb vip add "$VIP" --vnodes 200

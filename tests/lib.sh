@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Helpers the shell tests share: the root rule and the TAP-like report lines.
-# Source it; it defines FAILS, pass, fail and require_root.
+# Helpers the shell tests share: the root rule, the TAP-like report lines and
+# the two kinds of test network (topo_session, veth_session). Source it.
 
 FAILS=0
 
@@ -30,12 +30,33 @@ topo_session() {
 	P=$2$$
 	W=$(mktemp -d)
 	PIN=/sys/fs/bpf/ringlb-$P
+	RINGLB_NS=${P}lb
 	trap 'topo_down "$P" "$W"; rm -rf "$PIN" "$W"' EXIT
 }
 
+# veth_session PREFIX: a private network namespace NS with one veth pair
+# (eth0 at 198.18.0.2/24, eth1), W (scratch directory), PIN (bpffs
+# directory), a trap that removes all three however the script ends, and
+# ringlb() run in NS against them. Needs ROOT.
+veth_session() {
+	NS=$1$$
+	W=$(mktemp -d)
+	PIN=/sys/fs/bpf/ringlb-$NS
+	RINGLB_NS=$NS
+	trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$W"' EXIT
+	ip netns add "$NS"
+	ip -n "$NS" link add eth0 type veth peer name eth1
+	ip -n "$NS" link set lo up
+	ip -n "$NS" link set eth0 up
+	ip -n "$NS" link set eth1 up
+	ip -n "$NS" addr add 198.18.0.2/24 dev eth0
+}
+
+# ringlb ARGS: the CLI in the session's namespace, on its state file and pins.
 ringlb() {
-	nsenter --net="/run/netns/${P}lb" "$ROOT/build/ringlb" --state "$W/state.json" \
+	nsenter --net="/run/netns/$RINGLB_NS" "$ROOT/build/ringlb" --state "$W/state.json" \
 		--pin-dir "$PIN" "$@"
 }
 
+# die WHAT: stop the script (TEST_NAME says which) on a failure that is not a check.
 die() { echo "$TEST_NAME: setup failed: $*" >&2; exit 1; }
