@@ -485,6 +485,44 @@ static struct ringmap_member *members_of(const struct ring *r, const __u32 *ids,
 	return members;
 }
 
+/*
+ * How many changes an image of @r takes in place before its run area is
+ * full and a change must be built whole: cycles of adding and removing a
+ * backend of @vnodes points, in memory (the same code as the kernel's maps).
+ */
+static unsigned int changes_until_full(const struct ring *r, const __u32 *ids, uint32_t vnodes)
+{
+	struct ringmap_member member = { "cycle", 1, 0xfff };
+	struct ringmap_edit *edits;
+	struct ringmap image;
+	unsigned int cycles = 0;
+	size_t points, count, i;
+	int err = 0;
+
+	ring_points(r, &points);
+	image.bits = ringmap_bits(points);
+	image.slot_count = ringmap_class_slots(ringmap_class(points, image.bits));
+	image.slots = calloc(image.slot_count, sizeof(*image.slots));
+	if (!image.slots || ringmap_render(&image, r, ids, 1) ||
+	    ringmap_edits(vnodes, NULL, 0, &member, 1, vnodes, &edits, &count))
+		die("changes until the run area is full", -ENOMEM);
+	while (!err) {
+		for (i = 0; i < count; i++)
+			edits[i].add = 1;
+		err = ringmap_apply(&image, edits, count, 1);
+		for (i = 0; i < count && !err; i++)
+			edits[i].add = 0;
+		if (!err)
+			err = ringmap_apply(&image, edits, count, 1);
+		cycles += !err;
+	}
+	if (err != -ENOSPC)
+		die("a change in place", err);
+	free(edits);
+	free(image.slots);
+	return cycles;
+}
+
 static void control_plane(void)
 {
 	struct lb_vip_key key = bench_vip_key(IPPROTO_TCP, 80);
@@ -497,6 +535,7 @@ static void control_plane(void)
 	struct ring *r;
 	__u32 *ids;
 	double t0, build, swap, spare, patch, settle, add, lookup, batch, create;
+	unsigned int cycles;
 	struct ring_lookup_result res;
 	struct test_rng rng = { SEED };
 	uint64_t *keys, fingerprint;
@@ -561,6 +600,7 @@ static void control_plane(void)
 	add = now_ms() - t0;
 	if (lb_vip_compare(&maps, &key, 0, r, ids, why, sizeof(why)))
 		die(why, -EBADMSG);
+	cycles = changes_until_full(r, ids, 1000);
 	free(before);
 	free(after);
 	free(summary);
@@ -606,6 +646,8 @@ static void control_plane(void)
 	printf("   %-46s\n", "  spare map and swap it (end to end)");
 	printf("   %-46s %6.1f ms\n", "then the same into the old map", settle);
 	printf("   %-46s %6.1f ms\n", "the controller's own copy: ring_add()", add);
+	printf("   %-46s %6u\n", "changes in place until the run area is full", cycles);
+	printf("   %-46s\n", "  (add and remove of a 1,000-point backend)");
 	printf("   %-46s %6.1f ms\n", "create an empty map of that size", create);
 	printf("   %-46s %6.1f ns  (batched: %.1f ns)\n", "userspace lookup, random keys", lookup,
 	       batch);
