@@ -26,8 +26,9 @@
 #define LB_FLOWS_DEFAULT 65536
 /** LB_RING_POINTS_MAX - points in one ring (RING_POINTS_MAX of ring.h). */
 #define LB_RING_POINTS_MAX (1u << 20)
-/** LB_RING_INDEX_BITS_MAX - bucket index bits (RING_INDEX_BITS_MAX of ring.h). */
-#define LB_RING_INDEX_BITS_MAX 21
+/** LB_RING_BITS_MIN, LB_RING_BITS_MAX - a ring map's bucket bits (see the rings section). */
+#define LB_RING_BITS_MIN 13
+#define LB_RING_BITS_MAX 21
 
 /* --- flow keys and the flow table (map "flows", LRU hash) -------------------- */
 
@@ -106,7 +107,7 @@ struct lb_vip_key {
  * @points: points of its ring; 0: no backend takes new flows
  * @ring_class: which rings_<class> map holds the ring, 0 .. LB_RING_CLASSES - 1
  * @ring_parity: which of the VIP's two slots there, 0 or 1
- * @index_bits: b of the ring's bucket index, 1 .. LB_RING_INDEX_BITS_MAX
+ * @index_bits: b of the ring map's buckets, LB_RING_BITS_MIN .. LB_RING_BITS_MAX
  * @pad: zero
  * @fingerprint: the ring's fingerprint, also in its header: a packet that
  *               finds another ring in the slot (one swapped in after it
@@ -162,58 +163,65 @@ struct lb_backend {
 /* --- rings (maps "rings_0" .. "rings_3", arrays of maps) --------------------- */
 
 /*
- * Each VIP's ring is one array map of 16-byte slots. The circle is cut into
- * 2^b equal buckets (b = index_bits); bucket j holds the hashes whose top b
- * bits are j. Each bucket keeps its own points, so a change rewrites only the
- * buckets its points fall in (and the empty buckets just before them):
+ * Each VIP's ring is one array map of 8-byte slots. The circle is cut into
+ * 2^b equal buckets (b = index_bits, LB_RING_BITS_MIN .. LB_RING_BITS_MAX: two
+ * buckets per point or more); bucket j holds the hashes whose top b bits are j.
  *
- *   slot 0                       struct lb_ring_header
- *   slots 1 .. 2^b               struct lb_ring_bucket, bucket 0 .. 2^b - 1
- *   slot 1 + 2^b                 the sentinel: bucket 0 again (the wrap)
- *   slots 2 + 2^b ..             runs: the points of buckets holding two or
- *                                more, each bucket's contiguous and sorted
+ *   slot 0                        the ring's fingerprint
+ *   slot 1                        struct lb_ring_counts
+ *   slots 2 .. 2 + 2^b            entries: bucket j's first point at or after
+ *                                 its start, going round (j = 2^b, the
+ *                                 sentinel, is bucket 0's: the wrap)
+ *   LB_RING_RUNS_SLOT(b, j)       run words, two per slot: where bucket j's
+ *                                 points are when it holds two or more
+ *   LB_RING_RUN_SLOT(b, 0) ..     runs: those points, each bucket's
+ *                                 contiguous and sorted, as entries
  *
- * The owner of a hash h in bucket j is the backend of the first point at or
- * after h, going round: the bucket's own first point when h is at or before
- * it, else the run's next point, else bucket j + 1's first point at or after
- * its start. Runs are placed where there is room, so two maps of the same
- * ring may differ in bytes but never in any answer (lb_ring_search.h).
+ * An entry is a point's position shifted left by b (the bucket's top bits
+ * are implied by where it lies), its backend id in the low 12 bits and
+ * LB_RING_ENTRY_MORE set when its bucket holds more points after it. Since
+ * b >= 13, a hash h of bucket j is after the point exactly when the entry is
+ * below h << b, whatever the low bits hold: one 64-bit compare, and a whole
+ * point in 8 bytes, so the buckets a packet reads take 8 bytes a point.
+ * A bucket without points of its own has LB_RING_ENTRY_EMPTY and the backend
+ * of the first point after it: above every hash of the bucket.
+ *
+ * The owner of a hash is the backend of the first point at or after it,
+ * going round: the bucket's entry when the hash is at or before it, else the
+ * run's next point when the bucket has more, else bucket j + 1's entry.
+ * Runs are placed where there is room, so two maps of the same ring may
+ * differ in bytes but never in any answer (lb_ring_search.h).
  *
  * Ring maps come in LB_RING_CLASSES fixed sizes, one array-of-maps per size:
  * inner maps of one fixed size let the verifier inline every slot lookup,
  * where maps of any size (BPF_F_INNER_MAP) would cost a helper call each. A
- * ring lives in the smallest class with room for 2 + 2^b + points slots.
+ * ring lives in the smallest class with LB_RING_SLOTS(points, b) slots.
  * A VIP keeps two maps of its class, one serving and one spare holding the
  * same ring; a change is written into the spare, which the VIP's value then
  * names (one atomic update), and, once no packet can still be reading the
  * old one, into the old one too.
  */
-#define LB_RING_CLASSES 4
-#define LB_RING_CLASS0_SLOTS 4096u
-#define LB_RING_CLASS1_SLOTS 65536u
-#define LB_RING_CLASS2_SLOTS 524288u
-/* The largest ring: 2^20 points and 2^21 buckets. */
-#define LB_RING_CLASS3_SLOTS (2u + (1u << LB_RING_INDEX_BITS_MAX) + LB_RING_POINTS_MAX)
-/** LB_RING_SLOTS_PER_VIP - a VIP's two slots in each rings_<class> map. */
-#define LB_RING_SLOTS_PER_VIP 2
 
-/** LB_RING_POINTS_WRITING - header @points of a ring being written: not usable. */
-#define LB_RING_POINTS_WRITING 0xffffffffu
+/** LB_RING_ENTRY_BACKEND_MASK - an entry's backend id bits. */
+#define LB_RING_ENTRY_BACKEND_MASK 0xfffull
+/** LB_RING_ENTRY_MORE - the entry's bucket holds more points after it (in its run). */
+#define LB_RING_ENTRY_MORE (1ull << 12)
+/** LB_RING_ENTRY_EMPTY - the entry of a bucket without points of its own. */
+#define LB_RING_ENTRY_EMPTY (~0ull << LB_RING_BITS_MIN)
+/** LB_RING_ENTRY() - the entry of a point at @position with @bits bucket bits. */
+#define LB_RING_ENTRY(position, bits, backend_id) ((position) << (bits) | (backend_id))
 
-/**
- * struct lb_ring_header - slot 0 of a ring.
- * @fingerprint: ring_fingerprint() of the ring, as in the VIP value
- * @points: number of points, or LB_RING_POINTS_WRITING while the controller
- *          writes the map (never while a VIP names it)
- * @runs_used: slots of the run area in use (or abandoned by changes)
+_Static_assert(LB_BACKENDS_MAX - 1 <= LB_RING_ENTRY_BACKEND_MASK,
+	       "backend ids must fit an entry's low bits");
+_Static_assert(LB_RING_ENTRY_MORE << 1 == 1ull << LB_RING_BITS_MIN,
+	       "an entry's low bits must lie below the smallest bucket's offsets");
+_Static_assert(1u << LB_RING_BITS_MAX == 2 * LB_RING_POINTS_MAX,
+	       "the largest ring has two buckets per point");
+
+/*
+ * A bucket's run word: the points it holds (0, 1, or up to
+ * LB_RING_RUN_COUNT_MAX) and, when two or more, where its run starts.
  */
-struct lb_ring_header {
-	__u64 fingerprint;
-	__u32 points;
-	__u32 runs_used;
-};
-
-/* A bucket's @run: 0, or where its run starts in the run area and its length. */
 #define LB_RING_RUN_COUNT_BITS 12
 /** LB_RING_RUN_COUNT_MAX - points one bucket can hold. */
 #define LB_RING_RUN_COUNT_MAX ((1u << LB_RING_RUN_COUNT_BITS) - 1)
@@ -222,47 +230,49 @@ struct lb_ring_header {
 #define LB_RING_RUN(start, count) ((start) << LB_RING_RUN_COUNT_BITS | (count))
 #define LB_RING_RUN_START(run) ((run) >> LB_RING_RUN_COUNT_BITS)
 #define LB_RING_RUN_COUNT(run) ((run) & LB_RING_RUN_COUNT_MAX)
-/** LB_RING_RUN_AREA_MAX - run slots a ring can address (@run's start bits). */
+/** LB_RING_RUN_AREA_MAX - run slots a ring can address (a run word's start bits). */
 #define LB_RING_RUN_AREA_MAX (1u << (32 - LB_RING_RUN_COUNT_BITS))
 
-/**
- * struct lb_ring_bucket - one bucket.
- * @position: the first point at or after the bucket's start, going round:
- *            its own first point, or a later bucket's when it has none
- * @backend_id: that point's backend
- * @run: 0 when the bucket holds at most one point; else LB_RING_RUN(start,
- *       count): its @count >= 2 points are run slots start .. start + count - 1
- */
-struct lb_ring_bucket {
-	__u64 position;
-	__u32 backend_id;
-	__u32 run;
-};
+/** LB_RING_SLOTS_PER_VIP - a VIP's two slots in each rings_<class> map. */
+#define LB_RING_SLOTS_PER_VIP 2
+
+/** LB_RING_POINTS_WRITING - @points of a ring being written: not usable. */
+#define LB_RING_POINTS_WRITING 0xffffffffu
 
 /**
- * struct lb_ring_point - one virtual node in a run.
- * @position: place on the 64-bit circle
- * @backend_id: its backend
- * @pad: zero
+ * struct lb_ring_counts - slot 1 of a ring.
+ * @points: number of points, or LB_RING_POINTS_WRITING while the controller
+ *          writes the map (never while a VIP names it)
+ * @runs_used: slots of the run area in use (or abandoned by changes)
  */
-struct lb_ring_point {
-	__u64 position;
-	__u32 backend_id;
-	__u32 pad;
+struct lb_ring_counts {
+	__u32 points;
+	__u32 runs_used;
 };
 
 /** union lb_ring_slot - the value type of every ring map. */
 union lb_ring_slot {
-	struct lb_ring_header header;
-	struct lb_ring_bucket bucket;
-	struct lb_ring_point point;
+	__u64 fingerprint;
+	struct lb_ring_counts counts;
+	__u64 entry;
+	__u32 runs[2];
 };
 
-/** LB_RING_SLOTS() - slots the class of a ring of @points points and @bits bits must have. */
-#define LB_RING_SLOTS(points, bits) (2u + (1u << (bits)) + (points))
-/** LB_RING_BUCKET_SLOT(), LB_RING_RUN_SLOT() - where bucket j and run slot i live. */
-#define LB_RING_BUCKET_SLOT(j) (1u + (j))
-#define LB_RING_RUN_SLOT(bits, i) (2u + (1u << (bits)) + (i))
+/** Where each part lives, for a ring of @bits bucket bits. */
+#define LB_RING_FINGERPRINT_SLOT 0u
+#define LB_RING_COUNTS_SLOT 1u
+#define LB_RING_BUCKET_SLOT(j) (2u + (j))
+#define LB_RING_RUNS_SLOT(bits, j) (3u + (1u << (bits)) + ((j) >> 1))
+#define LB_RING_RUN_SLOT(bits, i) (3u + (1u << (bits)) + (1u << ((bits) - 1)) + (i))
+/** LB_RING_SLOTS() - slots a ring of @points points and @bits bits needs when rendered fresh. */
+#define LB_RING_SLOTS(points, bits) LB_RING_RUN_SLOT(bits, points)
+
+#define LB_RING_CLASSES 4
+/* Each class holds the most points its bits allow: 4,096 at 13, 2^16, 2^19, 2^20. */
+#define LB_RING_CLASS0_SLOTS LB_RING_SLOTS(1u << 12, 13)
+#define LB_RING_CLASS1_SLOTS LB_RING_SLOTS(1u << 16, 17)
+#define LB_RING_CLASS2_SLOTS LB_RING_SLOTS(1u << 19, 20)
+#define LB_RING_CLASS3_SLOTS LB_RING_SLOTS(LB_RING_POINTS_MAX, LB_RING_BITS_MAX)
 
 /* --- counters (per-CPU arrays) ---------------------------------------------- */
 

@@ -86,10 +86,10 @@ static __always_inline int ring_pick(void *ring, const struct lb_vip *vip, __u64
 
 	if (!ring)
 		return RING_MISSING;
-	header = ring_slot(ring, 0);
+	header = ring_slot(ring, LB_RING_FINGERPRINT_SLOT);
 	if (!header)
 		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
-	if (header->header.fingerprint != vip->fingerprint)
+	if (header->fingerprint != vip->fingerprint)
 		return RING_STALE;
 	if (ring_search(ring, vip->index_bits, hash, backend_id))
 		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);

@@ -26,39 +26,47 @@
  * ring_search() - the owner of @hash: the backend of the first point at or
  * after @hash, going round the circle.
  * @ring: the ring map, handed to ring_slot()
- * @bits: its index bits (the VIP value's), 1 .. LB_RING_INDEX_BITS_MAX
+ * @bits: its bucket bits (the VIP value's), LB_RING_BITS_MIN .. LB_RING_BITS_MAX
  * @hash: the flow's position on the circle
  * @backend_id: the answer
  *
- * One bucket read answers a bucket of at most one point (nine lookups in ten
- * at two buckets per point); a longer bucket is searched by halving its run.
+ * One 8-byte bucket entry answers every hash at or before the bucket's first
+ * point, and the next bucket's entry (the same cache line seven times in
+ * eight) every hash after it in a bucket of one point; only a hash after the
+ * first point of a bucket holding more reads its run word and halves its run.
  *
  * Return: 0, or RING_SEARCH_BAD when @bits or a slot is out of range.
  */
 static __always_inline int ring_search(void *ring, __u32 bits, __u64 hash, __u32 *backend_id)
 {
-	const union lb_ring_slot *bucket, *probe;
+	const union lb_ring_slot *slot, *probe;
 	__u32 j, run, at, count, base, len, half, i;
+	__u64 key, entry;
 
-	if (bits == 0 || bits > LB_RING_INDEX_BITS_MAX)
+	if (bits < LB_RING_BITS_MIN || bits > LB_RING_BITS_MAX)
 		return RING_SEARCH_BAD;
 	j = (__u32)(hash >> (64 - bits));
-	bucket = ring_slot(ring, LB_RING_BUCKET_SLOT(j));
-	if (!bucket)
+	/* The hash's offset in its bucket, as entries hold positions (contract). */
+	key = hash << bits;
+	slot = ring_slot(ring, LB_RING_BUCKET_SLOT(j));
+	if (!slot)
 		return RING_SEARCH_BAD;
-	run = bucket->bucket.run;
-	if (run == 0) {
-		/* At most one point: the bucket's first point, or the next bucket's. */
-		if (hash <= bucket->bucket.position) {
-			*backend_id = bucket->bucket.backend_id;
-			return 0;
-		}
-		goto next_bucket;
+	entry = slot->entry;
+	if (entry >= key) {
+		*backend_id = (__u32)(entry & LB_RING_ENTRY_BACKEND_MASK);
+		return 0;
 	}
+	if (!(entry & LB_RING_ENTRY_MORE))
+		goto next_bucket;
+	slot = ring_slot(ring, LB_RING_RUNS_SLOT(bits, j));
+	if (!slot)
+		return RING_SEARCH_BAD;
+	run = slot->runs[j & 1];
 	at = LB_RING_RUN_SLOT(bits, LB_RING_RUN_START(run));
 	count = LB_RING_RUN_COUNT(run);
-	base = 0;
-	len = count;
+	/* The run's first point is the bucket's entry, known to be before the hash. */
+	base = 1;
+	len = count > 1 ? count - 1 : 0;
 	/* The verifier needs a constant bound; a run of count takes ceil(log2 count). */
 	for (i = 0; i < LB_RING_RUN_STEPS_MAX; i++) {
 		if (len <= 1)
@@ -67,28 +75,30 @@ static __always_inline int ring_search(void *ring, __u32 bits, __u64 hash, __u32
 		probe = ring_slot(ring, at + base + half);
 		if (!probe)
 			return RING_SEARCH_BAD;
-		if (probe->point.position < hash)
+		if (probe->entry < key)
 			base += half;
 		len -= half;
 	}
+	if (base >= count)
+		goto next_bucket;
 	probe = ring_slot(ring, at + base);
 	if (!probe)
 		return RING_SEARCH_BAD;
-	if (probe->point.position < hash) {
+	if (probe->entry < key) {
 		if (++base >= count)
 			goto next_bucket;
 		probe = ring_slot(ring, at + base);
 		if (!probe)
 			return RING_SEARCH_BAD;
 	}
-	*backend_id = probe->point.backend_id;
+	*backend_id = (__u32)(probe->entry & LB_RING_ENTRY_BACKEND_MASK);
 	return 0;
 next_bucket:
-	/* Bucket 2^b - 1's next is the sentinel: bucket 0 again. */
-	bucket = ring_slot(ring, LB_RING_BUCKET_SLOT(j + 1));
-	if (!bucket)
+	/* Bucket 2^b - 1's next is the sentinel: bucket 0's entry again. */
+	slot = ring_slot(ring, LB_RING_BUCKET_SLOT(j + 1));
+	if (!slot)
 		return RING_SEARCH_BAD;
-	*backend_id = bucket->bucket.backend_id;
+	*backend_id = (__u32)(slot->entry & LB_RING_ENTRY_BACKEND_MASK);
 	return 0;
 }
 

@@ -131,7 +131,7 @@ static void wide_table_fill(struct bench_xdp_bpf *skel, const struct ring *r, co
 	image.slots = calloc(image.slot_count, sizeof(*image.slots));
 	if (!image.slots || ringmap_render(&image, r, ids, ring_fingerprint(r)))
 		die("render for the wide table", -ENOMEM);
-	m = (uint64_t)LB_RING_RUN_SLOT(image.bits, image.slots[0].header.runs_used) *
+	m = (uint64_t)LB_RING_RUN_SLOT(image.bits, image.slots[LB_RING_COUNTS_SLOT].counts.runs_used) *
 	    sizeof(union lb_ring_slot) / sizeof(__u64);
 	free(image.slots);
 	while (!is_prime(m))

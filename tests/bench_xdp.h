@@ -9,15 +9,17 @@
 
 #include <linux/types.h>
 
+#include "lb_contract.h"
+
 /** BENCH_TABLE_SIZE - M of the O(1) table: prime, as Maglev's table sizes are. */
 #define BENCH_TABLE_SIZE 65537
 /**
  * BENCH_WIDE_TABLE_MAX - entries of the "wide" table, an O(1) table as large
- * as the largest ring map: two 8-byte entries per 16-byte slot (an array
- * map's elements are 8-byte aligned, so 8 bytes is the smallest entry a
- * memory mapping of it shows densely).
+ * as the largest ring map: an 8-byte entry per 8-byte slot (an array map's
+ * elements are 8-byte aligned, so 8 bytes is the smallest entry a memory
+ * mapping of it shows densely).
  */
-#define BENCH_WIDE_TABLE_MAX (2u * (2u + (1u << 21) + (1u << 20)))
+#define BENCH_WIDE_TABLE_MAX LB_RING_CLASS3_SLOTS
 /** BENCH_FLOWS - distinct flows the driver cycles through at most. */
 #define BENCH_FLOWS 4096
 /** BENCH_TARGETS - slots of the program array the driver tail-calls into. */

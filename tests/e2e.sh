@@ -228,9 +228,10 @@ ring_maps() {
 		bpftool map dump pinned "$PIN/rings_$c" -j | jq -r '.[] | .value | join("")'
 	done | sort
 }
-# index_bits POINTS: the ring map's index bits for that many points (two buckets a point).
+# index_bits POINTS: the ring map's bucket bits for that many points (two
+# buckets a point, 13 .. 21: ringmap_bits()).
 index_bits() {
-	local b=1
+	local b=13
 	while [ $b -lt 21 ] && [ $((1 << b)) -lt $((2 * $1)) ]; do b=$((b + 1)); done
 	echo $b
 }

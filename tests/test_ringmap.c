@@ -157,7 +157,7 @@ static void test_render_answers_every_key_like_the_ring(void **state)
 		snprintf(what, sizeof(what), "%zu members x K=%u", cases[c].members,
 			 cases[c].vnodes);
 		check(ringmap_render(&m, r, ids, ring_fingerprint(r)) == 0, "%s: renders", what);
-		check(m.slots[0].header.points == ring_point_count(r), "%s: header counts points",
+		check(m.slots[LB_RING_COUNTS_SLOT].counts.points == ring_point_count(r), "%s: header counts points",
 		      what);
 		check(ringmap_compare(&m, r, ids, ring_fingerprint(r)) == 0,
 		      "%s: a render compares equal to its ring", what);
@@ -221,8 +221,11 @@ static void test_edits_make_the_ring_a_fresh_build_makes(void **state)
 		pool_add(&p, name, 1 + (__u32)test_rng_below(&rng, 3), next_id++);
 	}
 	r = pool_ring(&p, &ids);
-	/* Room for the largest membership below, so every change is written in place. */
-	m = image_new(ring_point_count(r) * 2);
+	/*
+	 * Room for the largest membership below and for the runs 300 changes
+	 * abandon, so every change is written in place: class 2's map.
+	 */
+	m = image_new(LB_RING_POINTS_MAX / 2);
 	m.bits = ringmap_bits(ring_point_count(r));
 	check(ringmap_render(&m, r, ids, ring_fingerprint(r)) == 0, "first render");
 	free(ids);
@@ -302,7 +305,7 @@ static void test_failed_edits_are_reported_and_mark_the_image_unusable(void **st
 	points = ring_points(r, &n);
 	edit = (struct ringmap_edit){ points[0].position + 1, ids[points[0].member], 0 };
 	check(ringmap_apply(&m, &edit, 1, 1) == -ENOENT, "removing an absent point: -ENOENT");
-	check(m.slots[0].header.points == LB_RING_POINTS_WRITING,
+	check(m.slots[LB_RING_COUNTS_SLOT].counts.points == LB_RING_POINTS_WRITING,
 	      "a failed change leaves the header saying the image is being written");
 	check(ringmap_apply(&m, &edit, 1, 1) == -EINVAL,
 	      "an image marked as being written takes no further change");
@@ -324,6 +327,13 @@ static void test_failed_edits_are_reported_and_mark_the_image_unusable(void **st
 	      "adding a point at a taken position: -EEXIST (ties are the library's to order)");
 	small_free(&m, r, ids);
 
+	m = small_image(&p, 16, &r, &ids);
+	points = ring_points(r, &n);
+	edit = (struct ringmap_edit){ points[0].position + 1, LB_RING_ENTRY_BACKEND_MASK + 1, 1 };
+	check(ringmap_apply(&m, &edit, 1, 1) == -EINVAL,
+	      "a backend id wider than an entry's backend bits: -EINVAL");
+	small_free(&m, r, ids);
+
 	m = small_image(&p, 1, &r, &ids);
 	points = ring_points(r, &n);
 	for (i = 0; i < n; i++)
@@ -333,9 +343,12 @@ static void test_failed_edits_are_reported_and_mark_the_image_unusable(void **st
 	small_free(&m, r, ids);
 }
 
+/* Adds into one bucket whose copied runs (2 + ... + 141 slots) outgrow class 0's run area. */
+#define RUN_AREA_FILLERS 140
+
 static void test_full_run_area_is_refused(void **state)
 {
-	struct ringmap_edit edits[100];
+	struct ringmap_edit edits[RUN_AREA_FILLERS];
 	struct ringmap m;
 	struct ring *r;
 	struct pool p;
@@ -347,10 +360,10 @@ static void test_full_run_area_is_refused(void **state)
 	m = small_image(&p, 16, &r, &ids);
 	/* Points packed into the bucket of the ring's first point. */
 	base = ring_points(r, &(size_t){ 0 })[0].position & ~(((__u64)1 << (64 - m.bits)) - 1);
-	/* Each add copies the bucket's run: 2 + 3 + ... + 101 slots outgrow class 0's. */
-	for (i = 0; i < 100; i++)
+	/* Each add copies the bucket's run: 2 + 3 + ... + 141 slots outgrow class 0's. */
+	for (i = 0; i < RUN_AREA_FILLERS; i++)
 		edits[i] = (struct ringmap_edit){ base + 1 + i * 2, BACKEND_ID_BASE, 1 };
-	err = ringmap_apply(&m, edits, 100, 1);
+	err = ringmap_apply(&m, edits, RUN_AREA_FILLERS, 1);
 	check(err == -ENOSPC, "a change that outgrows the image's run area: -ENOSPC (got %d)", err);
 	small_free(&m, r, ids);
 
@@ -369,30 +382,32 @@ static void test_compare_and_digest_catch_any_changed_answer(void **state)
 	m = small_image(&p, 64, &r, &ids);
 	check(ringmap_digest(&m, &good) == 0, "digest of a good image");
 	for (j = 0; j < (1u << m.bits) && !run_bucket; j++)
-		if (m.slots[LB_RING_BUCKET_SLOT(j)].bucket.run)
+		if (LB_RING_RUN_COUNT(m.slots[LB_RING_RUNS_SLOT(m.bits, j)].runs[j & 1]) >= 2)
 			run_bucket = j + 1;
 	check(run_bucket, "the test ring has a bucket with a run");
 
-	m.slots[LB_RING_BUCKET_SLOT(3)].bucket.backend_id ^= 1;
+	m.slots[LB_RING_BUCKET_SLOT(3)].entry ^= 1;
 	check(ringmap_compare(&m, r, ids, ring_fingerprint(r)) == -EBADMSG,
 	      "a bucket naming another backend is caught");
 	check(ringmap_digest(&m, &bad) == 0 && bad != good, "and changes the digest");
-	m.slots[LB_RING_BUCKET_SLOT(3)].bucket.backend_id ^= 1;
+	m.slots[LB_RING_BUCKET_SLOT(3)].entry ^= 1;
 
 	{
-		__u32 run = m.slots[LB_RING_BUCKET_SLOT(run_bucket - 1)].bucket.run;
+		__u32 j = (__u32)run_bucket - 1;
+		__u32 run = m.slots[LB_RING_RUNS_SLOT(m.bits, j)].runs[j & 1];
 		union lb_ring_slot *pt = &m.slots[LB_RING_RUN_SLOT(m.bits, LB_RING_RUN_START(run)) + 1];
 
-		pt->point.position++;
+		/* Entries hold positions shifted left by the bucket bits. */
+		pt->entry += (__u64)1 << m.bits;
 		check(ringmap_compare(&m, r, ids, ring_fingerprint(r)) == -EBADMSG,
 		      "a run point moved by one is caught");
 		check(ringmap_digest(&m, &bad) == 0 && bad != good, "and changes the digest");
-		pt->point.position--;
+		pt->entry -= (__u64)1 << m.bits;
 	}
-	m.slots[0].header.fingerprint++;
+	m.slots[LB_RING_FINGERPRINT_SLOT].fingerprint++;
 	check(ringmap_compare(&m, r, ids, ring_fingerprint(r)) == -EBADMSG,
 	      "another ring's fingerprint is caught");
-	m.slots[0].header.fingerprint--;
+	m.slots[LB_RING_FINGERPRINT_SLOT].fingerprint--;
 	check(ringmap_compare(&m, r, ids, ring_fingerprint(r)) == 0 &&
 		      ringmap_digest(&m, &bad) == 0 && bad == good,
 	      "put back, the image is good again");

@@ -567,7 +567,7 @@ static void test_change_without_a_good_spare_is_refused_and_old_ring_serves(void
 	/* A ring that needs another index size is laid out whole, as a fresh build would be. */
 	ring_points(pool.ring, &from_points);
 	assert_int_equal(ring_clone(&next, pool.ring), 0);
-	assert_int_equal(ring_add(next, "spare-big", 40), 0);
+	assert_int_equal(ring_add(next, "spare-big", 80), 0); /* 800 -> 8,800 points */
 	pool_change(&pool, next, &first, &e1);
 	check(ringmap_bits(first.to_points) != ringmap_bits(from_points),
 	      "the test change crosses an index size");

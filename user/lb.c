@@ -400,7 +400,7 @@ static int ring_mapping_open(struct ring_mapping *rm, const struct lb_maps *maps
 {
 	int err;
 
-	if (bits < 1 || bits > LB_RING_INDEX_BITS_MAX)
+	if (bits < LB_RING_BITS_MIN || bits > LB_RING_BITS_MAX)
 		return -EBADMSG;
 	err = ring_mapping_get(rm, maps, vip_id, class, parity);
 	if (!err)
@@ -504,7 +504,8 @@ static int spare_copy(const struct lb_maps *maps, const struct lb_vip *vip)
 		return err;
 	err = ring_mapping_create(&spare, vip->ring_class, vip->index_bits);
 	if (!err) {
-		used = LB_RING_RUN_SLOT(vip->index_bits, live.image.slots[0].header.runs_used);
+		used = LB_RING_RUN_SLOT(vip->index_bits,
+					live.image.slots[LB_RING_COUNTS_SLOT].counts.runs_used);
 		if (used > live.image.slot_count)
 			err = -EBADMSG;
 		else
@@ -540,9 +541,10 @@ static int patch_start(const struct lb_maps *maps, const struct lb_vip_key *key,
 /* Is @rm a complete image of the ring @fingerprint with @points points? */
 static int image_is(const struct ring_mapping *rm, __u64 fingerprint, __u32 points)
 {
-	const struct lb_ring_header *h = &rm->image.slots[0].header;
+	const union lb_ring_slot *slots = rm->image.slots;
 
-	return h->fingerprint == fingerprint && h->points == points;
+	return slots[LB_RING_FINGERPRINT_SLOT].fingerprint == fingerprint &&
+	       slots[LB_RING_COUNTS_SLOT].counts.points == points;
 }
 
 int lb_vip_patch(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
@@ -601,8 +603,8 @@ static int spare_patch(const struct lb_maps *maps, const struct lb_vip *vip,
 	      ring_mapping_map(&old, vip->ring_class, vip->index_bits, PROT_READ | PROT_WRITE);
 	if (err)
 		goto out;
-	if (old.image.slots[0].header.fingerprint != change->from_fingerprint ||
-	    old.image.slots[0].header.points == LB_RING_POINTS_WRITING) {
+	if (old.image.slots[LB_RING_FINGERPRINT_SLOT].fingerprint != change->from_fingerprint ||
+	    old.image.slots[LB_RING_COUNTS_SLOT].counts.points == LB_RING_POINTS_WRITING) {
 		err = -ESTALE;
 		goto out;
 	}

@@ -6,9 +6,9 @@
  *
  * Words used below: bucket j "holds" the points whose top bits are j; its
  * "first" is the first point at or after its start, going round (its own
- * first point, or a later bucket's when it holds none). A bucket holding two
- * or more points keeps them in a run; one holding a single point keeps it in
- * the bucket itself.
+ * first point, or a later bucket's when it holds none), and its entry says
+ * which. A bucket holding two or more points also keeps them all in a run;
+ * its run word says where and how many.
  */
 #include "ringmap.h"
 
@@ -31,7 +31,7 @@ static inline const union lb_ring_slot *ring_slot(void *ring, __u32 slot)
 
 /* Key of ringmap_digest(). */
 #define DIGEST_KEY0 0x2d70616d676e6972ULL /* "ringmap-" */
-#define DIGEST_KEY1 0x3176747365676964ULL /* "digestv1" */
+#define DIGEST_KEY1 0x3276747365676964ULL /* "digestv2" */
 
 static const __u32 class_slots[LB_RING_CLASSES] = {
 	LB_RING_CLASS0_SLOTS,
@@ -42,18 +42,21 @@ static const __u32 class_slots[LB_RING_CLASSES] = {
 
 unsigned int ringmap_bits(size_t points)
 {
-	unsigned int bits = 1;
+	unsigned int bits = LB_RING_BITS_MIN;
 
-	while (bits < LB_RING_INDEX_BITS_MAX && ((size_t)1 << bits) < 2 * points)
+	while (bits < LB_RING_BITS_MAX && ((size_t)1 << bits) < 2 * points)
 		bits++;
 	return bits;
 }
 
 int ringmap_class(size_t points, unsigned int bits)
 {
-	size_t slots = LB_RING_SLOTS((__u64)points, bits);
+	size_t slots;
 	int c;
 
+	if (bits < LB_RING_BITS_MIN || bits > LB_RING_BITS_MAX)
+		return -EINVAL;
+	slots = LB_RING_SLOTS((__u64)points, bits);
 	for (c = 0; c < LB_RING_CLASSES; c++)
 		if (class_slots[c] >= slots)
 			return c;
@@ -70,10 +73,10 @@ static __u32 buckets_of(const struct ringmap *m)
 	return (__u32)1 << m->bits;
 }
 
-/* Run slots the image can use: what the map has past its buckets, as @run can address. */
+/* Run slots the image can use: what the map has past its run words, as a run word can address. */
 static size_t run_capacity(const struct ringmap *m)
 {
-	size_t fixed = 2 + (size_t)buckets_of(m), room;
+	size_t fixed = LB_RING_RUN_SLOT(m->bits, 0), room;
 
 	room = m->slot_count > fixed ? m->slot_count - fixed : 0;
 	return room < LB_RING_RUN_AREA_MAX ? room : LB_RING_RUN_AREA_MAX;
@@ -81,25 +84,31 @@ static size_t run_capacity(const struct ringmap *m)
 
 static int image_check(const struct ringmap *m)
 {
-	if (m->bits < 1 || m->bits > LB_RING_INDEX_BITS_MAX ||
-	    m->slot_count < 2 + (size_t)buckets_of(m))
+	if (m->bits < LB_RING_BITS_MIN || m->bits > LB_RING_BITS_MAX ||
+	    m->slot_count < LB_RING_RUN_SLOT(m->bits, 0))
 		return -EINVAL;
 	return 0;
 }
 
-static struct lb_ring_header *header_of(const struct ringmap *m)
+static struct lb_ring_counts *counts_of(const struct ringmap *m)
 {
-	return &m->slots[0].header;
+	return &m->slots[LB_RING_COUNTS_SLOT].counts;
 }
 
-static struct lb_ring_bucket *bucket_at(const struct ringmap *m, __u32 j)
+/* Bucket j's entry (j = 2^b: the sentinel). */
+static __u64 *entry_at(const struct ringmap *m, __u32 j)
 {
-	return &m->slots[LB_RING_BUCKET_SLOT(j)].bucket;
+	return &m->slots[LB_RING_BUCKET_SLOT(j)].entry;
 }
 
-static struct lb_ring_point *run_at(const struct ringmap *m, __u32 run)
+static __u32 *run_word(const struct ringmap *m, __u32 j)
 {
-	return &m->slots[LB_RING_RUN_SLOT(m->bits, LB_RING_RUN_START(run))].point;
+	return &m->slots[LB_RING_RUNS_SLOT(m->bits, j)].runs[j & 1];
+}
+
+static __u64 *run_at(const struct ringmap *m, __u32 run)
+{
+	return &m->slots[LB_RING_RUN_SLOT(m->bits, LB_RING_RUN_START(run))].entry;
 }
 
 static __u32 bucket_of(const struct ringmap *m, __u64 position)
@@ -107,17 +116,23 @@ static __u32 bucket_of(const struct ringmap *m, __u64 position)
 	return (__u32)(position >> (64 - m->bits));
 }
 
-/* Points bucket j holds: its run's length, or 1 when its first is its own. */
-static __u32 held(const struct ringmap *m, __u32 j)
+static __u64 entry_of(const struct ringmap *m, __u64 position, __u32 backend_id)
 {
-	const struct lb_ring_bucket *b = bucket_at(m, j);
-
-	if (b->run)
-		return LB_RING_RUN_COUNT(b->run);
-	return bucket_of(m, b->position) == j;
+	return LB_RING_ENTRY(position, m->bits, (__u64)backend_id);
 }
 
-/* A run of @count whose slots lie inside the run area, or -EBADMSG. */
+static __u32 backend_of(__u64 entry)
+{
+	return (__u32)(entry & LB_RING_ENTRY_BACKEND_MASK);
+}
+
+/* Points bucket j holds. */
+static __u32 held(const struct ringmap *m, __u32 j)
+{
+	return LB_RING_RUN_COUNT(*run_word(m, j));
+}
+
+/* A run word of two or more points whose slots lie inside the run area, or -EBADMSG. */
 static int run_valid(const struct ringmap *m, __u32 run)
 {
 	__u32 count = LB_RING_RUN_COUNT(run);
@@ -127,14 +142,20 @@ static int run_valid(const struct ringmap *m, __u32 run)
 	return 0;
 }
 
+/* The word of a bucket holding @count points: a run word from 2, else just the count. */
+static __u32 word_of(__u32 start, __u32 count)
+{
+	return count < 2 ? count : LB_RING_RUN(start, count);
+}
+
 int ringmap_render(struct ringmap *m, const struct ring *ring, const __u32 *backend_of_member,
 		   __u64 fingerprint)
 {
 	const struct ring_point *points;
 	const struct ring_bucket *index;
-	union lb_ring_slot *buckets, *runs;
 	size_t count, i = 0, capacity, used = 0;
-	unsigned int shift, index_bits;
+	unsigned int shift, index_bits, coarser;
+	union lb_ring_slot *slots;
 	__u32 j, nb;
 	int err;
 
@@ -147,91 +168,95 @@ int ringmap_render(struct ringmap *m, const struct ring *ring, const __u32 *back
 	/* Locals, not m->: the stores below could alias them for the compiler. */
 	nb = buckets_of(m);
 	shift = 64 - m->bits;
-	buckets = &m->slots[LB_RING_BUCKET_SLOT(0)];
-	runs = &m->slots[LB_RING_RUN_SLOT(m->bits, 0)];
+	slots = m->slots;
 	capacity = run_capacity(m);
 	index = ring_index(ring, &index_bits);
+	coarser = index_bits >= m->bits ? index_bits - m->bits : 0;
 	for (j = 0; j < nb; j++) {
-		size_t from, first, k;
+		__u64 *run = &slots[LB_RING_RUN_SLOT(m->bits, used)].entry;
+		size_t from, first, k, n;
+		__u32 backend;
 
 		/*
-		 * The library's own index gives each bucket's points when its
-		 * geometry is the image's (it is, for every image lb.c makes):
-		 * no branch per point, which halves the render.
+		 * The library's own index, at least as fine as the image's (it
+		 * is for every ring past LB_RING_BITS_MIN's size), gives each
+		 * bucket's points: no branch per point, which halves the render.
 		 */
-		if (index_bits == m->bits) {
-			from = index[j].first;
-			i = index[j + 1].first;
+		if (index_bits >= m->bits) {
+			from = index[(size_t)j << coarser].first;
+			i = index[(size_t)(j + 1) << coarser].first;
 		} else {
 			from = i;
 			while (i < count && (__u32)(points[i].position >> shift) == j)
 				i++;
 		}
+		n = i - from;
 		first = from < count ? from : 0;
-		buckets[j].bucket = (struct lb_ring_bucket){
-			.position = points[first].position,
-			.backend_id = backend_of_member[points[first].member],
-		};
-		if (i - from < 2)
-			continue;
-		if (i - from > LB_RING_RUN_COUNT_MAX)
+		backend = backend_of_member[points[first].member];
+		if (n > LB_RING_RUN_COUNT_MAX)
 			return -E2BIG;
-		if (used + (i - from) > capacity)
+		if (n >= 2 && used + n > capacity)
 			return -ENOSPC;
-		buckets[j].bucket.run = LB_RING_RUN((__u32)used, (__u32)(i - from));
+		slots[LB_RING_RUNS_SLOT(m->bits, j)].runs[j & 1] = word_of((__u32)used, (__u32)n);
+		if (n == 0) {
+			slots[LB_RING_BUCKET_SLOT(j)].entry = LB_RING_ENTRY_EMPTY | backend;
+			continue;
+		}
+		slots[LB_RING_BUCKET_SLOT(j)].entry =
+			entry_of(m, points[first].position, backend) | (n >= 2 ? LB_RING_ENTRY_MORE : 0);
+		if (n < 2)
+			continue;
 		for (k = from; k < i; k++)
-			runs[used++].point = (struct lb_ring_point){
-				.position = points[k].position,
-				.backend_id = backend_of_member[points[k].member],
-			};
+			run[k - from] = entry_of(m, points[k].position,
+						 backend_of_member[points[k].member]);
+		used += n;
 	}
-	buckets[nb] = buckets[0];
-	buckets[nb].bucket.run = 0;
-	header_of(m)->fingerprint = fingerprint;
-	header_of(m)->points = (__u32)count;
-	header_of(m)->runs_used = (__u32)used;
+	*entry_at(m, nb) = LB_RING_ENTRY_EMPTY | backend_of_member[points[0].member];
+	m->slots[LB_RING_FINGERPRINT_SLOT].fingerprint = fingerprint;
+	counts_of(m)->points = (__u32)count;
+	counts_of(m)->runs_used = (__u32)used;
 	return 0;
 }
 
 /* --- changes ------------------------------------------------------------------ */
 
 /*
- * Bucket j's first became (@position, @backend_id): so did the first of every
+ * Bucket j's first point now has @backend_id: so has the entry of every
  * empty bucket just before it, going back round the circle.
  */
-static void first_spread(const struct ringmap *m, __u32 j, __u64 position, __u32 backend_id)
+static void first_spread(const struct ringmap *m, __u32 j, __u32 backend_id)
 {
 	__u32 mask = buckets_of(m) - 1, k = (j - 1) & mask;
 
 	while (k != j && held(m, k) == 0) {
-		bucket_at(m, k)->position = position;
-		bucket_at(m, k)->backend_id = backend_id;
+		*entry_at(m, k) = LB_RING_ENTRY_EMPTY | backend_id;
 		k = (k - 1) & mask;
 	}
 }
 
 static int run_alloc(const struct ringmap *m, __u32 count, __u32 *run)
 {
-	struct lb_ring_header *h = header_of(m);
+	struct lb_ring_counts *c = counts_of(m);
 
 	if (count > LB_RING_RUN_COUNT_MAX)
 		return -E2BIG;
-	if ((size_t)h->runs_used + count > run_capacity(m))
+	if ((size_t)c->runs_used + count > run_capacity(m))
 		return -ENOSPC;
-	*run = LB_RING_RUN(h->runs_used, count);
-	h->runs_used += count;
+	*run = LB_RING_RUN(c->runs_used, count);
+	c->runs_used += count;
 	return 0;
 }
 
-/* Index of the first point of @run at or after @position. */
-static __u32 run_lower_bound(const struct lb_ring_point *run, __u32 count, __u64 position)
+/* Index of the first entry of @run at or after @entry's position (same bucket). */
+static __u32 run_lower_bound(const __u64 *run, __u32 count, __u64 entry)
 {
+	__u64 key = entry & ~(LB_RING_ENTRY_BACKEND_MASK | LB_RING_ENTRY_MORE);
 	__u32 lo = 0, hi = count;
 
 	while (lo < hi) {
 		__u32 mid = lo + (hi - lo) / 2;
 
-		if (run[mid].position < position)
+		if (run[mid] < key)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -239,117 +264,127 @@ static __u32 run_lower_bound(const struct lb_ring_point *run, __u32 count, __u64
 	return lo;
 }
 
+/* Do two entries of one bucket stand for the same position? */
+static int same_position(__u64 a, __u64 b)
+{
+	return (a ^ b) >> LB_RING_BITS_MIN == 0;
+}
+
+/* Bucket j's first point is now @entry (a run's first when it holds more). */
+static void first_set(const struct ringmap *m, __u32 j, __u64 entry, int more)
+{
+	entry &= ~LB_RING_ENTRY_MORE;
+	*entry_at(m, j) = entry | (more ? LB_RING_ENTRY_MORE : 0);
+	first_spread(m, j, backend_of(entry));
+}
+
 static int point_add(const struct ringmap *m, __u64 position, __u32 backend_id)
 {
 	__u32 j = bucket_of(m, position), n = held(m, j), run, at;
-	struct lb_ring_bucket *b = bucket_at(m, j);
-	struct lb_ring_point *from, *to;
+	__u64 entry = entry_of(m, position, backend_id), *from, *to;
 	int err;
 
 	if (n == 0) {
-		b->position = position;
-		b->backend_id = backend_id;
-		first_spread(m, j, position, backend_id);
+		*run_word(m, j) = word_of(0, 1);
+		first_set(m, j, entry, 0);
 		return 0;
 	}
 	if (n == 1) {
-		struct lb_ring_point own = { b->position, b->backend_id, 0 };
+		__u64 own = *entry_at(m, j) & ~LB_RING_ENTRY_MORE;
 
-		if (own.position == position)
+		if (same_position(own, entry))
 			return -EEXIST;
 		err = run_alloc(m, 2, &run);
 		if (err)
 			return err;
 		to = run_at(m, run);
-		at = position < own.position ? 0 : 1;
-		to[at] = (struct lb_ring_point){ position, backend_id, 0 };
+		at = entry < own ? 0 : 1;
+		to[at] = entry;
 		to[1 - at] = own;
 	} else {
-		if (run_valid(m, b->run))
+		if (run_valid(m, *run_word(m, j)))
 			return -EINVAL;
-		from = run_at(m, b->run);
-		at = run_lower_bound(from, n, position);
-		if (at < n && from[at].position == position)
+		from = run_at(m, *run_word(m, j));
+		at = run_lower_bound(from, n, entry);
+		if (at < n && same_position(from[at], entry))
 			return -EEXIST;
 		err = run_alloc(m, n + 1, &run);
 		if (err)
 			return err;
 		to = run_at(m, run);
 		memcpy(to, from, at * sizeof(*to));
-		to[at] = (struct lb_ring_point){ position, backend_id, 0 };
+		to[at] = entry;
 		memcpy(to + at + 1, from + at, (n - at) * sizeof(*to));
 	}
-	b->run = run;
-	if (at == 0) {
-		b->position = position;
-		b->backend_id = backend_id;
-		first_spread(m, j, position, backend_id);
-	}
+	*run_word(m, j) = run;
+	if (at == 0)
+		first_set(m, j, entry, 1);
+	else
+		*entry_at(m, j) |= LB_RING_ENTRY_MORE;
 	return 0;
 }
 
 static int point_remove(const struct ringmap *m, __u64 position, __u32 backend_id)
 {
 	__u32 j = bucket_of(m, position), n = held(m, j), mask = buckets_of(m) - 1, at;
-	struct lb_ring_bucket *b = bucket_at(m, j);
-	struct lb_ring_point *run;
+	__u64 entry = entry_of(m, position, backend_id), *run;
 
 	if (n == 0)
 		return -ENOENT;
 	if (n == 1) {
-		const struct lb_ring_bucket *next = bucket_at(m, (j + 1) & mask);
-
-		if (b->position != position || b->backend_id != backend_id)
+		if ((*entry_at(m, j) & ~LB_RING_ENTRY_MORE) != entry)
 			return -ENOENT;
 		/* The bucket's first is now the next bucket's. */
-		b->position = next->position;
-		b->backend_id = next->backend_id;
-		first_spread(m, j, b->position, b->backend_id);
+		*run_word(m, j) = 0;
+		*entry_at(m, j) = LB_RING_ENTRY_EMPTY | backend_of(*entry_at(m, (j + 1) & mask));
+		first_spread(m, j, backend_of(*entry_at(m, j)));
 		return 0;
 	}
-	if (run_valid(m, b->run))
+	if (run_valid(m, *run_word(m, j)))
 		return -EINVAL;
-	run = run_at(m, b->run);
-	at = run_lower_bound(run, n, position);
-	while (at < n && run[at].position == position && run[at].backend_id != backend_id)
+	run = run_at(m, *run_word(m, j));
+	at = run_lower_bound(run, n, entry);
+	/* The library can put two points at one position (ties go by name). */
+	while (at < n && same_position(run[at], entry) && run[at] != entry)
 		at++;
-	if (at == n || run[at].position != position)
+	if (at == n || run[at] != entry)
 		return -ENOENT;
 	if (n == 2) {
-		/* One point left: it moves into the bucket; the run is abandoned. */
-		b->position = run[1 - at].position;
-		b->backend_id = run[1 - at].backend_id;
-		b->run = 0;
-	} else {
-		/* Private to this image until it is swapped in: shrink in place. */
-		memmove(run + at, run + at + 1, (n - 1 - at) * sizeof(*run));
-		memset(run + n - 1, 0, sizeof(*run));
-		b->run = LB_RING_RUN(LB_RING_RUN_START(b->run), n - 1);
-		b->position = run[0].position;
-		b->backend_id = run[0].backend_id;
+		/* One point left: it stays in the entry alone; the run is abandoned. */
+		*run_word(m, j) = word_of(0, 1);
+		if (at == 0)
+			first_set(m, j, run[1], 0);
+		else
+			*entry_at(m, j) &= ~LB_RING_ENTRY_MORE;
+		return 0;
 	}
+	/* Private to this image until it is swapped in: shrink in place. */
+	memmove(run + at, run + at + 1, (n - 1 - at) * sizeof(*run));
+	run[n - 1] = 0;
+	*run_word(m, j) = LB_RING_RUN(LB_RING_RUN_START(*run_word(m, j)), n - 1);
 	if (at == 0)
-		first_spread(m, j, b->position, b->backend_id);
+		first_set(m, j, run[0], 1);
 	return 0;
 }
 
 int ringmap_apply(struct ringmap *m, const struct ringmap_edit *edits, size_t count,
 		  __u64 fingerprint)
 {
-	struct lb_ring_header *h;
+	struct lb_ring_counts *c;
 	size_t points, i;
-	__u32 buckets;
 	int err = 0;
 
 	if (image_check(m))
 		return -EINVAL;
-	h = header_of(m);
-	points = h->points;
-	if (points == 0 || points == LB_RING_POINTS_WRITING || h->runs_used > run_capacity(m))
+	c = counts_of(m);
+	points = c->points;
+	if (points == 0 || points == LB_RING_POINTS_WRITING || c->runs_used > run_capacity(m))
 		return -EINVAL;
-	h->points = LB_RING_POINTS_WRITING;
+	c->points = LB_RING_POINTS_WRITING;
 	for (i = 0; i < count && !err; i++) {
-		if (edits[i].add) {
+		if (edits[i].backend_id > LB_RING_ENTRY_BACKEND_MASK)
+			err = -EINVAL;
+		else if (edits[i].add) {
 			err = points >= LB_RING_POINTS_MAX ? -E2BIG :
 				point_add(m, edits[i].position, edits[i].backend_id);
 			points += !err;
@@ -361,11 +396,9 @@ int ringmap_apply(struct ringmap *m, const struct ringmap_edit *edits, size_t co
 	}
 	if (err)
 		return err;
-	buckets = buckets_of(m);
-	*bucket_at(m, buckets) = *bucket_at(m, 0);
-	bucket_at(m, buckets)->run = 0;
-	h->fingerprint = fingerprint;
-	h->points = (__u32)points;
+	*entry_at(m, buckets_of(m)) = LB_RING_ENTRY_EMPTY | backend_of(*entry_at(m, 0));
+	m->slots[LB_RING_FINGERPRINT_SLOT].fingerprint = fingerprint;
+	c->points = (__u32)points;
 	return 0;
 }
 
@@ -487,80 +520,73 @@ int ringmap_compare(const struct ringmap *m, const struct ring *ring,
 		    const __u32 *backend_of_member, __u64 fingerprint)
 {
 	const struct ring_point *points;
-	const struct lb_ring_header *h;
+	const struct lb_ring_counts *c;
 	size_t count, i = 0;
 	__u32 j, buckets;
 
 	if (image_check(m))
 		return -EBADMSG;
 	points = ring_points(ring, &count);
-	h = header_of(m);
-	if (!points || count == 0 || h->fingerprint != fingerprint || h->points != count ||
-	    h->runs_used > run_capacity(m))
+	c = counts_of(m);
+	if (!points || count == 0 || m->slots[LB_RING_FINGERPRINT_SLOT].fingerprint != fingerprint ||
+	    c->points != count || c->runs_used > run_capacity(m))
 		return -EBADMSG;
 	buckets = buckets_of(m);
 	for (j = 0; j < buckets; j++) {
-		const struct lb_ring_bucket *b = bucket_at(m, j);
+		__u64 entry = *entry_at(m, j), want;
 		size_t from = i, first, k;
+		__u32 n = held(m, j);
 
 		while (i < count && bucket_of(m, points[i].position) == j)
 			i++;
 		first = from < count ? from : 0;
-		if (b->position != points[first].position ||
-		    b->backend_id != backend_of_member[points[first].member] ||
-		    held(m, j) != i - from)
+		if (n != i - from)
 			return -EBADMSG;
-		if (i - from < 2) {
-			if (b->run)
-				return -EBADMSG;
+		want = n ? entry_of(m, points[first].position, backend_of_member[points[first].member]) |
+				   (n >= 2 ? LB_RING_ENTRY_MORE : 0) :
+			   LB_RING_ENTRY_EMPTY | backend_of_member[points[first].member];
+		if (entry != want)
+			return -EBADMSG;
+		if (n < 2)
 			continue;
-		}
-		if (run_valid(m, b->run))
+		if (run_valid(m, *run_word(m, j)))
 			return -EBADMSG;
-		for (k = from; k < i; k++) {
-			const struct lb_ring_point *p = &run_at(m, b->run)[k - from];
-
-			if (p->position != points[k].position ||
-			    p->backend_id != backend_of_member[points[k].member])
+		for (k = from; k < i; k++)
+			if (run_at(m, *run_word(m, j))[k - from] !=
+			    entry_of(m, points[k].position, backend_of_member[points[k].member]))
 				return -EBADMSG;
-		}
 	}
-	if (bucket_at(m, buckets)->position != bucket_at(m, 0)->position ||
-	    bucket_at(m, buckets)->backend_id != bucket_at(m, 0)->backend_id ||
-	    bucket_at(m, buckets)->run)
+	if (*entry_at(m, buckets) != (LB_RING_ENTRY_EMPTY | backend_of_member[points[0].member]))
 		return -EBADMSG;
 	return 0;
 }
 
 int ringmap_digest(const struct ringmap *m, __u64 *digest)
 {
-	const struct lb_ring_header *h;
+	const struct lb_ring_counts *c;
 	struct siphash_state st;
 	__u32 j, k, buckets;
 
 	if (image_check(m))
 		return -EBADMSG;
-	h = header_of(m);
-	if (h->points == 0 || h->points == LB_RING_POINTS_WRITING)
+	c = counts_of(m);
+	if (c->points == 0 || c->points == LB_RING_POINTS_WRITING)
 		return -EBADMSG;
 	buckets = buckets_of(m);
 	siphash_init(&st, DIGEST_KEY0, DIGEST_KEY1);
-	siphash_compress(&st, h->fingerprint, 2);
-	siphash_compress(&st, (__u64)h->points << 8 | m->bits, 2);
+	siphash_compress(&st, m->slots[LB_RING_FINGERPRINT_SLOT].fingerprint, 2);
+	siphash_compress(&st, (__u64)c->points << 8 | m->bits, 2);
 	for (j = 0; j <= buckets; j++) {
-		const struct lb_ring_bucket *b = bucket_at(m, j);
 		__u32 n = j < buckets ? held(m, j) : 0;
 
-		siphash_compress(&st, b->position, 2);
-		siphash_compress(&st, (__u64)b->backend_id << 32 | n, 2);
+		siphash_compress(&st, *entry_at(m, j), 2);
+		siphash_compress(&st, n, 2);
 		if (n < 2)
 			continue;
-		if (run_valid(m, b->run))
+		if (run_valid(m, *run_word(m, j)))
 			return -EBADMSG;
-		for (k = 0; k < n; k++) {
-			siphash_compress(&st, run_at(m, b->run)[k].position, 2);
-			siphash_compress(&st, run_at(m, b->run)[k].backend_id, 2);
-		}
+		for (k = 0; k < n; k++)
+			siphash_compress(&st, run_at(m, *run_word(m, j))[k], 2);
 	}
 	*digest = siphash_finish(&st, (__u64)buckets << 32, 2, 4);
 	return 0;

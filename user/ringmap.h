@@ -6,7 +6,8 @@
  *
  * A fresh image is rendered from a ring of the ring library. A change (points
  * added, points removed) is applied in place as edits: each touches its
- * bucket, possibly a run, and the empty buckets just before it. Images of the
+ * bucket's entry and run word, possibly a run, and the entries of the empty
+ * buckets just before it. Images of the
  * same ring give the same answer for every hash however they were made;
  * ringmap_compare() and ringmap_digest() therefore look at what the search
  * reads, not at where runs happen to lie.
@@ -76,12 +77,16 @@ int ringmap_edits(__u32 vnodes, const struct ringmap_member *before, size_t befo
 		  const struct ringmap_member *after, size_t after_count, size_t max,
 		  struct ringmap_edit **edits, size_t *count);
 
-/** ringmap_bits() - index bits of a ring of @points points: two buckets per point. */
+/**
+ * ringmap_bits() - bucket bits of a ring of @points points: two buckets per
+ * point or more, never fewer than 2^LB_RING_BITS_MIN buckets.
+ */
 unsigned int ringmap_bits(size_t points);
 
 /**
  * ringmap_class() - the smallest ring class for @points points at @bits bits.
- * Return: the class, or -E2BIG when no class is that large.
+ * Return: the class, -E2BIG when no class is that large, -EINVAL for @bits
+ * outside LB_RING_BITS_MIN .. LB_RING_BITS_MAX.
  */
 int ringmap_class(size_t points, unsigned int bits);
 
@@ -116,7 +121,8 @@ int ringmap_render(struct ringmap *m, const struct ring *ring, const __u32 *back
  * -EEXIST for an added point at a position already taken (the library orders
  * such ties by name, which the image cannot see); -ENOSPC when the run area
  * is full; -E2BIG for a bucket over LB_RING_RUN_COUNT_MAX; -EINVAL when the
- * ring would be empty or the image is not a ring. On error the image is
+ * ring would be empty, a backend id does not fit an entry (contract) or the
+ * image is not a ring. On error the image is
  * unusable until rendered again.
  */
 int ringmap_apply(struct ringmap *m, const struct ringmap_edit *edits, size_t count,

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * libFuzzer target: changes written into a ring map image (user/ringmap.c).
- * The input is a stream of 4-byte edits (add a point, remove one the ring
- * has, remove one it may not have) crowded into a few buckets, so runs grow,
- * shrink and move. A plain sorted list of points is the model: every edit
+ * The input is a stream of 4-byte edits (add a point, add one just after a
+ * point the ring has, remove one the ring has, remove one it may not have)
+ * crowded into a few buckets, so runs grow, shrink and move. A plain sorted list of points is the model: every edit
  * must succeed or fail exactly as the model says, and after each one the
  * image must answer every point's position, its neighbours and both ends
  * of the circle as the first model point at or after them.
@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define EDIT_BYTES 4
 #define EDITS_MAX 96
 #define MODEL_MAX 4096
-/* A ring of 3 members x 8 points: 32 points, 64 buckets, class 0. */
+/* A ring of 3 members x 8 points: 24 points, 2^LB_RING_BITS_MIN buckets, class 0. */
 #define START_VNODES 8
 
 struct model_point {
@@ -99,15 +99,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (e = 0; e < EDITS_MAX && (e + 1) * EDIT_BYTES <= size; e++) {
 		const uint8_t *d = data + e * EDIT_BYTES;
 		uint16_t off = (uint16_t)(d[2] << 8 | d[3]);
-		/* Four buckets of the 64, the point's place in them from the input. */
-		uint64_t position = (uint64_t)(d[1] & 3) << 58 | (uint64_t)off << 42;
+		/*
+		 * Four buckets of the 8,192 (the top two bits), the point's
+		 * place in them from the input (16 bits below a bucket's 2^51).
+		 */
+		uint64_t position = (uint64_t)(d[1] & 3) << 62 | (uint64_t)off << 35;
 		struct ringmap_edit edit = { position, 201 + d[1] % 5, 0 };
 		size_t at;
 		int want, err;
 
 		switch (d[0] % 4) {
-		case 0:
 		case 1:
+			/*
+			 * Right after a point the ring has: entries one
+			 * position apart differ only just above their low bits.
+			 */
+			edit.position = model[off % model_count].position + 1 + (d[1] >> 5);
+			position = edit.position;
+			/* fall through */
+		case 0:
 			edit.add = 1;
 			at = model_lower_bound(position);
 			want = at < model_count && model[at].position == position ? -EEXIST : 0;
@@ -149,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memmove(model + at, model + at + 1, (model_count - at - 1) * sizeof(*model));
 			model_count--;
 		}
-		if (m.slots[0].header.points != model_count)
+		if (m.slots[LB_RING_COUNTS_SLOT].counts.points != model_count)
 			abort();
 		answers_check(&m);
 	}
