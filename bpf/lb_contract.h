@@ -182,7 +182,7 @@ struct lb_backend {
  * LB_RING_ENTRY_MORE set when its bucket holds more points after it. Since
  * b >= 13, a hash h of bucket j is after the point exactly when the entry is
  * below h << b, whatever the low bits hold: one 64-bit compare, and a whole
- * point in 8 bytes, so the buckets a packet reads take 8 bytes a point.
+ * point, exact, in the 8 bytes a packet reads first.
  * A bucket without points of its own has LB_RING_ENTRY_EMPTY and the backend
  * of the first point after it: above every hash of the bucket.
  *
