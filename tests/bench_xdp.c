@@ -113,29 +113,16 @@ static int is_prime(uint64_t x)
 }
 
 /*
- * Fill the wide table with as many 8-byte entries as @r's ring map uses
- * bytes / 8 (a prime, as Maglev's sizes are): an O(1) table of the ring's
- * memory. Array map elements are 8-byte aligned: a mapping shows them at
- * that stride, whatever the value size.
+ * Write @m entries of the wide table (backends 1 .. 1024 in turn) and make
+ * bench_wide read @m of them. Array map elements are 8-byte aligned: a
+ * mapping shows them at that stride, whatever the value size.
  */
-static void wide_table_fill(struct bench_xdp_bpf *skel, const struct ring *r, const __u32 *ids)
+static void wide_table_write(struct bench_xdp_bpf *skel, uint64_t m)
 {
-	size_t points, bytes = (size_t)BENCH_WIDE_TABLE_MAX * sizeof(__u64);
-	struct ringmap image;
+	size_t bytes = (size_t)BENCH_WIDE_TABLE_MAX * sizeof(__u64);
 	__u64 *table;
-	uint64_t m, i;
+	uint64_t i;
 
-	ring_points(r, &points);
-	image.bits = ringmap_bits(points);
-	image.slot_count = ringmap_class_slots(ringmap_class(points, image.bits));
-	image.slots = calloc(image.slot_count, sizeof(*image.slots));
-	if (!image.slots || ringmap_render(&image, r, ids, ring_fingerprint(r)))
-		die("render for the wide table", -ENOMEM);
-	m = (uint64_t)LB_RING_RUN_SLOT(image.bits, image.slots[LB_RING_COUNTS_SLOT].counts.runs_used) *
-	    sizeof(union lb_ring_slot) / sizeof(__u64);
-	free(image.slots);
-	while (!is_prime(m))
-		m++;
 	if (m > BENCH_WIDE_TABLE_MAX)
 		die("wide table", -E2BIG);
 	table = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -146,6 +133,36 @@ static void wide_table_fill(struct bench_xdp_bpf *skel, const struct ring *r, co
 		table[i] = 1 + i % 1024;
 	munmap(table, bytes);
 	skel->data->wide_size = m;
+}
+
+/* The first prime at or above @m, as Maglev's table sizes are. */
+static uint64_t prime_from(uint64_t m)
+{
+	while (!is_prime(m))
+		m++;
+	return m;
+}
+
+/*
+ * Fill the wide table with as many 8-byte entries as @r's ring map uses
+ * bytes / 8 (a prime): an O(1) table of the ring's memory.
+ */
+static void wide_table_fill(struct bench_xdp_bpf *skel, const struct ring *r, const __u32 *ids)
+{
+	struct ringmap image;
+	size_t points;
+	uint64_t m;
+
+	ring_points(r, &points);
+	image.bits = ringmap_bits(points);
+	image.slot_count = ringmap_class_slots(ringmap_class(points, image.bits));
+	image.slots = calloc(image.slot_count, sizeof(*image.slots));
+	if (!image.slots || ringmap_render(&image, r, ids, ring_fingerprint(r)))
+		die("render for the wide table", -ENOMEM);
+	m = (uint64_t)LB_RING_RUN_SLOT(image.bits, image.slots[LB_RING_COUNTS_SLOT].counts.runs_used) *
+	    sizeof(union lb_ring_slot) / sizeof(__u64);
+	free(image.slots);
+	wide_table_write(skel, prime_from(m));
 }
 
 
@@ -221,26 +238,18 @@ static void bench_maps_of(struct bench_xdp_bpf *skel, struct lb_maps *maps)
 	maps->rings[3] = bpf_map__fd(skel->maps.rings_3);
 }
 
-static void per_packet(void)
+/*
+ * The benchmark's programs loaded, with 1,024 backends, the O(1) table, the
+ * driver's flows and every bench program in the driver's prog array (the
+ * shipped program's slot is the caller's to fill).
+ */
+static struct bench_xdp_bpf *bench_open(void)
 {
-	static const struct { uint32_t members, vnodes; } sizes[] = {
-		{ 64, 16 }, { 64, 1024 }, { 1024, 1024 },
-	};
-	static const char *const goals[] = { "", "<= 1.10", "<= 1.25" };
-	struct lb_load_opts opts = { .secret = { secret[0], secret[1] } };
-	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", "198.18.0.100", 40000,
-				 80, 0, 0x10, 0, 0 };
-	struct lb_vip_key key = bench_vip_key(IPPROTO_TCP, 80);
 	struct test_rng rng = { SEED };
 	struct bench_xdp_bpf *skel;
-	struct lb_prog *shipped;
-	struct lb_maps bench_maps;
-	struct pkt frame;
-	__u32 *ids, i, slot;
-	int fds[T_COUNT], t;
-	size_t s;
+	int fds[T_SHIPPED], t;
+	__u32 slot;
 
-	pkt_build(&frame, &spec);
 	skel = bench_xdp_bpf__open();
 	if (!skel)
 		die("open bench programs", -errno);
@@ -248,10 +257,7 @@ static void per_packet(void)
 	skel->rodata->flow_secret[1] = secret[1];
 	if (bench_xdp_bpf__load(skel))
 		die("load bench programs", -errno);
-	if (lb_prog_load(&shipped, &opts))
-		die("load ringlb", -errno);
 	backends_fill(bpf_map__fd(skel->maps.backends), 1024);
-	backends_fill(lb_prog_maps(shipped)->backends, 1024);
 	for (slot = 0; slot < TABLE_SIZE; slot++) {
 		__u32 id = 1 + slot % 1024;
 
@@ -269,13 +275,42 @@ static void per_packet(void)
 	fds[T_TABLE] = bpf_program__fd(skel->progs.bench_table);
 	fds[T_WIDE] = bpf_program__fd(skel->progs.bench_wide);
 	fds[T_RING] = bpf_program__fd(skel->progs.bench_ring);
-	fds[T_SHIPPED] = lb_prog_fd(shipped);
-	for (t = 0; t < T_COUNT; t++) {
+	for (t = 0; t < T_SHIPPED; t++) {
 		__u32 k = (__u32)t;
 
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &k, &fds[t], BPF_ANY))
 			die("prog array", -errno);
 	}
+	return skel;
+}
+
+static void per_packet(void)
+{
+	static const struct { uint32_t members, vnodes; } sizes[] = {
+		{ 64, 16 }, { 64, 1024 }, { 1024, 1024 },
+	};
+	static const char *const goals[] = { "", "<= 1.10", "<= 1.25" };
+	struct lb_load_opts opts = { .secret = { secret[0], secret[1] } };
+	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", "198.18.0.100", 40000,
+				 80, 0, 0x10, 0, 0 };
+	struct lb_vip_key key = bench_vip_key(IPPROTO_TCP, 80);
+	struct bench_xdp_bpf *skel;
+	struct lb_prog *shipped;
+	struct lb_maps bench_maps;
+	struct pkt frame;
+	__u32 *ids, i;
+	size_t s;
+	int fd;
+
+	pkt_build(&frame, &spec);
+	skel = bench_open();
+	if (lb_prog_load(&shipped, &opts))
+		die("load ringlb", -errno);
+	backends_fill(lb_prog_maps(shipped)->backends, 1024);
+	fd = lb_prog_fd(shipped);
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &(__u32){ T_SHIPPED }, &fd,
+				BPF_ANY))
+		die("prog array", -errno);
 	bench_maps_of(skel, &bench_maps);
 
 	printf("1. Per packet in the kernel: BPF_PROG_TEST_RUN of a driver that writes the next of\n"
@@ -346,6 +381,72 @@ static void per_packet(void)
 		ring_free(r);
 	}
 	lb_prog_close(shipped);
+	bench_xdp_bpf__destroy(skel);
+}
+
+/*
+ * For diagnosis: one read at hash % M in arrays of M 8-byte entries from the
+ * O(1) table's 512 KiB to the largest ring map's size, each against the
+ * 65,537-entry table in the same rounds. No search at all: what the memory
+ * of a given size costs a packet on this machine (caches, TLB), the least an
+ * exact ring of that size can cost.
+ */
+static void memory_reach(void)
+{
+	static const uint64_t entries[] = {
+		1u << 16, 1u << 19, 1u << 20, 1u << 21, BENCH_WIDE_TABLE_MAX - 16,
+	};
+	enum { R_EMPTY, R_TABLE, R_WIDE, R_COUNT };
+	static const __u32 target_of[R_COUNT] = { T_EMPTY, T_TABLE, T_WIDE };
+	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", "198.18.0.100", 40000,
+				 80, 0, 0x10, 0, 0 };
+	struct lb_vip_key key = bench_vip_key(IPPROTO_TCP, 80);
+	struct bench_xdp_bpf *skel;
+	struct lb_maps bench_maps;
+	struct ring *r;
+	struct pkt frame;
+	__u32 ids[64], i;
+	size_t e;
+
+	pkt_build(&frame, &spec);
+	skel = bench_open();
+	bench_maps_of(skel, &bench_maps);
+	/* The programs look the VIP up before they pick: a small ring gives them one. */
+	r = ring_sized(64, 16);
+	for (i = 0; i < 64; i++)
+		ids[i] = i + 1;
+	if (lb_vip_install(&bench_maps, &key, 0, r, ids))
+		die("ring swap", -errno);
+	ring_free(r);
+	wide_table_write(skel, BENCH_WIDE_TABLE_MAX);
+	printf("\n1b. For diagnosis, what memory alone costs here: one read at hash %% M in an array\n"
+	       "   of M 8-byte entries (no search), %d flows, median of %d interleaved runs, net ns;\n"
+	       "   table: the %d-entry table's read in the same runs.\n",
+	       FLOWS, ROUNDS, TABLE_SIZE);
+	printf("   %9s %7s %9s %9s %8s\n", "M", "MiB", "read ns", "table ns", "ratio");
+	for (e = 0; e < sizeof(entries) / sizeof(entries[0]); e++) {
+		double samples[R_COUNT][ROUNDS], med[R_COUNT];
+		uint64_t m = prime_from(entries[e]);
+		int round, k;
+
+		skel->data->wide_size = m;
+		for (round = -1; round < ROUNDS; round++)
+			for (k = 0; k < R_COUNT; k++) {
+				double ns = run_ns(skel, &frame, target_of[k], 0, FLOWS);
+
+				/* round -1 warms caches */
+				if (round >= 0)
+					samples[k][round] = ns;
+			}
+		for (k = 0; k < R_COUNT; k++) {
+			qsort(samples[k], ROUNDS, sizeof(double), cmp_double);
+			med[k] = samples[k][ROUNDS / 2];
+		}
+		printf("   %9llu %7.1f %9.1f %9.1f %8.2f\n", (unsigned long long)m,
+		       (double)m * sizeof(__u64) / (1u << 20), med[R_WIDE] - med[R_EMPTY],
+		       med[R_TABLE] - med[R_EMPTY],
+		       (med[R_WIDE] - med[R_EMPTY]) / (med[R_TABLE] - med[R_EMPTY]));
+	}
 	bench_xdp_bpf__destroy(skel);
 }
 
@@ -812,6 +913,7 @@ static const struct {
 	int needs_root;
 } parts[] = {
 	{ "per-packet", per_packet, 1 },
+	{ "memory", memory_reach, 1 },
 	{ "forwarding", forwarding, 1 },
 	{ "control-plane", control_plane, 1 },
 	{ "balance", balance, 0 },
@@ -838,8 +940,8 @@ int main(int argc, char **argv)
 			if (strcmp(argv[i], parts[p].name) == 0)
 				break;
 		if (p == sizeof(parts) / sizeof(parts[0])) {
-			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, forwarding, "
-				"control-plane, balance)\n", argv[i]);
+			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, "
+				"forwarding, control-plane, balance)\n", argv[i]);
 			return 2;
 		}
 	}
