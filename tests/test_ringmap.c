@@ -27,6 +27,8 @@
 #define POOL_MAX 64
 /* Ids far from 0 and from member numbers, so a mixed-up id cannot pass. */
 #define BACKEND_ID_BASE 1000
+/* Points test_points_on_bucket_edges_answer_exactly adds. */
+#define EDGE_POINTS 7
 
 /* A membership: the members a VIP's ring holds, with their backends. */
 struct pool {
@@ -416,6 +418,89 @@ static void test_compare_and_digest_catch_any_changed_answer(void **state)
 	ring_free(r);
 }
 
+/* Owner of @key among @n points sorted by position: the first at or after it, going round. */
+static __u32 sorted_owner(const struct ringmap_edit *points, size_t n, __u64 key)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (points[i].position >= key)
+			return points[i].backend_id;
+	return points[0].backend_id;
+}
+
+static int edit_by_position(const void *a, const void *b)
+{
+	__u64 x = ((const struct ringmap_edit *)a)->position;
+	__u64 y = ((const struct ringmap_edit *)b)->position;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * An entry holds a position shifted left by the bucket bits, and an empty
+ * bucket's entry is all ones above the low bits: points on a bucket's first
+ * and last positions (the last one's entry equals an empty bucket's), one
+ * position apart, and on the circle's ends must still answer exactly.
+ */
+static void test_points_on_bucket_edges_answer_exactly(void **state)
+{
+	struct ringmap_edit points[64 + EDGE_POINTS], edge[EDGE_POINTS];
+	const struct ring_point *rp;
+	struct ringmap m;
+	struct ring *r;
+	struct pool p;
+	__u32 *ids, got;
+	__u64 width, j, key;
+	size_t n, i, k;
+
+	(void)state;
+	m = small_image(&p, 16, &r, &ids);
+	rp = ring_points(r, &n);
+	check(n + EDGE_POINTS <= sizeof(points) / sizeof(points[0]), "the test ring is small");
+	width = (__u64)1 << (64 - m.bits);
+	/*
+	 * Buckets j .. j + 2, which the ring's points leave empty, then get
+	 * points on j's edges and j + 2's last position; j + 1 stays empty.
+	 */
+	j = ((rp[0].position >> (64 - m.bits)) + (1u << (m.bits - 1))) & ((1u << m.bits) - 1);
+	edge[0] = (struct ringmap_edit){ j * width, BACKEND_ID_BASE + 10, 1 };
+	edge[1] = (struct ringmap_edit){ j * width + 1, BACKEND_ID_BASE + 11, 1 };
+	edge[2] = (struct ringmap_edit){ (j + 1) * width - 2, BACKEND_ID_BASE + 12, 1 };
+	edge[3] = (struct ringmap_edit){ (j + 1) * width - 1, BACKEND_ID_BASE + 13, 1 };
+	edge[4] = (struct ringmap_edit){ (j + 3) * width - 1, BACKEND_ID_BASE + 14, 1 };
+	edge[5] = (struct ringmap_edit){ UINT64_MAX, BACKEND_ID_BASE + 15, 1 };
+	edge[6] = (struct ringmap_edit){ 0, BACKEND_ID_BASE + 16, 1 };
+	check(j + 3 <= ((__u64)1 << m.bits), "the test's buckets do not wrap");
+	for (i = 0; i < n; i++) {
+		check(rp[i].position >> (64 - m.bits) < j ||
+			      rp[i].position >> (64 - m.bits) > j + 2,
+		      "the ring leaves the test's three buckets empty");
+		points[i] = (struct ringmap_edit){ rp[i].position, ids[rp[i].member], 1 };
+	}
+	check(ringmap_apply(&m, edge, EDGE_POINTS, 1) == 0, "points on bucket edges are written");
+	memcpy(points + n, edge, sizeof(edge));
+	n += EDGE_POINTS;
+	qsort(points, n, sizeof(points[0]), edit_by_position);
+	for (i = 0; i < n; i++) {
+		__u64 around[3] = { points[i].position, points[i].position + 1,
+				    points[i].position - 1 };
+
+		for (k = 0; k < 3; k++) {
+			key = around[k];
+			check(ringmap_lookup(&m, key, &got) == 0 &&
+				      got == sorted_owner(points, n, key),
+			      "key %#llx: backend %u, the points say %u", (unsigned long long)key,
+			      got, sorted_owner(points, n, key));
+		}
+	}
+	/* The empty bucket between the edge points answers the next point's backend. */
+	key = (j + 1) * width + width / 2;
+	check(ringmap_lookup(&m, key, &got) == 0 && got == BACKEND_ID_BASE + 14,
+	      "a key in the empty bucket after a bucket's last position goes to the next point");
+	small_free(&m, r, ids);
+}
+
 static void test_weight_change_edits_only_the_replicas_between(void **state)
 {
 	struct pool before = { .vnodes = 10 }, after;
@@ -455,6 +540,7 @@ int main(void)
 		cmocka_unit_test(test_failed_edits_are_reported_and_mark_the_image_unusable),
 		cmocka_unit_test(test_full_run_area_is_refused),
 		cmocka_unit_test(test_compare_and_digest_catch_any_changed_answer),
+		cmocka_unit_test(test_points_on_bucket_edges_answer_exactly),
 		cmocka_unit_test(test_weight_change_edits_only_the_replicas_between),
 	};
 
