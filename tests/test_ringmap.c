@@ -336,6 +336,13 @@ static void test_failed_edits_are_reported_and_mark_the_image_unusable(void **st
 	      "a backend id wider than an entry's backend bits: -EINVAL");
 	small_free(&m, r, ids);
 
+	m = small_image(&p, 16, &r, &ids);
+	memset(m.slots, 0, m.slot_count * sizeof(*m.slots));
+	ids[1] = LB_RING_ENTRY_BACKEND_MASK + 1;
+	check(ringmap_render(&m, r, ids, 1) == -EINVAL,
+	      "rendering a member with a backend id wider than an entry's bits: -EINVAL");
+	small_free(&m, r, ids);
+
 	m = small_image(&p, 1, &r, &ids);
 	points = ring_points(r, &n);
 	for (i = 0; i < n; i++)

@@ -153,7 +153,7 @@ int ringmap_render(struct ringmap *m, const struct ring *ring, const __u32 *back
 {
 	const struct ring_point *points;
 	const struct ring_bucket *index;
-	size_t count, i = 0, capacity, used = 0;
+	size_t count, i = 0, capacity, used = 0, k;
 	unsigned int shift, index_bits, coarser;
 	union lb_ring_slot *slots;
 	__u32 j, nb;
@@ -165,6 +165,10 @@ int ringmap_render(struct ringmap *m, const struct ring *ring, const __u32 *back
 	points = ring_points(ring, &count);
 	if (!points || count == 0 || count > LB_RING_POINTS_MAX)
 		return -EINVAL;
+	/* An id wider than an entry's backend bits would spill into its position. */
+	for (k = 0; k < ring_member_count(ring); k++)
+		if (backend_of_member[k] > LB_RING_ENTRY_BACKEND_MASK)
+			return -EINVAL;
 	/* Locals, not m->: the stores below could alias them for the compiler. */
 	nb = buckets_of(m);
 	shift = 64 - m->bits;
@@ -174,7 +178,7 @@ int ringmap_render(struct ringmap *m, const struct ring *ring, const __u32 *back
 	coarser = index_bits >= m->bits ? index_bits - m->bits : 0;
 	for (j = 0; j < nb; j++) {
 		__u64 *run = &slots[LB_RING_RUN_SLOT(m->bits, used)].entry;
-		size_t from, first, k, n;
+		size_t from, first, n;
 		__u32 backend;
 
 		/*

@@ -102,7 +102,8 @@ __u32 ringmap_class_slots(int class);
  *
  * Return: 0; -ENOSPC when the image is too small; -E2BIG when one bucket
  * holds more than LB_RING_RUN_COUNT_MAX points (position collisions only a
- * crafted set of names could make).
+ * crafted set of names could make); -EINVAL for an empty ring or a backend
+ * id wider than an entry's backend bits.
  */
 int ringmap_render(struct ringmap *m, const struct ring *ring, const __u32 *backend_of_member,
 		   __u64 fingerprint);
