@@ -117,14 +117,21 @@ static int is_prime(uint64_t x)
  * bench_wide read @m of them. Array map elements are 8-byte aligned: a
  * mapping shows them at that stride, whatever the value size.
  */
+/* Make bench_wide read @m entries of the wide table (a global: no lookup per packet). */
+static void wide_table_use(struct bench_xdp_bpf *skel, uint64_t m)
+{
+	if (m == 0 || m > BENCH_WIDE_TABLE_MAX)
+		die("wide table", -E2BIG);
+	skel->data->wide_size = m;
+}
+
 static void wide_table_write(struct bench_xdp_bpf *skel, uint64_t m)
 {
 	size_t bytes = (size_t)BENCH_WIDE_TABLE_MAX * sizeof(__u64);
 	__u64 *table;
 	uint64_t i;
 
-	if (m > BENCH_WIDE_TABLE_MAX)
-		die("wide table", -E2BIG);
+	wide_table_use(skel, m);
 	table = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
 		     bpf_map__fd(skel->maps.wide_table), 0);
 	if (table == MAP_FAILED)
@@ -132,7 +139,6 @@ static void wide_table_write(struct bench_xdp_bpf *skel, uint64_t m)
 	for (i = 0; i < m; i++)
 		table[i] = 1 + i % 1024;
 	munmap(table, bytes);
-	skel->data->wide_size = m;
 }
 
 /* The first prime at or above @m, as Maglev's table sizes are. */
@@ -168,7 +174,7 @@ static void wide_table_fill(struct bench_xdp_bpf *skel, const struct ring *r, co
 
 #define PACKETS_PER_RUN (FLOWS * 16)
 
-enum { T_EMPTY, T_FLOOR, T_TABLE, T_WIDE, T_RING, T_SHIPPED, T_COUNT };
+enum { T_EMPTY, T_FLOOR, T_TABLE, T_WIDE, T_RING, T_SHIPPED };
 /*
  * Measurements, in the order each round takes them. The wide table and the
  * ring beside it come in rounds of their own, after the others: the wide
@@ -241,15 +247,19 @@ static void bench_maps_of(struct bench_xdp_bpf *skel, struct lb_maps *maps)
 /*
  * The benchmark's programs loaded, with 1,024 backends, the O(1) table, the
  * driver's flows and every bench program in the driver's prog array (the
- * shipped program's slot is the caller's to fill).
+ * shipped program's slot is the caller's to fill); @frame is the IPv4 TCP
+ * frame to the bench VIP that the driver rewrites for each flow.
  */
-static struct bench_xdp_bpf *bench_open(void)
+static struct bench_xdp_bpf *bench_open(struct pkt *frame)
 {
+	static const struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1",
+					      "198.18.0.100", 40000, 80, 0, 0x10, 0, 0 };
 	struct test_rng rng = { SEED };
 	struct bench_xdp_bpf *skel;
 	int fds[T_SHIPPED], t;
 	__u32 slot;
 
+	pkt_build(frame, &spec);
 	skel = bench_xdp_bpf__open();
 	if (!skel)
 		die("open bench programs", -errno);
@@ -291,8 +301,6 @@ static void per_packet(void)
 	};
 	static const char *const goals[] = { "", "<= 1.10", "<= 1.25" };
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] } };
-	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", "198.18.0.100", 40000,
-				 80, 0, 0x10, 0, 0 };
 	struct lb_vip_key key = bench_vip_key(IPPROTO_TCP, 80);
 	struct bench_xdp_bpf *skel;
 	struct lb_prog *shipped;
@@ -302,8 +310,7 @@ static void per_packet(void)
 	size_t s;
 	int fd;
 
-	pkt_build(&frame, &spec);
-	skel = bench_open();
+	skel = bench_open(&frame);
 	if (lb_prog_load(&shipped, &opts))
 		die("load ringlb", -errno);
 	backends_fill(lb_prog_maps(shipped)->backends, 1024);
@@ -398,8 +405,6 @@ static void memory_reach(void)
 	};
 	enum { R_EMPTY, R_TABLE, R_WIDE, R_COUNT };
 	static const __u32 target_of[R_COUNT] = { T_EMPTY, T_TABLE, T_WIDE };
-	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1", "198.18.0.100", 40000,
-				 80, 0, 0x10, 0, 0 };
 	struct lb_vip_key key = bench_vip_key(IPPROTO_TCP, 80);
 	struct bench_xdp_bpf *skel;
 	struct lb_maps bench_maps;
@@ -408,8 +413,7 @@ static void memory_reach(void)
 	__u32 ids[64], i;
 	size_t e;
 
-	pkt_build(&frame, &spec);
-	skel = bench_open();
+	skel = bench_open(&frame);
 	bench_maps_of(skel, &bench_maps);
 	/* The programs look the VIP up before they pick: a small ring gives them one. */
 	r = ring_sized(64, 16);
@@ -429,7 +433,7 @@ static void memory_reach(void)
 		uint64_t m = prime_from(entries[e]);
 		int round, k;
 
-		skel->data->wide_size = m;
+		wide_table_use(skel, m);
 		for (round = -1; round < ROUNDS; round++)
 			for (k = 0; k < R_COUNT; k++) {
 				double ns = run_ns(skel, &frame, target_of[k], 0, FLOWS);
