@@ -60,25 +60,31 @@ struct lb_flow_key {
 	__u8 pad[2];
 } __attribute__((aligned(8)));
 
-/** LB_FLOW_FIN - a FIN was seen: the flow is closing (for live-flow counts). */
+/** LB_FLOW_FIN - the client sent a FIN: the connection is closing (still live). */
 #define LB_FLOW_FIN (1u << 0)
+/** LB_FLOW_RST - the flow's last packet was a RST, which its backend judges. */
+#define LB_FLOW_RST (1u << 1)
 
 /**
  * struct lb_flow - where an established flow goes.
- * @backend_id: the backend the flow is pinned to
- * @backend_cookie: that backend's cookie when the flow was pinned; a flow
- *                  whose backend slot has since been reused is re-placed
+ * @backend_cookie: the backend's cookie when the flow was pinned; a flow
+ *                  whose backend slot has since been given to another
+ *                  backend is placed again
  * @last_seen_ns: bpf_ktime_get_coarse_ns() of the flow's last packet, refreshed
- *                at most every LB_FLOW_TOUCH_NS
+ *                at most every LB_FLOW_TOUCH_NS (ICMP errors do not refresh it)
+ * @backend_id: the backend the flow is pinned to
  * @vip_id: the VIP the flow belongs to
- * @flags: LB_FLOW_*
+ * @flags: LB_FLOW_*; a SYN without ACK (a new connection on the tuple) clears
+ *         them, a packet other than a RST clears LB_FLOW_RST
+ * @pad: zero
  */
 struct lb_flow {
-	__u32 backend_id;
-	__u32 backend_cookie;
+	__u64 backend_cookie;
 	__u64 last_seen_ns;
+	__u32 backend_id;
 	__u32 vip_id;
 	__u32 flags;
+	__u32 pad;
 };
 
 /** LB_FLOW_TOUCH_NS - refresh a flow's last_seen_ns at most once a second. */
@@ -142,8 +148,10 @@ enum lb_backend_state {
  * @family: enum lb_family of @addr
  * @state: enum lb_backend_state
  * @vip_id: the VIP it serves
- * @cookie: changes whenever the slot is given to a new backend
  * @pad: zero
+ * @cookie: the backend's identity, random and never 0: two backends that
+ *          held the same slot never share it, so a flow pinned to one is
+ *          never taken for the other's
  *
  * Array values are overwritten in place, not swapped, so a reader could see a
  * half-written entry. The controller therefore never changes @state together
@@ -156,8 +164,8 @@ struct lb_backend {
 	__u8 family;
 	__u8 state;
 	__u32 vip_id;
-	__u32 cookie;
 	__u32 pad;
+	__u64 cookie;
 };
 
 /* --- rings (maps "rings_0" .. "rings_3", arrays of maps) --------------------- */
@@ -307,17 +315,17 @@ enum lb_reason {
 	LB_REASON_PASS_NOT_IP,        /* not IPv4 or IPv6 (ARP, LLDP, ...) */
 	LB_REASON_PASS_NOT_VIP,       /* IP, but not TCP/UDP to a configured VIP */
 	LB_REASON_PASS_FRAGMENT,      /* IPv4 or IPv6 fragment: no ports to hash */
-	LB_REASON_PASS_ICMP,          /* ICMP that is not an error about a VIP flow */
+	LB_REASON_PASS_ICMP,          /* ICMP that is not an error about a VIP flow, sent to that VIP */
 	LB_REASON_PASS_IPV6_EXT,      /* IPv6 extension header not walked (AH, ESP, > 4) */
 	LB_REASON_PASS_VLAN_STACKED,  /* more than one VLAN tag */
 	LB_REASON_PASS_TRUNC_ETH,     /* shorter than an Ethernet header */
 	LB_REASON_PASS_TRUNC_VLAN,    /* shorter than its VLAN tag */
 	LB_REASON_PASS_TRUNC_IP,      /* shorter than its IPv4 (with options) or IPv6 header */
 	LB_REASON_PASS_TRUNC_IPV6_EXT,/* shorter than an IPv6 extension header */
-	LB_REASON_PASS_TRUNC_L4,      /* shorter than its TCP, UDP or ICMP header */
+	LB_REASON_PASS_TRUNC_L4,      /* frame or IP length shorter than its TCP, UDP or ICMP header */
 	LB_REASON_PASS_BAD_IPV4,      /* IPv4 version, IHL or total length wrong */
 	LB_REASON_PASS_BAD_IPV6,      /* IPv6 version or payload length wrong */
-	LB_REASON_PASS_BAD_L4,        /* TCP data offset or UDP length wrong */
+	LB_REASON_PASS_BAD_L4,        /* TCP data offset or UDP length wrong or past the IP payload */
 	LB_REASON_DROP_NO_BACKEND,    /* VIP whose ring is empty: no backend takes new flows */
 	LB_REASON_DROP_NO_RING,       /* VIP whose ring slot is empty */
 	LB_REASON_DROP_BAD_RING,      /* ring that does not match its VIP's description */

@@ -98,10 +98,14 @@ static __always_inline int parse_eth(struct cursor *c, struct ethhdr **eth)
 
 /*
  * IPv4 header, options included, into the key's addresses: the transport
- * protocol, or a failure. @quoted is set inside an ICMP error, where the
- * total length describes the original packet, not what was quoted of it.
+ * protocol, or a failure. @room: the bytes of the packet past the IP header,
+ * as the IP header says (RFC 791 total length; Ethernet padding after it is
+ * not the packet's). @quoted is set inside an ICMP error, where the total
+ * length describes the original packet, not what was quoted of it: there
+ * @room comes in as the bytes the quote may use, and the header must fit.
  */
-static __always_inline int parse_ipv4(struct cursor *c, __u8 *src, __u8 *dst, int quoted)
+static __always_inline int parse_ipv4(struct cursor *c, __u8 *src, __u8 *dst, int quoted,
+				      __u32 *room)
 {
 	struct iphdr *ip = cursor_pull(c, sizeof(*ip));
 	__u32 header_len, total_len;
@@ -117,8 +121,15 @@ static __always_inline int parse_ipv4(struct cursor *c, __u8 *src, __u8 *dst, in
 	/* The options: ihl is 4 bits, so this pull is at most 40 bytes. */
 	if (!cursor_pull(c, header_len - sizeof(*ip)))
 		return PARSE_FAIL(LB_REASON_PASS_TRUNC_IP);
-	if (!quoted && (void *)ip + total_len > c->end)
-		return PARSE_FAIL(LB_REASON_PASS_BAD_IPV4);
+	if (quoted) {
+		if (header_len > *room)
+			return PARSE_FAIL(LB_REASON_PASS_TRUNC_IP);
+		*room -= header_len;
+	} else {
+		if ((void *)ip + total_len > c->end)
+			return PARSE_FAIL(LB_REASON_PASS_BAD_IPV4);
+		*room = total_len - header_len;
+	}
 	if (ip->frag_off & IPV4_FRAG_MASK)
 		return PARSE_FAIL(LB_REASON_PASS_FRAGMENT);
 	__builtin_memcpy(src, &ip->saddr, 4);
@@ -129,9 +140,12 @@ static __always_inline int parse_ipv4(struct cursor *c, __u8 *src, __u8 *dst, in
 /*
  * IPv6 header and the extension headers a flow may carry (hop-by-hop,
  * routing, destination options, at most IPV6_EXT_MAX of them): the transport
- * protocol, or a failure. A fragment header means a fragment.
+ * protocol, or a failure. A fragment header means a fragment. @room and
+ * @quoted as for parse_ipv4(): the payload length bounds the extension
+ * headers and what follows them (RFC 8200).
  */
-static __always_inline int parse_ipv6(struct cursor *c, __u8 *src, __u8 *dst, int quoted)
+static __always_inline int parse_ipv6(struct cursor *c, __u8 *src, __u8 *dst, int quoted,
+				      __u32 *room)
 {
 	struct ipv6hdr *ip6 = cursor_pull(c, sizeof(*ip6));
 	__u8 next;
@@ -141,14 +155,22 @@ static __always_inline int parse_ipv6(struct cursor *c, __u8 *src, __u8 *dst, in
 		return PARSE_FAIL(LB_REASON_PASS_TRUNC_IP);
 	if (ip6->version != 6)
 		return PARSE_FAIL(LB_REASON_PASS_BAD_IPV6);
-	if (!quoted && (ip6->payload_len == 0 ||
-			(void *)(ip6 + 1) + bpf_ntohs(ip6->payload_len) > c->end))
-		return PARSE_FAIL(LB_REASON_PASS_BAD_IPV6);
+	if (quoted) {
+		if (sizeof(*ip6) > *room)
+			return PARSE_FAIL(LB_REASON_PASS_TRUNC_IP);
+		*room -= sizeof(*ip6);
+	} else {
+		if (ip6->payload_len == 0 ||
+		    (void *)(ip6 + 1) + bpf_ntohs(ip6->payload_len) > c->end)
+			return PARSE_FAIL(LB_REASON_PASS_BAD_IPV6);
+		*room = bpf_ntohs(ip6->payload_len);
+	}
 	__builtin_memcpy(src, &ip6->saddr, 16);
 	__builtin_memcpy(dst, &ip6->daddr, 16);
 	next = ip6->nexthdr;
 	for (i = 0; i < IPV6_EXT_MAX; i++) {
 		struct ipv6_ext *ext;
+		__u32 ext_len;
 
 		switch (next) {
 		case IPPROTO_HOPOPTS:
@@ -169,8 +191,12 @@ static __always_inline int parse_ipv6(struct cursor *c, __u8 *src, __u8 *dst, in
 		if (!ext)
 			return PARSE_FAIL(LB_REASON_PASS_TRUNC_IPV6_EXT);
 		next = ext->next_header;
+		ext_len = (__u32)ext->length * 8 + 8;
+		if (ext_len > *room)
+			return PARSE_FAIL(LB_REASON_PASS_TRUNC_IPV6_EXT);
+		*room -= ext_len;
 		/* The rest of the header: at most 2046 bytes, a bounded pull. */
-		if (!cursor_pull(c, (__u32)ext->length * 8 + 6))
+		if (!cursor_pull(c, ext_len - sizeof(*ext)))
 			return PARSE_FAIL(LB_REASON_PASS_TRUNC_IPV6_EXT);
 	}
 	switch (next) {
@@ -189,16 +215,20 @@ static __always_inline int parse_ipv6(struct cursor *c, __u8 *src, __u8 *dst, in
 	}
 }
 
-/* The ports of a TCP or UDP header; @tcp_flags gets TCP's flag byte. */
-static __always_inline int parse_ports(struct cursor *c, int protocol, __be16 *sport,
+/*
+ * The ports of a TCP or UDP header that lies within the @room bytes the IP
+ * header gives it; @tcp_flags gets TCP's flag byte.
+ */
+static __always_inline int parse_ports(struct cursor *c, int protocol, __u32 room, __be16 *sport,
 				       __be16 *dport, __u8 *tcp_flags)
 {
 	if (protocol == IPPROTO_TCP) {
 		struct tcphdr *tcp = cursor_pull(c, sizeof(*tcp));
 
-		if (!tcp)
+		if (!tcp || room < sizeof(*tcp))
 			return PARSE_FAIL(LB_REASON_PASS_TRUNC_L4);
-		if (tcp->doff < 5)
+		/* RFC 9293: the data offset counts the header, options included. */
+		if (tcp->doff < 5 || (__u32)tcp->doff * 4 > room)
 			return PARSE_FAIL(LB_REASON_PASS_BAD_L4);
 		*sport = tcp->source;
 		*dport = tcp->dest;
@@ -208,9 +238,10 @@ static __always_inline int parse_ports(struct cursor *c, int protocol, __be16 *s
 	if (protocol == IPPROTO_UDP) {
 		struct udphdr *udp = cursor_pull(c, sizeof(*udp));
 
-		if (!udp)
+		if (!udp || room < sizeof(*udp))
 			return PARSE_FAIL(LB_REASON_PASS_TRUNC_L4);
-		if (bpf_ntohs(udp->len) < sizeof(*udp))
+		/* RFC 768: the length counts the header and lies within the IP payload. */
+		if (bpf_ntohs(udp->len) < sizeof(*udp) || bpf_ntohs(udp->len) > room)
 			return PARSE_FAIL(LB_REASON_PASS_BAD_L4);
 		*sport = udp->source;
 		*dport = udp->dest;
@@ -224,24 +255,25 @@ static __always_inline int parse_ports(struct cursor *c, int protocol, __be16 *s
  * An ICMP error quotes the packet it is about: here a packet the backend
  * sent from the VIP to the client. Rebuild that client's flow key (the quoted
  * destination is the client) and return the quoted protocol, or a failure.
+ * The quote lies within the @room bytes the outer IP header leaves it.
  */
-static __always_inline int parse_icmp_quote(struct cursor *c, int family,
+static __always_inline int parse_icmp_quote(struct cursor *c, int family, __u32 room,
 					    struct lb_flow_key *key)
 {
 	__be16 quoted_sport, quoted_dport, *ports;
 	int protocol;
 
 	if (family == LB_FAMILY_IPV4)
-		protocol = parse_ipv4(c, key->dst_addr, key->src_addr, 1);
+		protocol = parse_ipv4(c, key->dst_addr, key->src_addr, 1, &room);
 	else
-		protocol = parse_ipv6(c, key->dst_addr, key->src_addr, 1);
+		protocol = parse_ipv6(c, key->dst_addr, key->src_addr, 1, &room);
 	if (protocol < 0)
 		return PARSE_FAIL(LB_REASON_PASS_ICMP);
 	if (protocol != IPPROTO_TCP && protocol != IPPROTO_UDP)
 		return PARSE_FAIL(LB_REASON_PASS_ICMP);
 	/* Only the first 8 bytes of the transport header are quoted for sure. */
 	ports = cursor_pull(c, ICMP_INNER_L4_BYTES);
-	if (!ports)
+	if (!ports || room < ICMP_INNER_L4_BYTES)
 		return PARSE_FAIL(LB_REASON_PASS_ICMP);
 	quoted_sport = ports[0];
 	quoted_dport = ports[1];
@@ -250,12 +282,12 @@ static __always_inline int parse_icmp_quote(struct cursor *c, int family,
 	return protocol;
 }
 
-/* Is this ICMP message an error whose quote we follow? Non-zero if so. */
-static __always_inline int icmp_is_flow_error(struct cursor *c, int family)
+/* Is this ICMP message, within @room bytes, an error whose quote we follow? */
+static __always_inline int icmp_is_flow_error(struct cursor *c, int family, __u32 room)
 {
 	struct icmp_header *icmp = cursor_pull(c, sizeof(*icmp));
 
-	if (!icmp)
+	if (!icmp || room < sizeof(*icmp))
 		return 0;
 	if (family == LB_FAMILY_IPV4)
 		return icmp->type == ICMP_DEST_UNREACH || icmp->type == ICMP_TIME_EXCEEDED;
@@ -264,7 +296,9 @@ static __always_inline int icmp_is_flow_error(struct cursor *c, int family)
 }
 
 #define TCP_FLAG_FIN 0x01
+#define TCP_FLAG_SYN 0x02
 #define TCP_FLAG_RST 0x04
+#define TCP_FLAG_ACK 0x10
 
 /**
  * parse_flow() - parse a frame up to its transport ports.
@@ -273,14 +307,20 @@ static __always_inline int icmp_is_flow_error(struct cursor *c, int family)
  * @eth: the Ethernet header, for the MAC rewrite
  * @tcp_flags: TCP's flag byte (0 for UDP and ICMP)
  *
+ * Every header above IP must lie within the packet as its IP header states
+ * it, not merely within the frame: bytes past the IP length are padding.
+ *
  * Return: LB_REASON_FORWARDED for a TCP or UDP flow, LB_REASON_FORWARDED_ICMP
- * for an ICMP error quoting one (the key is then the quoted flow's, seen from
- * the client), or -(reason) for what is not to be forwarded.
+ * for an ICMP error quoting one and addressed to the VIP it quotes (the key
+ * is then the quoted flow's, seen from the client), or -(reason) for what is
+ * not to be forwarded.
  */
 static __always_inline int parse_flow(struct cursor *c, struct lb_flow_key *key,
 				      struct ethhdr **eth, __u8 *tcp_flags)
 {
 	int proto, err, reason = LB_REASON_FORWARDED;
+	__u64 *dst = (__u64 *)key->dst_addr, outer_dst0, outer_dst1;
+	__u32 room = 0;
 
 	*tcp_flags = 0;
 	proto = parse_eth(c, eth);
@@ -288,10 +328,10 @@ static __always_inline int parse_flow(struct cursor *c, struct lb_flow_key *key,
 		return proto;
 	if (proto == bpf_htons(ETH_P_IP)) {
 		key->family = LB_FAMILY_IPV4;
-		proto = parse_ipv4(c, key->src_addr, key->dst_addr, 0);
+		proto = parse_ipv4(c, key->src_addr, key->dst_addr, 0, &room);
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		key->family = LB_FAMILY_IPV6;
-		proto = parse_ipv6(c, key->src_addr, key->dst_addr, 0);
+		proto = parse_ipv6(c, key->src_addr, key->dst_addr, 0, &room);
 	} else {
 		return PARSE_FAIL(LB_REASON_PASS_NOT_IP);
 	}
@@ -299,14 +339,22 @@ static __always_inline int parse_flow(struct cursor *c, struct lb_flow_key *key,
 		return proto;
 	if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
 		if ((proto == IPPROTO_ICMP) != (key->family == LB_FAMILY_IPV4) ||
-		    !icmp_is_flow_error(c, key->family))
+		    !icmp_is_flow_error(c, key->family, room))
 			return PARSE_FAIL(LB_REASON_PASS_ICMP);
-		proto = parse_icmp_quote(c, key->family, key);
+		outer_dst0 = dst[0];
+		outer_dst1 = dst[1];
+		proto = parse_icmp_quote(c, key->family, room - sizeof(struct icmp_header), key);
 		if (proto < 0)
 			return proto;
+		/*
+		 * The quoted packet left a VIP; the error is ours only when it
+		 * is addressed to that VIP. Anything else is the host's.
+		 */
+		if (dst[0] != outer_dst0 || dst[1] != outer_dst1)
+			return PARSE_FAIL(LB_REASON_PASS_ICMP);
 		reason = LB_REASON_FORWARDED_ICMP;
 	} else {
-		err = parse_ports(c, proto, &key->src_port, &key->dst_port, tcp_flags);
+		err = parse_ports(c, proto, room, &key->src_port, &key->dst_port, tcp_flags);
 		if (err < 0)
 			return err;
 	}

@@ -76,10 +76,43 @@ static __always_inline struct lb_backend *backend_usable(__u32 id, __u32 vip_id)
 	return b;
 }
 
+/* A SYN without ACK: a client opening a new connection on this tuple. */
+static __always_inline int new_connection(__u8 tcp_flags)
+{
+	return (tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN;
+}
+
+/*
+ * One more packet of a pinned flow: its marks, and its last-seen time at
+ * most once a second. Only what changes is written (the entry's cache line
+ * is shared by every CPU the flow's packets land on).
+ */
+static __always_inline void flow_touch(struct lb_flow *flow, __u64 now, __u8 tcp_flags)
+{
+	__u32 flags = flow->flags;
+
+	if (new_connection(tcp_flags))
+		flags = 0;
+	if (tcp_flags & TCP_FLAG_FIN)
+		flags |= LB_FLOW_FIN;
+	/* A RST the backend ignored (RFC 5961) is followed by more packets. */
+	if (tcp_flags & TCP_FLAG_RST)
+		flags |= LB_FLOW_RST;
+	else
+		flags &= ~LB_FLOW_RST;
+	if (flags != flow->flags)
+		flow->flags = flags;
+	if (now - flow->last_seen_ns > LB_FLOW_TOUCH_NS)
+		flow->last_seen_ns = now;
+}
+
 /*
  * The flow's backend: its pinned one when that backend is still there
- * (active or draining), else the ring's choice, pinned for next time unless
- * @follow_only (an ICMP error follows a flow but does not make one).
+ * (active, or draining for a packet of an established connection), else the
+ * ring's choice, pinned for next time unless @follow_only (an ICMP error
+ * follows a flow but neither makes nor refreshes one) or the packet is a
+ * RST. A RST of a pinned flow goes to its backend, which judges it, and the
+ * flow stays pinned: a spoofed or out-of-window RST moves nothing.
  */
 static __always_inline int backend_choose(struct lb_flow_key *key,
 					  const struct lb_vip_key *vip_key,
@@ -90,7 +123,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	__u32 vip_id = vip->vip_id;
 	__u64 now = bpf_ktime_get_coarse_ns();
 	struct lb_backend_counters *bc;
-	struct lb_backend *b = NULL;
+	struct lb_backend *b;
 	struct lb_flow fresh;
 	__u64 hash;
 	__u32 id = 0;
@@ -99,15 +132,11 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	if (flow && flow->vip_id == vip_id) {
 		id = flow->backend_id;
 		b = backend_usable(id, vip_id);
-		if (b && b->cookie == flow->backend_cookie) {
-			if (tcp_flags & TCP_FLAG_RST) {
-				bpf_map_delete_elem(&flows, key);
-			} else {
-				if (now - flow->last_seen_ns > LB_FLOW_TOUCH_NS)
-					flow->last_seen_ns = now;
-				if (tcp_flags & TCP_FLAG_FIN)
-					flow->flags |= LB_FLOW_FIN;
-			}
+		/* A draining backend keeps its connections but takes no new one. */
+		if (b && b->cookie == flow->backend_cookie &&
+		    !(new_connection(tcp_flags) && b->state == LB_BACKEND_DRAINING)) {
+			if (!follow_only)
+				flow_touch(flow, now, tcp_flags);
 			*out = b;
 			*out_id = id;
 			return 0;
@@ -129,8 +158,8 @@ again:
 	err = ring_choose(vip, hash, &id);
 	if (err < 0)
 		return err;
-	if (err == 0)
-		b = backend_usable(id, vip_id);
+	/* Only the ring's answer counts here, never a pinned slot's occupant. */
+	b = err == 0 ? backend_usable(id, vip_id) : NULL;
 	if (!b && !retried) {
 		retried = 1;
 		vip = bpf_map_lookup_elem(&vips, vip_key);
@@ -147,11 +176,12 @@ again:
 	if (follow_only)
 		return 0;
 	if (!(tcp_flags & TCP_FLAG_RST)) {
-		fresh.backend_id = id;
 		fresh.backend_cookie = b->cookie;
 		fresh.last_seen_ns = now;
+		fresh.backend_id = id;
 		fresh.vip_id = vip_id;
 		fresh.flags = tcp_flags & TCP_FLAG_FIN ? LB_FLOW_FIN : 0;
+		fresh.pad = 0;
 		bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
 	}
 	bc = bpf_map_lookup_elem(&backend_stats, &id);

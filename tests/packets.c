@@ -118,3 +118,29 @@ void pkt_build(struct pkt *pkt, const struct pkt_spec *spec)
 	if (spec->family == LB_FAMILY_IPV4)
 		pkt_ipv4_checksum(pkt);
 }
+
+void pkt_build_icmp_error(struct pkt *pkt, const struct pkt_spec *quoted, const char *src,
+			  const char *dst, uint8_t type, uint8_t code)
+{
+	struct pkt q;
+	struct pkt_spec outer = { quoted->family, IPPROTO_TCP, src, dst, 0, 0, 0, 0, 0, 0 };
+	unsigned char *p = pkt->data;
+	size_t quote_len;
+
+	pkt_build(&q, quoted);
+	pkt_build(pkt, &outer);
+	quote_len = q.l4 + 8 - q.l3;
+	p[pkt->l3 + (quoted->family == LB_FAMILY_IPV4 ? 9 : 6)] =
+		quoted->family == LB_FAMILY_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
+	memset(p + pkt->l4, 0, 8);
+	p[pkt->l4] = type;
+	p[pkt->l4 + 1] = code;
+	memcpy(p + pkt->l4 + 8, q.data + q.l3, quote_len);
+	pkt->len = pkt->l4 + 8 + quote_len;
+	if (quoted->family == LB_FAMILY_IPV4) {
+		put16(p + pkt->l3 + 2, (uint16_t)(pkt->len - pkt->l3));
+		pkt_ipv4_checksum(pkt);
+	} else {
+		put16(p + pkt->l3 + 4, (uint16_t)(pkt->len - pkt->l4));
+	}
+}

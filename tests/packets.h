@@ -50,6 +50,19 @@ struct pkt {
 /** pkt_build() - build @spec into @pkt. */
 void pkt_build(struct pkt *pkt, const struct pkt_spec *spec);
 
+/**
+ * pkt_build_icmp_error() - an ICMP (or ICMPv6) error quoting a packet.
+ * @pkt: the frame built
+ * @quoted: the packet the error is about (its IP header and first 8 bytes
+ *          past it are quoted)
+ * @src: the error's sender (a router)
+ * @dst: where the error is sent
+ * @type: ICMP type (3 or 11 for IPv4; 1, 2 or 3 for ICMPv6)
+ * @code: ICMP code
+ */
+void pkt_build_icmp_error(struct pkt *pkt, const struct pkt_spec *quoted, const char *src,
+			  const char *dst, uint8_t type, uint8_t code);
+
 /** pkt_ipv4_checksum() - recompute the IPv4 header checksum after a change. */
 void pkt_ipv4_checksum(struct pkt *pkt);
 

@@ -58,16 +58,27 @@ static int skip_reason;
 
 /* --- the oracle -------------------------------------------------------------------- */
 
+/*
+ * The oracle reads frames by the RFCs, not by the program's code: an IP
+ * packet ends where its header says (RFC 791 total length, RFC 8200 payload
+ * length), whatever Ethernet padding follows, and every header above IP must
+ * lie inside it (RFC 9293: data offset within the segment; RFC 768: the UDP
+ * length within the IP payload). An ICMP error (RFC 792, RFC 4443) is about
+ * a VIP flow only when it is addressed to the VIP that sent the quoted
+ * packet.
+ */
+
 enum oracle { ORACLE_PASS, ORACLE_FORWARD, ORACLE_DROP };
 
-struct rd {
+/* A window of bytes: [at, end) of p. */
+struct win {
 	const unsigned char *p;
-	size_t len, at;
+	size_t at, end;
 };
 
-static int have(const struct rd *r, size_t n)
+static int room(const struct win *w, size_t n)
 {
-	return r->at + n <= r->len;
+	return w->at <= w->end && w->end - w->at >= n;
 }
 
 static unsigned int be16(const unsigned char *p)
@@ -92,61 +103,96 @@ static int vip_of(int family, const unsigned char *addr, unsigned int port, int 
 }
 
 /*
- * An IP header and what follows up to the transport protocol; -1 when the
- * frame is not to be forwarded. @quoted: inside an ICMP error, no length
- * check against the frame. Fills the source and destination addresses.
+ * An IP packet in @w: its addresses, and @w narrowed to its upper-layer
+ * payload. Return: the upper-layer protocol, or -1 for what is not a whole,
+ * unfragmented packet ringlb may balance. @quoted: an ICMP error's quote,
+ * which holds the packet's start only, so its length fields are not held
+ * against the bytes present.
  */
-static int ip_walk(struct rd *r, int family, int quoted, unsigned char *src, unsigned char *dst)
+static int ip_packet(struct win *w, int family, int quoted, unsigned char *src, unsigned char *dst)
 {
+	const unsigned char *ip = w->p + w->at;
+
 	if (family == LB_FAMILY_IPV4) {
-		const unsigned char *ip = r->p + r->at;
 		size_t ihl, total;
 
-		if (!have(r, 20) || ip[0] >> 4 != 4 || (ip[0] & 15) < 5)
+		if (!room(w, 20) || ip[0] >> 4 != 4 || (ip[0] & 15) < 5)
 			return -1;
 		ihl = (size_t)(ip[0] & 15) * 4;
 		total = be16(ip + 2);
-		if (total < ihl || !have(r, ihl))
+		if (total < ihl || !room(w, ihl) || (!quoted && !room(w, total)))
 			return -1;
-		if (!quoted && r->at + total > r->len)
-			return -1;
-		if (be16(ip + 6) & 0x3fff)
+		if (be16(ip + 6) & 0x3fff) /* MF or an offset: a fragment */
 			return -1;
 		memcpy(src, ip + 12, 4);
 		memcpy(dst, ip + 16, 4);
-		r->at += ihl;
+		if (!quoted)
+			w->end = w->at + total;
+		w->at += ihl;
 		return ip[9];
 	} else {
-		const unsigned char *ip = r->p + r->at;
-		int next, i;
+		size_t payload;
+		int next, n;
 
-		if (!have(r, 40) || ip[0] >> 4 != 6)
+		if (!room(w, 40) || ip[0] >> 4 != 6)
 			return -1;
-		if (!quoted && (be16(ip + 4) == 0 || r->at + 40 + be16(ip + 4) > r->len))
+		payload = be16(ip + 4);
+		if (!quoted && (payload == 0 || !room(w, 40 + payload)))
 			return -1;
 		memcpy(src, ip + 8, 16);
 		memcpy(dst, ip + 24, 16);
+		if (!quoted)
+			w->end = w->at + 40 + payload;
+		w->at += 40;
 		next = ip[6];
-		r->at += 40;
-		for (i = 0; i < 4 && (next == 0 || next == 43 || next == 60); i++) {
-			const unsigned char *ext = r->p + r->at;
+		/* Hop-by-hop, routing, destination options: at most four, each inside the packet. */
+		for (n = 0; next == 0 || next == 43 || next == 60; n++) {
+			size_t len;
 
-			if (!have(r, 2) || !have(r, 2 + (size_t)ext[1] * 8 + 6))
+			if (n == 4 || !room(w, 2))
 				return -1;
-			next = ext[0];
-			r->at += 8 + (size_t)ext[1] * 8;
+			len = 8 + (size_t)w->p[w->at + 1] * 8;
+			if (!room(w, len))
+				return -1;
+			next = w->p[w->at];
+			w->at += len;
 		}
-		if (next == 0 || next == 43 || next == 60 || next == 44 || next == 50 ||
-		    next == 51 || next == 59 || next == 135)
+		/* Fragment, AH, ESP, no next header, mobility: not balanced. */
+		if (next == 44 || next == 51 || next == 50 || next == 59 || next == 135)
 			return -1;
 		return next;
 	}
 }
 
+/* An ICMP error about a packet the VIP sent: the VIP's verdict, else pass. */
+static enum oracle icmp_error(struct win *w, int family, const unsigned char *outer_dst)
+{
+	const unsigned char *icmp = w->p + w->at;
+	unsigned char qsrc[16] = { 0 }, qdst[16] = { 0 };
+	size_t alen = family == LB_FAMILY_IPV4 ? 4 : 16;
+	int qproto, vip;
+
+	if (!room(w, 8))
+		return ORACLE_PASS;
+	if (family == LB_FAMILY_IPV4 ? icmp[0] != 3 && icmp[0] != 11 : icmp[0] < 1 || icmp[0] > 3)
+		return ORACLE_PASS;
+	w->at += 8;
+	qproto = ip_packet(w, family, 1, qsrc, qdst);
+	if ((qproto != IPPROTO_TCP && qproto != IPPROTO_UDP) || !room(w, 8))
+		return ORACLE_PASS;
+	/* The quoted packet left the VIP; the error must come back to that VIP. */
+	if (memcmp(qsrc, outer_dst, alen))
+		return ORACLE_PASS;
+	vip = vip_of(family, qsrc, be16(w->p + w->at), qproto);
+	if (vip < 0)
+		return ORACLE_PASS;
+	return vips[vip].has_backends ? ORACLE_FORWARD : ORACLE_DROP;
+}
+
 /* What the program must do with this frame, by the documented rules. */
 static enum oracle oracle(const unsigned char *frame, size_t len)
 {
-	struct rd r = { frame, len, 14 };
+	struct win w = { frame, 14, len };
 	unsigned char src[16] = { 0 }, dst[16] = { 0 };
 	unsigned int type;
 	int family, proto, vip;
@@ -155,10 +201,10 @@ static enum oracle oracle(const unsigned char *frame, size_t len)
 		return ORACLE_PASS;
 	type = be16(frame + 12);
 	if (type == 0x8100 || type == 0x88a8) {
-		if (!have(&r, 4))
+		if (!room(&w, 4))
 			return ORACLE_PASS;
 		type = be16(frame + 16);
-		r.at += 4;
+		w.at += 4;
 		if (type == 0x8100 || type == 0x88a8)
 			return ORACLE_PASS;
 	}
@@ -168,39 +214,23 @@ static enum oracle oracle(const unsigned char *frame, size_t len)
 		family = LB_FAMILY_IPV6;
 	else
 		return ORACLE_PASS;
-	proto = ip_walk(&r, family, 0, src, dst);
+	proto = ip_packet(&w, family, 0, src, dst);
 	if (proto < 0)
 		return ORACLE_PASS;
-	if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
-		const unsigned char *icmp = frame + r.at;
-		unsigned char qsrc[16] = { 0 }, qdst[16] = { 0 };
-		int qproto;
-
-		if ((proto == IPPROTO_ICMP) != (family == LB_FAMILY_IPV4) || !have(&r, 8))
-			return ORACLE_PASS;
-		if (family == LB_FAMILY_IPV4 ? icmp[0] != 3 && icmp[0] != 11 :
-					       icmp[0] < 1 || icmp[0] > 3)
-			return ORACLE_PASS;
-		r.at += 8;
-		qproto = ip_walk(&r, family, 1, qsrc, qdst);
-		if ((qproto != IPPROTO_TCP && qproto != IPPROTO_UDP) || !have(&r, 8))
-			return ORACLE_PASS;
-		/* The quoted packet went from the VIP: its source is the VIP. */
-		vip = vip_of(family, qsrc, be16(frame + r.at), qproto);
-		if (vip < 0)
-			return ORACLE_PASS;
-		return vips[vip].has_backends ? ORACLE_FORWARD : ORACLE_DROP;
-	}
+	if (proto == (family == LB_FAMILY_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6))
+		return icmp_error(&w, family, dst);
 	if (proto == IPPROTO_TCP) {
-		if (!have(&r, 20) || frame[r.at + 12] >> 4 < 5)
+		/* At least 20 bytes, and the data offset inside the segment. */
+		if (!room(&w, 20) || frame[w.at + 12] >> 4 < 5 || !room(&w, (frame[w.at + 12] >> 4) * 4u))
 			return ORACLE_PASS;
 	} else if (proto == IPPROTO_UDP) {
-		if (!have(&r, 8) || be16(frame + r.at + 4) < 8)
+		/* 8 bytes, and a length from 8 up to the IP payload. */
+		if (!room(&w, 8) || be16(frame + w.at + 4) < 8 || !room(&w, be16(frame + w.at + 4)))
 			return ORACLE_PASS;
 	} else {
 		return ORACLE_PASS;
 	}
-	vip = vip_of(family, dst, be16(frame + r.at + 2), proto);
+	vip = vip_of(family, dst, be16(frame + w.at + 2), proto);
 	if (vip < 0)
 		return ORACLE_PASS;
 	return vips[vip].has_backends ? ORACLE_FORWARD : ORACLE_DROP;
@@ -208,7 +238,7 @@ static enum oracle oracle(const unsigned char *frame, size_t len)
 
 /* --- frames ------------------------------------------------------------------------- */
 
-/* A valid frame to a random VIP: plain, VLAN-tagged, with IP options, or an ICMP error. */
+/* A valid frame to a random VIP: plain, VLAN-tagged, with IP options, or an ICMP error about one. */
 static void valid_frame(struct test_rng *rng, struct pkt *pkt)
 {
 	size_t v = test_rng_below(rng, VIP_COUNT);
@@ -232,7 +262,29 @@ static void valid_frame(struct test_rng *rng, struct pkt *pkt)
 		spec.ipv6_hopopts = test_rng_below(rng, 6) == 0;
 	}
 	spec.src = client;
-	pkt_build(pkt, &spec);
+	if (test_rng_below(rng, 8)) {
+		pkt_build(pkt, &spec);
+		return;
+	}
+	/*
+	 * An ICMP error from a router about a packet the VIP sent to this
+	 * client, mostly addressed to that VIP, sometimes elsewhere.
+	 */
+	{
+		struct pkt_spec quoted = spec;
+		int v4 = spec.family == LB_FAMILY_IPV4;
+
+		quoted.src = spec.dst;
+		quoted.dst = spec.src;
+		quoted.sport = spec.dport;
+		quoted.dport = spec.sport;
+		quoted.vlan = 0;
+		pkt_build_icmp_error(pkt, &quoted, v4 ? "198.18.0.1" : "2001:db8::1",
+				     test_rng_below(rng, 4) ? spec.dst : v4 ? "198.18.0.200" :
+									     "2001:db8::200",
+				     v4 ? (test_rng_below(rng, 2) ? 3 : 11) :
+					  (uint8_t)(1 + test_rng_below(rng, 3)), 4);
+	}
 }
 
 /* Damage a frame in one of the ways hostile senders and broken links do. */

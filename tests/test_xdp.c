@@ -824,33 +824,12 @@ static void icmp_echo(struct pkt *p)
 static void icmp_error_about(struct pkt *p, int family, unsigned char type, unsigned char code,
 			     const char *quoted_src, uint16_t quoted_sport, uint16_t quoted_dport)
 {
-	struct pkt quoted;
 	struct pkt_spec q = { family, IPPROTO_TCP, quoted_src,
 			      family == LB_FAMILY_IPV4 ? "198.18.1.9" : "2001:db8:c::9",
 			      quoted_sport, quoted_dport, 0, 0x10, 0, 0 };
-	struct pkt_spec outer = { family, IPPROTO_TCP,
-				  family == LB_FAMILY_IPV4 ? "198.18.0.1" : "2001:db8::1",
-				  family == LB_FAMILY_IPV4 ? V4_VIP : V6_VIP, 0, 0, 0, 0, 0, 0 };
-	size_t quote_len;
 
-	pkt_build(&quoted, &q);
-	pkt_build(p, &outer);
-	quote_len = quoted.l4 + 8 - quoted.l3;
-	p->data[p->l3 + (family == LB_FAMILY_IPV4 ? 9 : 6)] =
-		family == LB_FAMILY_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
-	memset(p->data + p->l4, 0, 8);
-	p->data[p->l4] = type;
-	p->data[p->l4 + 1] = code;
-	memcpy(p->data + p->l4 + 8, quoted.data + quoted.l3, quote_len);
-	p->len = p->l4 + 8 + quote_len;
-	if (family == LB_FAMILY_IPV4) {
-		p->data[p->l3 + 2] = (unsigned char)((p->len - p->l3) >> 8);
-		p->data[p->l3 + 3] = (unsigned char)(p->len - p->l3);
-		pkt_ipv4_checksum(p);
-	} else {
-		p->data[p->l3 + 4] = (unsigned char)((p->len - p->l4) >> 8);
-		p->data[p->l3 + 5] = (unsigned char)(p->len - p->l4);
-	}
+	pkt_build_icmp_error(p, &q, family == LB_FAMILY_IPV4 ? "198.18.0.1" : "2001:db8::1",
+			     family == LB_FAMILY_IPV4 ? V4_VIP : V6_VIP, type, code);
 }
 static void icmp_frag_needed_for_vip_flow(struct pkt *p)
 {
@@ -869,6 +848,50 @@ static void icmp_error_cut_quote(struct pkt *p)
 	icmp_frag_needed_for_vip_flow(p);
 	p->len -= 6; /* the quoted ports are cut */
 	p->data[p->l3 + 3] = (unsigned char)(p->data[p->l3 + 3] - 6);
+	pkt_ipv4_checksum(p);
+}
+
+/*
+ * Lengths the IP header states, shorter than the frame: what lies past them
+ * is Ethernet padding, not the packet (RFC 791 total length, RFC 8200
+ * payload length), and a header read there must not count.
+ */
+static void set_ipv4_total(struct pkt *p, size_t total)
+{
+	p->data[p->l3 + 2] = (unsigned char)(total >> 8);
+	p->data[p->l3 + 3] = (unsigned char)total;
+	pkt_ipv4_checksum(p);
+}
+static void set_ipv6_payload(struct pkt *p, size_t payload)
+{
+	p->data[p->l3 + 4] = (unsigned char)(payload >> 8);
+	p->data[p->l3 + 5] = (unsigned char)payload;
+}
+static void ipv4_tcp_in_padding(struct pkt *p) { v4_tcp(p); set_ipv4_total(p, 20); }
+static void ipv4_tcp_cut_by_length(struct pkt *p) { v4_tcp(p); set_ipv4_total(p, 20 + 12); }
+static void tcp_doff_past_segment(struct pkt *p)
+{
+	v4_tcp(p);
+	p->data[p->l4 + 12] = 15 << 4; /* 60 bytes of header in a 52-byte segment */
+}
+static void udp_len_past_payload(struct pkt *p)
+{
+	v4_udp(p);
+	p->data[p->l4 + 4] = 0;
+	p->data[p->l4 + 5] = 8 + PKT_PAYLOAD + 1;
+}
+static void ipv6_tcp_in_padding(struct pkt *p) { v6_tcp(p); set_ipv6_payload(p, 4); }
+static void icmp_quote_cut_by_length(struct pkt *p)
+{
+	icmp_frag_needed_for_vip_flow(p);
+	/* The frame keeps the whole quote; the IPv4 length ends it before the ports. */
+	set_ipv4_total(p, p->len - p->l3 - 6);
+}
+static void icmp_error_to_another_address(struct pkt *p)
+{
+	icmp_frag_needed_for_vip_flow(p);
+	/* Outer destination 198.18.0.200: not the VIP the quoted packet came from. */
+	p->data[p->l3 + 19] = 200;
 	pkt_ipv4_checksum(p);
 }
 
@@ -912,6 +935,20 @@ static const struct malformed_case malformed_cases[] = {
 	{ "ICMP fragmentation needed about another host", icmp_frag_needed_for_other, XDP_PASS,
 	  LB_REASON_PASS_ICMP },
 	{ "ICMP error whose quote is cut", icmp_error_cut_quote, XDP_PASS, LB_REASON_PASS_ICMP },
+	{ "IPv4 total length 20, a TCP header in the Ethernet padding", ipv4_tcp_in_padding,
+	  XDP_PASS, LB_REASON_PASS_TRUNC_L4 },
+	{ "IPv4 total length ending inside the TCP header", ipv4_tcp_cut_by_length, XDP_PASS,
+	  LB_REASON_PASS_TRUNC_L4 },
+	{ "TCP data offset past the IPv4 payload", tcp_doff_past_segment, XDP_PASS,
+	  LB_REASON_PASS_BAD_L4 },
+	{ "UDP length past the IPv4 payload", udp_len_past_payload, XDP_PASS,
+	  LB_REASON_PASS_BAD_L4 },
+	{ "IPv6 payload length 4, a TCP header in the Ethernet padding", ipv6_tcp_in_padding,
+	  XDP_PASS, LB_REASON_PASS_TRUNC_L4 },
+	{ "ICMP error whose IPv4 length ends inside the quote", icmp_quote_cut_by_length, XDP_PASS,
+	  LB_REASON_PASS_ICMP },
+	{ "ICMP error about a VIP flow sent to another address", icmp_error_to_another_address,
+	  XDP_PASS, LB_REASON_PASS_ICMP },
 	{ "TCP to a VIP whose ring is empty", empty_ring_vip, XDP_DROP,
 	  LB_REASON_DROP_NO_BACKEND },
 	{ "TCP to a VIP with no ring", no_ring_vip, XDP_DROP, LB_REASON_DROP_NO_RING },
@@ -922,6 +959,7 @@ static void test_malformed_and_unusual_frames_get_documented_verdicts(void **sta
 	__u64 before[LB_REASON_COUNT], after[LB_REASON_COUNT];
 	struct pool pools[4];
 	size_t i;
+	int wrong = 0;
 
 	(void)state;
 	NEEDS_ROOT();
@@ -933,22 +971,28 @@ static void test_malformed_and_unusual_frames_get_documented_verdicts(void **sta
 		unsigned char out[PKT_MAX];
 		struct pkt pkt;
 		size_t out_len;
-		__u32 verdict, r;
+		__u32 verdict, r, counted;
 
 		mc->make(&pkt);
 		reasons_snapshot(before);
 		verdict = run_frame(pkt.data, pkt.len, out, &out_len);
 		reasons_snapshot(after);
-		check(verdict == mc->verdict, "%s: verdict %u, documented %u", mc->name, verdict,
-		      mc->verdict);
+		counted = LB_REASON_COUNT;
 		for (r = 0; r < LB_REASON_COUNT; r++)
-			check(after[r] - before[r] == (r == mc->reason),
-			      "%s: reason %u counted %llu times (documented reason %u)", mc->name, r,
-			      (unsigned long long)(after[r] - before[r]), mc->reason);
-		if (verdict == XDP_PASS)
-			check(out_len == pkt.len && memcmp(out, pkt.data, pkt.len) == 0,
-			      "%s: a passed frame was modified", mc->name);
+			if (after[r] != before[r])
+				counted = after[r] - before[r] == 1 && counted == LB_REASON_COUNT ?
+						  r : LB_REASON_COUNT + 1;
+		/* Every row is tried, so one run names every row that is wrong. */
+		if (verdict != mc->verdict || counted != mc->reason ||
+		    (verdict == XDP_PASS && (out_len != pkt.len || memcmp(out, pkt.data, pkt.len)))) {
+			print_error("%s: verdict %u reason %u, documented verdict %u reason %u%s\n",
+				    mc->name, verdict, counted, mc->verdict, mc->reason,
+				    verdict == XDP_PASS ? " (or the passed frame was modified)" : "");
+			wrong++;
+		}
 	}
+	check(wrong == 0, "%d of %zu frames did not get their documented verdict and reason", wrong,
+	      sizeof(malformed_cases) / sizeof(malformed_cases[0]));
 	for (i = 0; i < 4; i++)
 		pool_release(&pools[i]);
 }
@@ -1078,31 +1122,240 @@ static void test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones(void *
 	pool_release(&pool);
 }
 
-static void test_reset_unpins_and_fin_marks_the_flow(void **state)
+/* The flow table key of the frame @spec builds. */
+static void key_of_spec(const struct pkt_spec *spec, struct lb_flow_key *key)
+{
+	uint8_t src[16], dst[16];
+
+	pkt_addr(spec->family, spec->src, src);
+	pkt_addr(spec->family, spec->dst, dst);
+	lb_flow_key_init(key, spec->family, src, htons(spec->sport), dst, htons(spec->dport),
+			 spec->protocol);
+}
+
+/*
+ * Drain member @m of @pool as the controller does: the ring without it
+ * serves first, then its state says draining. @after gets that ring and its
+ * backend ids. Return: the drained backend's id.
+ */
+static __u32 pool_drain(struct pool *pool, size_t m, struct pool *after)
+{
+	struct lb_vip_key key = vip_key_of_test(pool->vip);
+	size_t i;
+
+	after->vip = pool->vip;
+	after->count = 0;
+	assert_int_equal(ring_clone(&after->ring, pool->ring), 0);
+	assert_int_equal(ring_remove(after->ring, ring_member_name(pool->ring, (__u32)m)), 0);
+	for (i = 0; i < pool->count; i++)
+		if (i != m)
+			after->ids[after->count++] = pool->ids[i];
+	check(lb_vip_install(maps, &key, (__u32)pool->vip, after->ring, after->ids) == 0,
+	      "the ring without the drained backend swaps in");
+	check(lb_backend_set_state(maps, pool->ids[m], LB_BACKEND_DRAINING) == 0,
+	      "the backend is marked draining");
+	return pool->ids[m];
+}
+
+#define TCP_SYN 0x02
+#define TCP_FIN_ACK 0x11
+#define TCP_RST 0x04
+#define TCP_ACK 0x10
+
+static void test_fin_marks_the_flow_closing_and_a_new_connection_clears_it(void **state)
 {
 	char client[64];
 	struct pkt_spec spec = flow_spec(7, client, sizeof(client));
 	struct lb_flow_key key;
 	struct lb_flow flow;
 	struct pool pool;
-	uint8_t src[16], dst[16];
 
 	(void)state;
 	NEEDS_ROOT();
 	flows_clear();
-	pool_install(&pool, VIP_V4_TCP, ring_weighted(10, 3, NULL, "rst"));
-	pkt_addr(LB_FAMILY_IPV4, spec.src, src);
-	pkt_addr(LB_FAMILY_IPV4, spec.dst, dst);
-	lb_flow_key_init(&key, LB_FAMILY_IPV4, src, htons(spec.sport), dst, htons(spec.dport),
-			 IPPROTO_TCP);
-	send_flow(7, 0x02);
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(10, 3, NULL, "fin"));
+	key_of_spec(&spec, &key);
+	send_flow(7, TCP_SYN);
 	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0, "SYN did not pin the flow");
 	check(!(flow.flags & LB_FLOW_FIN), "a fresh flow is marked closing");
-	send_flow(7, 0x11); /* FIN+ACK */
+	send_flow(7, TCP_FIN_ACK);
 	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && (flow.flags & LB_FLOW_FIN),
 	      "FIN did not mark the flow closing");
-	send_flow(7, 0x04); /* RST */
-	check(bpf_map_lookup_elem(maps->flows, &key, &flow) != 0, "RST left the flow pinned");
+	/* The client opens a new connection from the same address and port. */
+	send_flow(7, TCP_SYN);
+	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && !(flow.flags & LB_FLOW_FIN),
+	      "a new connection on a tuple whose last connection sent FIN still counts as closing "
+	      "(flags %#x)", flow.flags);
+	pool_release(&pool);
+}
+
+#define RESYN_FLOWS 400
+
+/*
+ * Clients behind NAT, or reconnecting from the same port, reuse a 4-tuple:
+ * a SYN without ACK is a new connection, and a draining backend takes none.
+ */
+static void test_syn_on_a_tuple_pinned_to_a_draining_backend_is_placed_by_the_ring(void **state)
+{
+	struct pool pool, after;
+	__u32 drained;
+	int i, reused = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, "resyn"));
+	for (i = 0; i < RESYN_FLOWS; i++)
+		send_flow(i, TCP_SYN);
+	drained = pool_drain(&pool, 1, &after);
+	for (i = 0; i < RESYN_FLOWS; i++) {
+		char client[64];
+		struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+		__u32 got, want = expected_backend(&after, &spec);
+
+		if (send_flow(i, TCP_ACK) != drained)
+			continue;
+		reused++;
+		got = send_flow(i, TCP_SYN);
+		check(got == want, "flow %d: a new connection on a tuple pinned to draining backend "
+		      "%u went to %u, not the ring's %u", i, drained, got, want);
+		check(send_flow(i, TCP_ACK) == want,
+		      "flow %d: the new connection's next packet did not follow its SYN", i);
+	}
+	check(reused >= RESYN_FLOWS / 10, "only %d flows were pinned to the drained backend", reused);
+	ring_free(after.ring);
+	pool_release(&pool);
+}
+
+/*
+ * A RST may be spoofed or out of window, and then the backend ignores it
+ * (RFC 5961): it goes to the flow's backend, which judges it, and the flow
+ * stays where it is, even when that backend drains.
+ */
+static void test_reset_goes_to_the_pinned_backend_and_keeps_the_pin(void **state)
+{
+	struct pool pool, after;
+	__u32 drained;
+	int i, kept = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, "rst"));
+	for (i = 0; i < RESYN_FLOWS; i++)
+		send_flow(i, TCP_SYN);
+	drained = pool_drain(&pool, 2, &after);
+	for (i = 0; i < RESYN_FLOWS; i++) {
+		char client[64];
+		struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+		struct lb_flow_key key;
+		struct lb_flow flow;
+		__u32 got;
+
+		if (send_flow(i, TCP_ACK) != drained)
+			continue;
+		kept++;
+		got = send_flow(i, TCP_RST);
+		check(got == drained, "flow %d: a RST went to %u, not its pinned backend %u", i, got,
+		      drained);
+		key_of_spec(&spec, &key);
+		check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && flow.backend_id == drained,
+		      "flow %d: a RST unpinned the flow", i);
+		got = send_flow(i, TCP_ACK);
+		check(got == drained, "flow %d: after a RST its next packet went to %u, not %u", i,
+		      got, drained);
+	}
+	check(kept >= RESYN_FLOWS / 10, "only %d flows were pinned to the drained backend", kept);
+	/* A RST of a flow nobody pinned goes where the ring says, and pins nothing. */
+	{
+		char client[64];
+		struct pkt_spec spec = flow_spec(5 * RESYN_FLOWS, client, sizeof(client));
+		struct lb_flow_key key;
+		struct lb_flow flow;
+
+		check(send_flow(5 * RESYN_FLOWS, TCP_RST) == expected_backend(&after, &spec),
+		      "a RST of an unknown flow did not go where the ring says");
+		key_of_spec(&spec, &key);
+		check(bpf_map_lookup_elem(maps->flows, &key, &flow) != 0,
+		      "a RST of an unknown flow pinned it");
+	}
+	ring_free(after.ring);
+	pool_release(&pool);
+}
+
+/*
+ * A pinned flow whose backend slot went to another backend (same VIP) must
+ * not reach the new occupant, whatever the ring says: here the VIP's ring is
+ * gone, so the packet has nowhere to go and is dropped.
+ */
+static void test_pin_to_a_reused_slot_never_reaches_the_new_occupant(void **state)
+{
+	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.77", V4_VIP_NO_RING,
+				 41234, VIP_TCP_PORT, 0, TCP_ACK, 0, 0 };
+	struct lb_backend first = { .family = LB_FAMILY_IPV4, .state = LB_BACKEND_ACTIVE,
+				    .vip_id = VIP_NO_RING, .cookie = 0x1111,
+				    .mac = { 0x02, 0xbe, 0, 0, 0x0f, 0x01 } };
+	struct lb_backend second = first;
+	__u64 before[LB_REASON_COUNT], after[LB_REASON_COUNT];
+	__u32 id = LB_BACKENDS_MAX - 2, verdict;
+	unsigned char out[PKT_MAX];
+	struct lb_flow_key key;
+	struct lb_flow pin = { 0 }, now;
+	struct pkt pkt;
+	size_t out_len;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	check(lb_backend_install(maps, id, &first) == 0, "install the first backend");
+	key_of_spec(&spec, &key);
+	pin.backend_id = id;
+	pin.backend_cookie = first.cookie;
+	pin.vip_id = VIP_NO_RING;
+	check(bpf_map_update_elem(maps->flows, &key, &pin, BPF_ANY) == 0, "pin the flow");
+	/* The slot is given to another backend of the same VIP. */
+	second.cookie = 0x2222;
+	second.mac[5] = 0x02;
+	check(lb_backend_set_state(maps, id, LB_BACKEND_UNUSED) == 0 &&
+	      lb_backend_install(maps, id, &second) == 0, "give the slot to another backend");
+	pkt_build(&pkt, &spec);
+	reasons_snapshot(before);
+	verdict = run_frame(pkt.data, pkt.len, out, &out_len);
+	reasons_snapshot(after);
+	check(verdict == XDP_DROP && after[LB_REASON_DROP_NO_RING] - before[LB_REASON_DROP_NO_RING] == 1,
+	      "a flow pinned to a reused slot got verdict %u (sent to %02x:%02x), not a drop for "
+	      "its missing ring", verdict, out[4], out[5]);
+	check(bpf_map_lookup_elem(maps->flows, &key, &now) == 0 &&
+	      now.backend_cookie == first.cookie, "the flow was pinned to the slot's new occupant");
+	lb_backend_set_state(maps, id, LB_BACKEND_UNUSED);
+}
+
+/* An ICMP error follows its flow but is not a sign of the flow's life. */
+static void test_icmp_error_does_not_refresh_its_flow(void **state)
+{
+	struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.9", V4_VIP, 41000,
+				 VIP_TCP_PORT, 0, TCP_SYN, 0, 0 };
+	struct lb_flow_key key;
+	struct lb_flow flow;
+	struct pool pool;
+	struct pkt pkt, icmp;
+	__u32 backend;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(100, 8, NULL, "icmplive"));
+	pkt_build(&pkt, &spec);
+	backend = forward(&pkt);
+	key_of_spec(&spec, &key);
+	assert_int_equal(bpf_map_lookup_elem(maps->flows, &key, &flow), 0);
+	flow.last_seen_ns = 1; /* long idle */
+	assert_int_equal(bpf_map_update_elem(maps->flows, &key, &flow, BPF_EXIST), 0);
+	icmp_frag_needed_for_vip_flow(&icmp);
+	check(forward(&icmp) == backend, "the ICMP error did not follow its flow");
+	assert_int_equal(bpf_map_lookup_elem(maps->flows, &key, &flow), 0);
+	check(flow.last_seen_ns == 1, "an ICMP error made an idle flow look live (last seen %llu)",
+	      (unsigned long long)flow.last_seen_ns);
 	pool_release(&pool);
 }
 
@@ -1317,7 +1570,11 @@ int main(void)
 		cmocka_unit_test(test_icmp_error_follows_the_quoted_flow),
 		cmocka_unit_test(test_swap_serves_new_ring_and_keeps_pinned_flows),
 		cmocka_unit_test(test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones),
-		cmocka_unit_test(test_reset_unpins_and_fin_marks_the_flow),
+		cmocka_unit_test(test_fin_marks_the_flow_closing_and_a_new_connection_clears_it),
+		cmocka_unit_test(test_syn_on_a_tuple_pinned_to_a_draining_backend_is_placed_by_the_ring),
+		cmocka_unit_test(test_reset_goes_to_the_pinned_backend_and_keeps_the_pin),
+		cmocka_unit_test(test_pin_to_a_reused_slot_never_reaches_the_new_occupant),
+		cmocka_unit_test(test_icmp_error_does_not_refresh_its_flow),
 		cmocka_unit_test(test_new_flows_and_bytes_are_counted_per_backend_and_vip),
 		cmocka_unit_test(test_failed_swap_leaves_old_ring_serving),
 		cmocka_unit_test(test_instances_share_pinned_maps),
