@@ -113,9 +113,10 @@ unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UN
 # --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
 TEST_XDP_SRCS := tests/test_xdp.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
 
-$(OUTPUT)/test_xdp: $(TEST_XDP_SRCS) tests/packets.h tests/check.h $(USER_HDRS) $(RING_HDRS) | $(OUTPUT)
+$(OUTPUT)/test_xdp: $(TEST_XDP_SRCS) tests/packets.h tests/check.h $(USER_HDRS) $(RING_HDRS) \
+		$(OUTPUT)/vip_reader.skel.h | $(OUTPUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(TEST_XDP_SRCS) -o $@ -lcmocka $(LDLIBS_BPF) \
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(TEST_XDP_SRCS) -o $@ -lcmocka -lpthread $(LDLIBS_BPF) \
 		$(LDLIBS_RING)
 
 TEST_HOSTILE_SRCS := tests/test_hostile.c tests/packets.c $(USER_SRCS) $(RING_SRCS)

@@ -120,8 +120,10 @@ struct lb_vip_key {
  *               read this value) reads the VIP again instead of using it
  *
  * The VIP value names the ring and describes it, so a packet needs no ring
- * header read to search it. It is replaced whole (the map is not
- * preallocated, so a reader keeps the element it found until it is done).
+ * header read to search it. It is replaced whole, and the controller waits
+ * for running programs before it changes any VIP value again: the kernel
+ * reuses a replaced element at once, so that wait is what keeps the value a
+ * packet reads intact until the packet is done.
  */
 struct lb_vip {
 	__u32 vip_id;

@@ -18,7 +18,14 @@
 #include "lb_contract.h"
 #include "lb_parse.h"
 
-/* Not preallocated: a replaced value stays intact until its readers are done. */
+/*
+ * A replaced or deleted VIP value's element is reused by the next update at
+ * once (the BPF memory allocator, Linux 6.1 and later; a preallocated map
+ * reuses it at once too), even while a packet still reads it. The
+ * controller therefore waits for running programs after every change of a
+ * value (lb.c, vip_value_set()), so no packet ever sees a value change
+ * under it.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, LB_VIPS_MAX);

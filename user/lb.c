@@ -76,6 +76,62 @@ static int pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_
 	return err;
 }
 
+/*
+ * Wait until every program run that started before this call is done: an
+ * update of an array of maps returns only after an RCU grace period
+ * (synchronize_rcu() in the kernel's map update), and XDP programs run
+ * inside RCU read-side sections. A private outer map with one slot serves,
+ * made at the first call and kept for the process; only a successful update
+ * waits (Linux 6.8 and later skip the wait when the update fails).
+ */
+static int readers_wait(void)
+{
+	static int outer = -1, inner = -1;
+	__u32 zero = 0;
+
+	if (outer < 0) {
+		LIBBPF_OPTS(bpf_map_create_opts, opts);
+
+		inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ringlb_wait_in", sizeof(__u32),
+				       sizeof(__u32), 1, NULL);
+		if (inner < 0)
+			return -errno;
+		opts.inner_map_fd = inner;
+		outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "ringlb_wait", sizeof(__u32),
+				       sizeof(__u32), 1, &opts);
+		if (outer < 0) {
+			close(inner);
+			inner = -1;
+			return -errno;
+		}
+	}
+	return bpf_map_update_elem(outer, &zero, &inner, BPF_ANY) ? -errno : 0;
+}
+
+/*
+ * Replace (or add) a VIP's value, then wait for the programs that may still
+ * read the old one. The vips map is not preallocated, but its elements come
+ * from the BPF memory allocator, which since Linux 6.1 hands a freed element
+ * to the very next update: without the wait, a second update right after
+ * this one could write another VIP's value into the element a packet is
+ * still reading. After the wait, no packet holds the old element.
+ */
+static int vip_value_set(const struct lb_maps *maps, const struct lb_vip_key *key,
+			 const struct lb_vip *vip)
+{
+	if (bpf_map_update_elem(maps->vips, key, vip, BPF_ANY))
+		return -errno;
+	return readers_wait();
+}
+
+/* Remove a VIP's value, then wait as vip_value_set() does. */
+static int vip_value_delete(const struct lb_maps *maps, const struct lb_vip_key *key)
+{
+	if (bpf_map_delete_elem(maps->vips, key))
+		return errno == ENOENT ? 0 : -errno;
+	return readers_wait();
+}
+
 static void maps_from_skel(struct lb_maps *m, struct ringlb_bpf *skel)
 {
 	m->vips = bpf_map__fd(skel->maps.vips);
@@ -481,8 +537,9 @@ int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u
 			return err;
 	}
 	/* The swap: one update of the VIP's value, which names the new ring. */
-	if (bpf_map_update_elem(maps->vips, key, &vip, BPF_ANY))
-		return -errno;
+	err = vip_value_set(maps, key, &vip);
+	if (err)
+		return err;
 	return shape.points ? 0 : vip_slots_clear(maps, vip_id, -1);
 }
 
@@ -572,8 +629,7 @@ int lb_vip_patch(const struct lb_maps *maps, const struct lb_vip_key *key, __u32
 	vip.ring_parity = !vip.ring_parity;
 	vip.points = (__u32)change->to_points;
 	vip.fingerprint = change->to_fingerprint;
-	if (bpf_map_update_elem(maps->vips, key, &vip, BPF_ANY))
-		err = -errno;
+	err = vip_value_set(maps, key, &vip);
 out:
 	ring_mapping_close(&spare);
 	return err;
@@ -634,9 +690,7 @@ int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key)
 
 	if (bpf_map_lookup_elem(maps->vips, key, &current))
 		return errno == ENOENT ? 0 : -errno;
-	if (bpf_map_delete_elem(maps->vips, key) && errno != ENOENT)
-		return -errno;
-	return vip_slots_clear(maps, current.vip_id, -1);
+	return vip_value_delete(maps, key) ?: vip_slots_clear(maps, current.vip_id, -1);
 }
 
 int lb_vip_rings_clear(const struct lb_maps *maps, __u32 vip_id)
