@@ -284,6 +284,30 @@ union lb_ring_slot {
 #define LB_RING_CLASS2_SLOTS LB_RING_SLOTS(1u << 19, 20)
 #define LB_RING_CLASS3_SLOTS LB_RING_SLOTS(LB_RING_POINTS_MAX, LB_RING_BITS_MAX)
 
+/* --- the controller's record (map "control", an array of one) --------------- */
+
+/**
+ * struct lb_control - what the maps hold, as the controller last left them.
+ * @state_digest: digest of the committed state the maps hold exactly (the
+ *                controller's state_digest()); 0 when unknown, as in maps
+ *                just created
+ * @generation: that state's generation, for operators
+ * @changing: non-zero while a change is being written: the maps may then
+ *            hold parts of two states
+ * @pad: zero
+ *
+ * The program never reads it. Every command that changes anything reads it
+ * first and, unless it names the state file's content and no change is
+ * under way, makes the maps agree with the file before anything else: a
+ * crash at any point is repaired by the next command.
+ */
+struct lb_control {
+	__u64 state_digest;
+	__u64 generation;
+	__u32 changing;
+	__u32 pad;
+};
+
 /* --- counters (per-CPU arrays) ---------------------------------------------- */
 
 /** struct lb_counters - packets and bytes (whole frames). */

@@ -37,6 +37,14 @@ struct {
 	__type(value, struct lb_flow);
 } flows SEC(".maps");
 
+/* The controller's record of what the maps hold; the program never reads it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb_control);
+} control SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, LB_VIPS_MAX);

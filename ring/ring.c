@@ -164,6 +164,15 @@ static uint64_t replica_position(const struct byte_hasher *name, uint32_t replic
 	return hasher_final(&h);
 }
 
+uint64_t ring_siphash(const void *data, size_t len, uint64_t k0, uint64_t k1)
+{
+	struct byte_hasher h;
+
+	hasher_init(&h, k0, k1);
+	hasher_update(&h, data, len);
+	return hasher_final(&h);
+}
+
 uint64_t ring_point_position(const char *name, uint32_t replica)
 {
 	struct byte_hasher h;

@@ -365,6 +365,12 @@ int ring_restore(struct ring **out, const void *buf, size_t len);
 uint64_t ring_point_position(const char *name, uint32_t replica);
 
 /**
+ * ring_siphash() - SipHash-2-4 of @len bytes under the key (@k0, @k1): the
+ * library's byte hash, for digests of what rings are made from.
+ */
+uint64_t ring_siphash(const void *data, size_t len, uint64_t k0, uint64_t k1);
+
+/**
  * ring_strerror() - a one-line message for an error this library returns.
  * @err: the negative errno
  */

@@ -115,28 +115,54 @@ fi
 cp "$W/good.json" "$W/state.json"
 
 # --help explains every command.
-if ringlb --help >"$W/help" && [ "$(grep -c '^  ringlb ' "$W/help")" -eq 15 ]; then
-	pass "ringlb --help lists the 15 commands"
+if ringlb --help >"$W/help" && [ "$(grep -c '^  ringlb ' "$W/help")" -eq 16 ]; then
+	pass "ringlb --help lists the 16 commands"
 else
 	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 fi
 helped=0
-for cmd in attach detach vip backend show stats lookup plan verify save restore; do
+for cmd in attach detach vip backend secret show stats lookup plan verify save restore; do
 	if ringlb "$cmd" --help >"$W/help" 2>&1 && grep -q "ringlb $cmd" "$W/help"; then
 		helped=$((helped + 1))
 	else
 		fail "ringlb $cmd --help"
 	fi
 done
-[ $helped -eq 11 ] && pass "ringlb COMMAND --help explains each of the 11 command words"
+[ $helped -eq 12 ] && pass "ringlb COMMAND --help explains each of the 12 command words"
 
-# The audit log has one line per change, successes and refusals alike.
-if grep -q 'command=".*backend drain 198.18.0.100:80/tcp b2" result="ok"' "$W/audit.log" &&
-	grep -q 'result="error"' "$W/audit.log"; then
-	pass "audit log: $(wc -l <"$W/audit.log") lines, with user, command and result"
+# The audit log: one JSON line per attempt of a mutating command, accepted or
+# refused, with the user behind sudo; no argument can forge a line or a field.
+before=$(wc -l <"$W/audit.log")
+FORGED=$(printf '198.18.0.1" result="ok"\nforged')
+SUDO_USER=alice ringlb backend weight "$VIP" b1 3 >/dev/null 2>&1
+ringlb vip add "$FORGED" >/dev/null 2>&1
+ringlb vip add 198.18.0.101:80/tcp --vnodes 0 >/dev/null 2>&1
+after=$(wc -l <"$W/audit.log")
+if [ $((after - before)) -eq 3 ] && jq -e . "$W/audit.log" >/dev/null &&
+	tail -3 "$W/audit.log" | head -1 | jq -e '.result == "ok" and .sudo_user == "alice" and
+		(.command | index("weight")) != null' >/dev/null &&
+	tail -2 "$W/audit.log" | head -1 | jq -e --arg f "$FORGED" '.result == "error" and
+		(.command | index($f | gsub("\n"; "\\x0a"))) != null and
+		(.error | test("malformed VIP"))' >/dev/null &&
+	tail -1 "$W/audit.log" | jq -e '.result == "error" and (.error | test("--vnodes"))' >/dev/null; then
+	pass "audit log: $after JSON lines; an accepted change with its sudo user, a refusal with a quote and a newline in its argument, a usage error: 3 lines, each with its result and error"
 else
-	fail "audit log lacks the expected lines"
+	fail "audit log: $((after - before)) lines for 3 attempts: $(tail -3 "$W/audit.log" | tr '\n' ' ')"
 fi
+ringlb backend weight "$VIP" b1 2
+
+# A MAC from the neighbour table must be one learned on an attached interface.
+ip -n "$NS" neigh replace 198.18.5.5 lladdr 02:00:00:00:05:05 dev eth1 nud permanent
+refused "a MAC learned on an interface ringlb is not attached to" \
+	"not on an interface ringlb is attached to" -- ringlb backend add "$VIP" b9 198.18.5.5
+
+# save writes a new file, never over one, never through a link.
+echo precious >"$W/victim"
+ln -s "$W/victim" "$W/link"
+refused "save over an existing file" "exists" -- ringlb save "$W/victim"
+refused "save through a planted link" "exists" -- ringlb save "$W/link"
+[ "$(cat "$W/victim")" = precious ] && pass "save: the file behind the link is untouched" ||
+	fail "save wrote through a link"
 
 # valgrind: the CLI reads, changes and fails without a memory error or a leak.
 vg_ok=0 vg_runs=0

@@ -278,6 +278,203 @@ static void test_vip_ring_leaves_out_draining_backends(void **state)
 	state_free(&s);
 }
 
+static void add_backend(struct state *s, struct state_vip *v, const char *name, __u8 mac)
+{
+	struct state_backend b = { 0 };
+	const char *why = NULL;
+
+	snprintf(b.name, sizeof(b.name), "%s", name);
+	assert_int_equal(addr_parse("198.18.0.50", &b.addr, &why), 0);
+	b.mac[0] = 2;
+	b.mac[5] = mac;
+	b.weight = 1;
+	assert_int_equal(state_backend_add(s, v, &b), 0);
+}
+
+static void test_cookies_are_random_unique_and_never_handed_out_twice(void **state)
+{
+	struct state s;
+	struct state_vip *v;
+	__u64 first;
+	size_t i, j, k, l;
+
+	(void)state;
+	sample_state(&s);
+	v = &s.vips[0];
+	first = state_backend_find(v, "web-1")->cookie;
+	state_backend_remove(v, state_backend_find(v, "web-1"));
+	add_backend(&s, v, "web-1", 1);
+	check(state_backend_find(v, "web-1")->cookie != first,
+	      "a backend removed and added again got its old cookie back");
+	for (i = 0; i < s.vip_count; i++)
+		for (j = 0; j < s.vips[i].backend_count; j++) {
+			__u64 c = s.vips[i].backends[j].cookie;
+
+			check(c != 0 && c <= INT64_MAX, "cookie %llu out of range", (unsigned long long)c);
+			for (k = 0; k < s.vip_count; k++)
+				for (l = 0; l < s.vips[k].backend_count; l++)
+					check((k == i && l == j) || s.vips[k].backends[l].cookie != c,
+					      "cookie %llu given twice", (unsigned long long)c);
+		}
+	state_free(&s);
+}
+
+static void test_state_digest_follows_what_the_kernel_holds(void **state)
+{
+	struct state s, t;
+	__u64 d;
+
+	(void)state;
+	sample_state(&s);
+	d = state_digest(&s);
+	assert_int_equal(state_clone(&t, &s), 0);
+	t.generation += 5;
+	t.next_backend_id = 77;
+	check(state_digest(&t) == d, "the generation or the id hint changed the digest");
+	t.vips[0].backends[0].mac[3] ^= 1;
+	check(state_digest(&t) != d, "a MAC change left the digest alone");
+	t.vips[0].backends[0].mac[3] ^= 1;
+	t.vips[0].backends[0].cookie ^= 1;
+	check(state_digest(&t) != d, "a cookie change left the digest alone");
+	t.vips[0].backends[0].cookie ^= 1;
+	t.vips[1].backends[0].draining = 1;
+	check(state_digest(&t) != d, "a drain left the digest alone");
+	state_free(&t);
+	state_free(&s);
+}
+
+/*
+ * The reproduction of a restore that gave a slot two owners: save S0; add y;
+ * save Sy; restore S0; add x (y's old slot); restore Sy. y must not come back
+ * in the slot x serves from, nor with a cookie another backend has.
+ */
+static void test_restore_never_puts_a_backend_where_another_serves(void **state)
+{
+	struct state s0, sy, now, again;
+	struct state_backend *x, *y, *web1_now, *web1_again;
+
+	(void)state;
+	sample_state(&s0);
+	assert_int_equal(state_clone(&sy, &s0), 0);
+	add_backend(&sy, &sy.vips[0], "y", 0x22);
+	/* restore S0 over Sy */
+	assert_int_equal(state_clone(&now, &s0), 0);
+	assert_int_equal(state_restore_ids(&sy, &now), 0);
+	now.next_backend_id = state_backend_find(&sy.vips[0], "y")->id; /* the worst case */
+	add_backend(&now, &now.vips[0], "x", 0x11);
+	x = state_backend_find(&now.vips[0], "x");
+	/* restore Sy over that */
+	assert_int_equal(state_clone(&again, &sy), 0);
+	assert_int_equal(state_restore_ids(&now, &again), 0);
+	y = state_backend_find(&again.vips[0], "y");
+	check(y->id != x->id, "y was restored into slot %u, where x serves", y->id);
+	check(y->cookie != x->cookie, "y was restored with x's cookie");
+	web1_now = state_backend_find(&now.vips[0], "web-1");
+	web1_again = state_backend_find(&again.vips[0], "web-1");
+	check(web1_again->id == web1_now->id && web1_again->cookie == web1_now->cookie,
+	      "web-1, the same backend in both, moved from slot %u to %u", web1_now->id,
+	      web1_again->id);
+	check(again.vips[0].id == now.vips[0].id && again.vips[1].id == now.vips[1].id,
+	      "a VIP changed its id");
+	state_free(&s0);
+	state_free(&sy);
+	state_free(&now);
+	state_free(&again);
+}
+
+static void test_restore_gives_a_new_vip_an_id_no_other_vip_serves_from(void **state)
+{
+	struct state cur, from;
+	struct state_vip *v;
+	struct vip_spec spec;
+	const char *why = NULL;
+
+	(void)state;
+	sample_state(&cur);
+	state_init(&from);
+	assert_int_equal(vip_parse("198.18.0.105:80/tcp", &spec, &why), 0);
+	assert_int_equal(state_vip_add(&from, &spec, 10, &v), 0);
+	add_backend(&from, v, "z", 0x33);
+	check(v->id == cur.vips[0].id && v->backends[0].id == cur.vips[0].backends[0].id,
+	      "the test needs colliding ids");
+	assert_int_equal(state_restore_ids(&cur, &from), 0);
+	check(from.vips[0].id != cur.vips[0].id && from.vips[0].id != cur.vips[1].id,
+	      "a new VIP took id %u, which another VIP serves from", from.vips[0].id);
+	check(from.vips[0].backends[0].id != cur.vips[0].backends[0].id,
+	      "a new backend took slot %u, which another backend serves from",
+	      from.vips[0].backends[0].id);
+	state_free(&cur);
+	state_free(&from);
+}
+
+static void test_state_files_are_never_written_through_a_planted_link(void **state)
+{
+	char dir[] = "/tmp/ringlb-test-links-XXXXXX", path[256], tmp[300], victim[256],
+	     text[64] = "";
+	struct state s;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	sample_state(&s);
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	f = fopen(victim, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	/* A link where the next save puts its temp file. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	assert_int_equal(symlink(victim, tmp), 0);
+	check(state_save(&s, path) != 0, "a save wrote through a link at its temp name");
+	unlink(tmp);
+	/* save FILE: never over an existing file, never through a link. */
+	check(state_save_new(&s, victim) == -EEXIST, "save replaced an existing file");
+	snprintf(tmp, sizeof(tmp), "%s/link", dir);
+	assert_int_equal(symlink(victim, tmp), 0);
+	check(state_save_new(&s, tmp) == -EEXIST, "save wrote through a link");
+	f = fopen(victim, "r");
+	assert_non_null(f);
+	check(fgets(text, sizeof(text), f) && strcmp(text, "precious\n") == 0,
+	      "the file behind the links changed");
+	fclose(f);
+	snprintf(tmp, sizeof(tmp), "%s/fresh.json", dir);
+	check(state_save_new(&s, tmp) == 0, "save to a new file failed");
+	unlink(tmp);
+	snprintf(tmp, sizeof(tmp), "%s/link", dir);
+	unlink(tmp);
+	unlink(victim);
+	unlink(path);
+	rmdir(dir);
+	state_free(&s);
+}
+
+static void test_state_of_an_earlier_build_loads(void **state)
+{
+	static const char old[] =
+		"{ \"version\": 1, \"generation\": 3, \"flow_entries\": 65536, "
+		"\"next_backend_id\": 3, \"next_cookie\": 3, \"interfaces\": [], \"vips\": [ "
+		"{ \"id\": 0, \"vip\": \"198.18.0.100:80/tcp\", \"vnodes\": 10, \"backends\": [ "
+		"{ \"name\": \"a\", \"address\": \"198.18.0.11\", \"mac\": \"02:00:00:00:00:11\", "
+		"\"weight\": 1, \"state\": \"active\", \"id\": 1, \"cookie\": 1 }, "
+		"{ \"name\": \"b\", \"address\": \"198.18.0.12\", \"mac\": \"02:00:00:00:00:12\", "
+		"\"weight\": 1, \"state\": \"active\", \"id\": 2, \"cookie\": 1 } ] } ] }";
+	char why[STATE_WHY_MAX] = "", *fixed;
+	struct state s;
+
+	(void)state;
+	check(state_from_text(&s, old, why) != 0 && strstr(why, "cookie"),
+	      "two backends with one cookie accepted: %s", why);
+	fixed = strdup(old);
+	assert_non_null(fixed);
+	strstr(strstr(fixed, "\"name\": \"b\""), "\"cookie\": 1")[10] = '2';
+	check(state_from_text(&s, fixed, why) == 0, "a file with next_cookie refused: %s", why);
+	check(s.vips[0].backends[1].cookie == 2, "cookie read as %llu",
+	      (unsigned long long)s.vips[0].backends[1].cookie);
+	free(fixed);
+	state_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +485,12 @@ int main(void)
 		cmocka_unit_test(test_state_validation_refuses_every_bad_field),
 		cmocka_unit_test(test_backend_ids_are_unique_and_allocated_round_robin),
 		cmocka_unit_test(test_vip_ring_leaves_out_draining_backends),
+		cmocka_unit_test(test_cookies_are_random_unique_and_never_handed_out_twice),
+		cmocka_unit_test(test_state_digest_follows_what_the_kernel_holds),
+		cmocka_unit_test(test_restore_never_puts_a_backend_where_another_serves),
+		cmocka_unit_test(test_restore_gives_a_new_vip_an_id_no_other_vip_serves_from),
+		cmocka_unit_test(test_state_files_are_never_written_through_a_planted_link),
+		cmocka_unit_test(test_state_of_an_earlier_build_loads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Making the kernel's maps agree with the desired state, and predicting the
- * program's choice for a flow; see ctl.h for the ordering rules.
+ * Making the kernel agree with the committed state (its maps, its record of
+ * what they hold, the programs on the interfaces), checking that it does,
+ * and predicting the program's choice for a flow; see ctl.h for the
+ * ordering rules.
  */
 #include "ctl.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 
 #include <bpf/bpf.h>
@@ -71,7 +78,7 @@ static int ring_changed(const struct state_vip *before, const struct state_vip *
 	return active_before != active_now;
 }
 
-static int backend_wanted(const struct state *s, __u32 id, __u32 cookie)
+static int backend_wanted(const struct state *s, __u32 id, __u64 cookie)
 {
 	size_t i, j;
 
@@ -80,6 +87,27 @@ static int backend_wanted(const struct state *s, __u32 id, __u32 cookie)
 			if (s->vips[i].backends[j].id == id && s->vips[i].backends[j].cookie == cookie)
 				return 1;
 	return 0;
+}
+
+/* The slot @b of VIP @vip_id asks for. */
+static void backend_entry(const struct state_backend *b, __u32 vip_id, struct lb_backend *e)
+{
+	memset(e, 0, sizeof(*e));
+	memcpy(e->addr, b->addr.bytes, sizeof(e->addr));
+	memcpy(e->mac, b->mac, sizeof(e->mac));
+	e->family = (__u8)b->addr.family;
+	e->state = (__u8)wanted_state(b);
+	e->vip_id = vip_id;
+	e->cookie = b->cookie;
+}
+
+/* Does @slot hold the backend @want describes (its state aside)? */
+static int slot_holds(const struct lb_backend *slot, const struct lb_backend *want)
+{
+	return slot->state != LB_BACKEND_UNUSED && slot->cookie == want->cookie &&
+	       slot->vip_id == want->vip_id && slot->family == want->family &&
+	       memcmp(slot->addr, want->addr, sizeof(slot->addr)) == 0 &&
+	       memcmp(slot->mac, want->mac, sizeof(slot->mac)) == 0;
 }
 
 static int vip_id_wanted(const struct state *s, __u32 id)
@@ -92,44 +120,85 @@ static int vip_id_wanted(const struct state *s, __u32 id)
 	return 0;
 }
 
-/* Phase 1: every wanted backend present in its slot (new ones installed). */
+/* Slots whose occupant had to go, filled once no ring names the occupant. */
+struct deferred {
+	__u32 ids[LB_BACKENDS_MAX];
+	size_t count;
+};
+
+static int backend_fill(const struct lb_maps *maps, const struct state_backend *b, __u32 vip_id,
+			char why[CTL_WHY_MAX])
+{
+	struct lb_backend entry;
+	int err;
+
+	backend_entry(b, vip_id, &entry);
+	/* A new occupant starts from zero, whatever the slot counted before. */
+	err = lb_backend_counters_clear(maps, b->id) ?: lb_backend_install(maps, b->id, &entry);
+	return err ? fail(why, err, "installing backend %s in slot %u", b->name, b->id) : 0;
+}
+
+/*
+ * Phase 1: every wanted backend present in its slot: new ones installed in
+ * free slots; a slot that holds another backend is emptied, and filled in
+ * phase 3, after the rings that may name its occupant are gone.
+ */
 static int install_backends(const struct lb_maps *maps, const struct state *want,
-			    char why[CTL_WHY_MAX])
+			    struct deferred *later, char why[CTL_WHY_MAX])
 {
 	size_t i, j;
 	int err;
 
+	later->count = 0;
 	for (i = 0; i < want->vip_count; i++) {
 		const struct state_vip *v = &want->vips[i];
 
 		for (j = 0; j < v->backend_count; j++) {
 			const struct state_backend *b = &v->backends[j];
-			struct lb_backend cur, entry = { 0 };
+			struct lb_backend cur, entry;
 
 			err = lb_backend_read(maps, b->id, &cur);
 			if (err)
 				return fail(why, err, "reading backend slot %u", b->id);
-			if (cur.state != LB_BACKEND_UNUSED && cur.cookie == b->cookie &&
-			    cur.vip_id == v->id)
+			backend_entry(b, v->id, &entry);
+			if (slot_holds(&cur, &entry))
 				continue;
-			/* A stale occupant (a state restored over another) is evicted. */
-			if (cur.state != LB_BACKEND_UNUSED) {
-				err = lb_backend_set_state(maps, b->id, LB_BACKEND_UNUSED);
+			if (cur.state == LB_BACKEND_UNUSED) {
+				err = backend_fill(maps, b, v->id, why);
 				if (err)
-					return fail(why, err, "freeing backend slot %u", b->id);
+					return err;
+				continue;
 			}
-			memcpy(entry.addr, b->addr.bytes, sizeof(entry.addr));
-			memcpy(entry.mac, b->mac, sizeof(entry.mac));
-			entry.family = (__u8)b->addr.family;
-			entry.state = (__u8)wanted_state(b);
-			entry.vip_id = v->id;
-			entry.cookie = b->cookie;
-			err = lb_backend_install(maps, b->id, &entry);
+			err = lb_backend_set_state(maps, b->id, LB_BACKEND_UNUSED);
 			if (err)
-				return fail(why, err, "installing backend %s in slot %u", b->name,
-					    b->id);
+				return fail(why, err, "emptying backend slot %u", b->id);
+			later->ids[later->count++] = b->id;
 		}
 	}
+	return 0;
+}
+
+/* Phase 3: the emptied slots get their backends, once no packet reads an old ring. */
+static int install_deferred(const struct lb_maps *maps, const struct state *want,
+			    const struct deferred *later, char why[CTL_WHY_MAX])
+{
+	size_t i, j, k;
+	int err;
+
+	if (!later->count)
+		return 0;
+	err = lb_readers_wait();
+	if (err)
+		return fail(why, err, "waiting for packets in flight");
+	for (k = 0; k < later->count; k++)
+		for (i = 0; i < want->vip_count; i++)
+			for (j = 0; j < want->vips[i].backend_count; j++)
+				if (want->vips[i].backends[j].id == later->ids[k]) {
+					err = backend_fill(maps, &want->vips[i].backends[j],
+							   want->vips[i].id, why);
+					if (err)
+						return err;
+				}
 	return 0;
 }
 
@@ -194,6 +263,23 @@ static int ring_patch(const struct lb_maps *maps, const struct state_vip *before
 	return err;
 }
 
+/* Does the kernel already serve exactly @v's ring? (after a crash, most VIPs do) */
+static int ring_served(const struct lb_maps *maps, const struct state_vip *v,
+		       const struct lb_vip_key *key)
+{
+	char why[128];
+	struct ring *ring;
+	__u32 *ids;
+	int same;
+
+	if (state_vip_ring(v, &ring, &ids))
+		return 0;
+	same = lb_vip_compare(maps, key, v->id, ring, ids, why, sizeof(why)) == 0;
+	ring_free(ring);
+	free(ids);
+	return same;
+}
+
 /* Phase 2: changed rings swapped in (a VIP's key comes with its first ring). */
 static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		      const struct state *want, char why[CTL_WHY_MAX])
@@ -205,6 +291,7 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		const struct state_vip *v = &want->vips[i], *before = vip_in(applied, v);
 		char spec[ADDR_TEXT_MAX];
 		struct lb_vip_key key;
+		struct lb_vip served;
 		__u32 *ids = NULL;
 		struct ring *ring = NULL;
 
@@ -212,6 +299,14 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 			continue;
 		vip_format(&v->spec, spec);
 		ctl_vip_key(v, &key);
+		if (!applied && ring_served(maps, v, &key))
+			continue;
+		/* A VIP the kernel does not have yet: its id's counters start from zero. */
+		if (bpf_map_lookup_elem(maps->vips, &key, &served) || served.vip_id != v->id) {
+			err = lb_vip_counters_clear(maps, v->id);
+			if (err)
+				return fail(why, err, "clearing the counters of %s", spec);
+		}
 		if (before && ring_patch(maps, before, v, &key) == 0)
 			continue;
 		err = state_vip_ring(v, &ring, &ids);
@@ -229,7 +324,7 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 	return 0;
 }
 
-/* Phase 3: backends that stayed get their wanted state (drain takes effect). */
+/* Phase 4: backends that stayed get their wanted state (drain takes effect). */
 static int update_states(const struct lb_maps *maps, const struct state *want,
 			 char why[CTL_WHY_MAX])
 {
@@ -251,7 +346,7 @@ static int update_states(const struct lb_maps *maps, const struct state *want,
 	return 0;
 }
 
-/* Phase 4: VIPs no longer wanted: each key, then its rings. */
+/* Phase 5: VIPs no longer wanted: each key, then its rings. */
 static int remove_vips(const struct lb_maps *maps, const struct state *applied,
 		       const struct state *want, char why[CTL_WHY_MAX])
 {
@@ -296,7 +391,7 @@ static int remove_vips(const struct lb_maps *maps, const struct state *applied,
 	return 0;
 }
 
-/* Phase 5: free every slot no wanted backend holds. */
+/* Phase 6: free every slot no wanted backend holds. */
 static int free_backends(const struct lb_maps *maps, const struct state *want,
 			 char why[CTL_WHY_MAX])
 {
@@ -321,9 +416,140 @@ static int free_backends(const struct lb_maps *maps, const struct state *want,
 int ctl_sync(const struct lb_maps *maps, const struct state *applied, const struct state *want,
 	     char why[CTL_WHY_MAX])
 {
-	return install_backends(maps, want, why) ?: swap_rings(maps, applied, want, why) ?:
-	       update_states(maps, want, why) ?: remove_vips(maps, applied, want, why) ?:
-	       free_backends(maps, want, why);
+	struct deferred *later = malloc(sizeof(*later));
+	int err;
+
+	if (!later)
+		return fail(why, -ENOMEM, "syncing the maps");
+	err = install_backends(maps, want, later, why) ?: swap_rings(maps, applied, want, why) ?:
+	      install_deferred(maps, want, later, why) ?: update_states(maps, want, why) ?:
+	      remove_vips(maps, applied, want, why) ?: free_backends(maps, want, why);
+	free(later);
+	return err;
+}
+
+int ctl_record(const struct lb_maps *maps, const struct state *s, int changing)
+{
+	struct lb_control rec = { .state_digest = state_digest(s), .generation = s->generation,
+				  .changing = changing ? 1 : 0 };
+
+	return lb_control_write(maps, &rec);
+}
+
+int ctl_repair(const struct lb_maps *maps, const struct state *committed, int *repaired,
+	       char why[CTL_WHY_MAX])
+{
+	struct lb_control rec;
+	int err;
+
+	*repaired = 0;
+	err = lb_control_read(maps, &rec);
+	if (err)
+		return fail(why, err, "reading the kernel's record");
+	if (!rec.changing && rec.state_digest && rec.state_digest == state_digest(committed))
+		return 0;
+	*repaired = 1;
+	err = ctl_record(maps, committed, 1);
+	if (err)
+		return fail(why, err, "writing the kernel's record");
+	err = ctl_sync(maps, NULL, committed, why);
+	if (err)
+		return err;
+	err = ctl_record(maps, committed, 0);
+	return err ? fail(why, err, "writing the kernel's record") : 0;
+}
+
+/* --- programs on the interfaces ------------------------------------------------- */
+
+/* Call @each for every pinned link under @pin_dir/links; stops at an error. */
+static int links_each(const char *pin_dir,
+		      int (*each)(const char *name, const char *path, void *arg), void *arg)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int err = 0;
+
+	snprintf(dir, sizeof(dir), "%s/links", pin_dir);
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (!err && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		err = each(e->d_name, path, arg);
+	}
+	closedir(d);
+	return err;
+}
+
+struct links_sync {
+	const char *pin_dir;
+	const struct state *want;
+	const __u64 *secret;
+	int fixed;
+	char *why;
+};
+
+static int link_sync(const char *name, const char *path, void *arg)
+{
+	struct links_sync *ls = arg;
+	struct lb_load_opts opts = { .pin_dir = ls->pin_dir };
+	struct lb_link_info info;
+	struct lb_prog *prog;
+	int err;
+
+	err = lb_link_read(path, &info);
+	if (!state_iface_find(ls->want, name)) {
+		err = lb_detach(path, err ? 0 : info.ifindex);
+		ls->fixed++;
+		return err ? fail(ls->why, err, "removing the program on %s", name) : 0;
+	}
+	if (err)
+		return fail(ls->why, err, "reading the program on %s", name);
+	if (info.secret[0] == ls->secret[0] && info.secret[1] == ls->secret[1])
+		return 0;
+	/* The same program on the committed key, swapped in on the same link. */
+	opts.secret[0] = ls->secret[0];
+	opts.secret[1] = ls->secret[1];
+	memcpy(opts.iface_mac, info.iface_mac, sizeof(opts.iface_mac));
+	err = lb_prog_load(&prog, &opts);
+	if (err)
+		return fail(ls->why, err, "loading the program for %s", name);
+	err = lb_link_replace(path, prog);
+	lb_prog_close(prog);
+	ls->fixed++;
+	return err ? fail(ls->why, err, "replacing the program on %s", name) : 0;
+}
+
+int ctl_links_sync(const char *pin_dir, const struct state *want, const __u64 secret[2],
+		   int *fixed, char why[CTL_WHY_MAX])
+{
+	struct links_sync ls = { pin_dir, want, secret, 0, why };
+	int err = links_each(pin_dir, link_sync, &ls);
+
+	*fixed = ls.fixed;
+	return err;
+}
+
+static int first_secret(const char *name, const char *path, void *arg)
+{
+	struct lb_link_info info;
+
+	(void)name;
+	if (lb_link_read(path, &info))
+		return 0;
+	memcpy(arg, info.secret, sizeof(info.secret));
+	memset(&info, 0, sizeof(info));
+	return 1;
+}
+
+int ctl_kernel_secret(const char *pin_dir, __u64 secret[2])
+{
+	int err = links_each(pin_dir, first_secret, secret);
+
+	return err == 1 ? 0 : err < 0 ? err : -ENOENT;
 }
 
 static void say(void (*report)(void *, const char *), void *arg, const char *fmt, ...)
@@ -341,9 +567,24 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 	       void (*report)(void *arg, const char *line), void *arg)
 {
 	struct lb_vip_key key, next;
+	struct lb_control rec;
 	int bad = 0, err;
 	size_t i, j;
 	__u32 id;
+
+	err = lb_control_read(maps, &rec);
+	if (err)
+		return err;
+	if (rec.changing) {
+		say(report, arg, "the kernel's record says a change was cut short (the next change "
+		    "repairs the maps first)");
+		bad++;
+	} else if (rec.state_digest != state_digest(want)) {
+		say(report, arg, "the kernel's record names another state than the file (generation "
+		    "%llu; the next change repairs the maps first)",
+		    (unsigned long long)rec.generation);
+		bad++;
+	}
 
 	for (i = 0; i < want->vip_count; i++) {
 		const struct state_vip *v = &want->vips[i];
@@ -366,13 +607,18 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 			const struct state_backend *b = &v->backends[j];
 			struct lb_backend slot;
 
+			struct lb_backend entry;
+
 			if (lb_backend_read(maps, b->id, &slot))
 				return -errno;
-			if (slot.state != wanted_state(b) || slot.cookie != b->cookie ||
-			    slot.vip_id != v->id || memcmp(slot.mac, b->mac, 6) ||
-			    memcmp(slot.addr, b->addr.bytes, 16) || slot.family != b->addr.family) {
+			backend_entry(b, v->id, &entry);
+			if (!slot_holds(&slot, &entry)) {
 				say(report, arg, "VIP %s: backend %s: slot %u holds something else",
 				    spec, b->name, b->id);
+				bad++;
+			} else if (slot.state != entry.state) {
+				say(report, arg, "VIP %s: backend %s: slot %u is %s", spec, b->name,
+				    b->id, slot.state == LB_BACKEND_DRAINING ? "draining" : "active");
 				bad++;
 			}
 		}
@@ -405,6 +651,138 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 		}
 	}
 	return bad;
+}
+
+struct links_check {
+	const struct state *want;
+	const __u64 *secret;
+	void (*report)(void *, const char *);
+	void *arg;
+	int bad;
+};
+
+static int link_check(const char *name, const char *path, void *arg)
+{
+	struct links_check *lc = arg;
+	struct lb_link_info info;
+	int err = lb_link_read(path, &info);
+
+	if (!state_iface_find(lc->want, name)) {
+		say(lc->report, lc->arg, "interface %s: a program is attached that the state does "
+		    "not list (the next change removes it)", name);
+		lc->bad++;
+	} else if (err) {
+		say(lc->report, lc->arg, "interface %s: cannot read its program: %s", name,
+		    strerror(-err));
+		lc->bad++;
+	} else if (info.ifindex == 0) {
+		say(lc->report, lc->arg, "interface %s: gone; its program is attached to nothing "
+		    "(ringlb detach %s)", name, name);
+		lc->bad++;
+	} else if (info.secret[0] != lc->secret[0] || info.secret[1] != lc->secret[1]) {
+		say(lc->report, lc->arg, "interface %s: the program hashes flows with another key "
+		    "than the secret file (key digest %016llx, file %016llx; the next change "
+		    "re-keys it)", name, (unsigned long long)lb_secret_digest(info.secret),
+		    (unsigned long long)lb_secret_digest(lc->secret));
+		lc->bad++;
+	}
+	memset(&info, 0, sizeof(info));
+	return 0;
+}
+
+int ctl_links_verify(const char *pin_dir, const struct state *want, const __u64 secret[2],
+		     void (*report)(void *arg, const char *line), void *arg)
+{
+	struct links_check lc = { want, secret, report, arg, 0 };
+	char path[PATH_MAX];
+	size_t i;
+	int err = links_each(pin_dir, link_check, &lc);
+
+	if (err)
+		return err;
+	for (i = 0; i < want->iface_count; i++) {
+		snprintf(path, sizeof(path), "%s/links/%s", pin_dir, want->ifaces[i].name);
+		if (access(path, F_OK)) {
+			say(report, arg, "interface %s: attached in the state, but no program is "
+			    "(ringlb attach %s, or ringlb detach %s)", want->ifaces[i].name,
+			    want->ifaces[i].name, want->ifaces[i].name);
+			lc.bad++;
+		}
+	}
+	return lc.bad;
+}
+
+/* Flow table entries read per batch call. */
+#define FLOW_BATCH 4096
+
+/*
+ * Count the flow table's entries per backend. A batch walk, by hash bucket:
+ * a key-by-key walk restarts from the first key when the program evicts the
+ * key it stands on, and may never end on a busy table.
+ */
+int ctl_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 idle_ns,
+		   struct ctl_tally *t)
+{
+	struct lb_flow_key *keys = calloc(FLOW_BATCH, sizeof(*keys));
+	struct lb_flow *values = calloc(FLOW_BATCH, sizeof(*values));
+	__u64 *cookie_of = calloc(LB_BACKENDS_MAX, sizeof(*cookie_of));
+	__u32 *vip_of = calloc(LB_BACKENDS_MAX, sizeof(*vip_of));
+	__u32 in_batch = 0, out_batch = 0, count, n;
+	struct timespec now;
+	__u64 now_ns;
+	size_t i, j;
+	int err = 0, first = 1;
+
+	memset(t, 0, sizeof(*t));
+	if (!keys || !values || !cookie_of || !vip_of) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < s->vip_count; i++)
+		for (j = 0; j < s->vips[i].backend_count; j++) {
+			cookie_of[s->vips[i].backends[j].id] = s->vips[i].backends[j].cookie;
+			vip_of[s->vips[i].backends[j].id] = s->vips[i].id;
+		}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	now_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	for (;;) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+
+		count = FLOW_BATCH;
+		err = bpf_map_lookup_batch(maps->flows, first ? NULL : &in_batch, &out_batch, keys,
+					   values, &count, &opts);
+		if (err && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		for (n = 0; n < count; n++) {
+			const struct lb_flow *f = &values[n];
+
+			/* Only the backend it was pinned to; cookies are never 0. */
+			if (f->backend_id >= LB_BACKENDS_MAX || !cookie_of[f->backend_id] ||
+			    cookie_of[f->backend_id] != f->backend_cookie ||
+			    vip_of[f->backend_id] != f->vip_id)
+				continue;
+			/* Touched at most once a second, so allow that much slack. */
+			if (now_ns > f->last_seen_ns + idle_ns + LB_FLOW_TOUCH_NS)
+				continue;
+			t->live[f->backend_id]++;
+			if (f->flags & (LB_FLOW_FIN | LB_FLOW_RST))
+				t->closing[f->backend_id]++;
+		}
+		if (err) { /* ENOENT: the walk is over */
+			err = 0;
+			break;
+		}
+		in_batch = out_batch;
+		first = 0;
+	}
+out:
+	free(keys);
+	free(values);
+	free(cookie_of);
+	free(vip_of);
+	return err;
 }
 
 static const struct state_backend *backend_by_id(const struct state_vip *vip, __u32 id)

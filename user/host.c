@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -54,8 +55,11 @@ int host_iface_mac(const char *ifname, __u8 mac[6])
 
 struct neigh_query {
 	const struct addr *want;
+	const int *ifindexes;
+	size_t ifcount;
 	__u8 mac[6];
 	int found;
+	int elsewhere; /* an interface it was learned on instead, 0 for none */
 };
 
 static int neigh_attr(const struct nlattr *attr, void *data)
@@ -76,6 +80,7 @@ static int neigh_entry(const struct nlmsghdr *nlh, void *data)
 	struct neigh_query *q = data;
 	size_t len = q->want->family == LB_FAMILY_IPV4 ? 4 : 16;
 	const __u16 usable = NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT;
+	size_t i;
 
 	mnl_attr_parse(nlh, sizeof(*ndm), neigh_attr, tb);
 	if (!tb[NDA_DST] || !tb[NDA_LLADDR] || mnl_attr_get_payload_len(tb[NDA_DST]) != len ||
@@ -83,8 +88,13 @@ static int neigh_entry(const struct nlmsghdr *nlh, void *data)
 		return MNL_CB_OK;
 	if (memcmp(mnl_attr_get_payload(tb[NDA_DST]), q->want->bytes, len))
 		return MNL_CB_OK;
-	memcpy(q->mac, mnl_attr_get_payload(tb[NDA_LLADDR]), 6);
-	q->found = 1;
+	for (i = 0; i < q->ifcount; i++)
+		if (ndm->ndm_ifindex == q->ifindexes[i]) {
+			memcpy(q->mac, mnl_attr_get_payload(tb[NDA_LLADDR]), 6);
+			q->found = 1;
+			return MNL_CB_OK;
+		}
+	q->elsewhere = ndm->ndm_ifindex;
 	return MNL_CB_OK;
 }
 
@@ -146,9 +156,10 @@ static void neigh_provoke(const struct addr *a)
 	close(fd);
 }
 
-int host_neigh_mac(const struct addr *a, __u8 mac[6], int timeout_ms, char why[HOST_WHY_MAX])
+int host_neigh_mac(const struct addr *a, const int *ifindexes, size_t ifcount, __u8 mac[6],
+		   int timeout_ms, char why[HOST_WHY_MAX])
 {
-	struct neigh_query q = { .want = a };
+	struct neigh_query q = { .want = a, .ifindexes = ifindexes, .ifcount = ifcount };
 	struct mnl_socket *nl;
 	int waited = 0, provoked = 0, err;
 
@@ -172,10 +183,18 @@ int host_neigh_mac(const struct addr *a, __u8 mac[6], int timeout_ms, char why[H
 			break;
 		}
 		if (waited >= timeout_ms) {
+			char name[IF_NAMESIZE] = "?";
+
 			err = -EHOSTUNREACH;
-			snprintf(why, HOST_WHY_MAX,
-				 "no neighbour entry after %d ms: is it on a directly attached "
-				 "network? give its MAC with --mac", timeout_ms);
+			if (q.elsewhere && if_indextoname((unsigned int)q.elsewhere, name))
+				snprintf(why, HOST_WHY_MAX,
+					 "it is a neighbour on %s, not on an interface ringlb is "
+					 "attached to; give its MAC with --mac", name);
+			else
+				snprintf(why, HOST_WHY_MAX,
+					 "no neighbour entry on an attached interface after %d ms: is "
+					 "it on a directly attached network? give its MAC with --mac",
+					 timeout_ms);
 			break;
 		}
 		if (!provoked) {
@@ -246,6 +265,35 @@ static int secret_create(const char *path, __u64 secret[2], char why[HOST_WHY_MA
 		unlink(path);
 	}
 	close(fd);
+	return err;
+}
+
+int host_secret_write(const char *path, const __u64 secret[2], char why[HOST_WHY_MAX])
+{
+	char text[SECRET_HEX_LEN + 2], tmp[PATH_MAX];
+	int fd, err = 0;
+
+	snprintf(text, sizeof(text), "%016llx%016llx\n", (unsigned long long)secret[0],
+		 (unsigned long long)secret[1]);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, HOST_WHY_MAX, "creating %s: %s", tmp, strerror(errno));
+		memset(text, 0, sizeof(text));
+		return err;
+	}
+	if (write(fd, text, SECRET_HEX_LEN + 1) != SECRET_HEX_LEN + 1 || fsync(fd))
+		err = -EIO;
+	memset(text, 0, sizeof(text));
+	if (close(fd) && !err)
+		err = -EIO;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err) {
+		snprintf(why, HOST_WHY_MAX, "writing %s: %s", path, strerror(-err));
+		unlink(tmp);
+	}
 	return err;
 }
 

@@ -7,6 +7,7 @@
 #ifndef RINGLB_HOST_H
 #define RINGLB_HOST_H
 
+#include <stddef.h>
 #include <linux/types.h>
 
 #include "addr.h"
@@ -20,13 +21,18 @@ int host_iface_mac(const char *ifname, __u8 mac[6]);
 /**
  * host_neigh_mac() - a directly attached host's MAC from the neighbour table.
  * @a: the host's address
+ * @ifindexes: the interfaces the MAC must have been learned on (those the
+ *             program is attached to: a MAC learned elsewhere belongs to
+ *             another network)
+ * @ifcount: how many
  * @mac: its MAC
  * @timeout_ms: how long to wait for resolution when the table has no usable
  *              entry; resolution is triggered by sending the host one UDP
  *              datagram to the discard port
  * @why: on failure, what happened
  */
-int host_neigh_mac(const struct addr *a, __u8 mac[6], int timeout_ms, char why[HOST_WHY_MAX]);
+int host_neigh_mac(const struct addr *a, const int *ifindexes, size_t ifcount, __u8 mac[6],
+		   int timeout_ms, char why[HOST_WHY_MAX]);
 
 /**
  * host_secret() - the deployment's flow hash secret.
@@ -39,6 +45,12 @@ int host_neigh_mac(const struct addr *a, __u8 mac[6], int timeout_ms, char why[H
  * backend every flow reaches, and knowing it lets a client choose.
  */
 int host_secret(const char *path, int create, __u64 secret[2], char why[HOST_WHY_MAX]);
+
+/**
+ * host_secret_write() - replace the secret file with @secret: a temp file
+ * beside it (created with O_EXCL and O_NOFOLLOW, mode 0600), fsync, rename.
+ */
+int host_secret_write(const char *path, const __u64 secret[2], char why[HOST_WHY_MAX]);
 
 /**
  * host_privileged() - may this process load programs and change maps?

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,8 @@ struct lb_prog {
 
 /* The maps every instance shares through pins, in struct lb_maps order. */
 static const char *const pinned_map_names[] = {
-	"vips", "backends", "rings_0", "rings_1", "rings_2", "rings_3", "flows", "vip_stats",
-	"backend_stats", "reason_stats",
+	"vips", "backends", "rings_0", "rings_1", "rings_2", "rings_3", "flows", "control",
+	"vip_stats", "backend_stats", "reason_stats",
 };
 
 #define PINNED_MAPS (sizeof(pinned_map_names) / sizeof(pinned_map_names[0]))
@@ -50,7 +51,7 @@ static void maps_fds(struct lb_maps *m, int *fds[PINNED_MAPS])
 {
 	int *all[PINNED_MAPS] = {
 		&m->vips, &m->backends, &m->rings[0], &m->rings[1], &m->rings[2], &m->rings[3],
-		&m->flows, &m->vip_stats, &m->backend_stats, &m->reason_stats,
+		&m->flows, &m->control, &m->vip_stats, &m->backend_stats, &m->reason_stats,
 	};
 
 	memcpy(fds, all, sizeof(all));
@@ -84,7 +85,7 @@ static int pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_
  * made at the first call and kept for the process; only a successful update
  * waits (Linux 6.8 and later skip the wait when the update fails).
  */
-static int readers_wait(void)
+int lb_readers_wait(void)
 {
 	static int outer = -1, inner = -1;
 	__u32 zero = 0;
@@ -121,7 +122,7 @@ static int vip_value_set(const struct lb_maps *maps, const struct lb_vip_key *ke
 {
 	if (bpf_map_update_elem(maps->vips, key, vip, BPF_ANY))
 		return -errno;
-	return readers_wait();
+	return lb_readers_wait();
 }
 
 /* Remove a VIP's value, then wait as vip_value_set() does. */
@@ -129,7 +130,7 @@ static int vip_value_delete(const struct lb_maps *maps, const struct lb_vip_key 
 {
 	if (bpf_map_delete_elem(maps->vips, key))
 		return errno == ENOENT ? 0 : -errno;
-	return readers_wait();
+	return lb_readers_wait();
 }
 
 static void maps_from_skel(struct lb_maps *m, struct ringlb_bpf *skel)
@@ -141,6 +142,7 @@ static void maps_from_skel(struct lb_maps *m, struct ringlb_bpf *skel)
 	m->rings[2] = bpf_map__fd(skel->maps.rings_2);
 	m->rings[3] = bpf_map__fd(skel->maps.rings_3);
 	m->flows = bpf_map__fd(skel->maps.flows);
+	m->control = bpf_map__fd(skel->maps.control);
 	m->vip_stats = bpf_map__fd(skel->maps.vip_stats);
 	m->backend_stats = bpf_map__fd(skel->maps.backend_stats);
 	m->reason_stats = bpf_map__fd(skel->maps.reason_stats);
@@ -789,4 +791,144 @@ __u64 lb_flow_hash(const __u64 secret[2], const struct lb_flow_key *key)
 
 	memcpy(words, key, sizeof(words));
 	return siphash13_flow(words, secret[0], secret[1]);
+}
+
+int lb_control_read(const struct lb_maps *maps, struct lb_control *control)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(maps->control, &zero, control) ? -errno : 0;
+}
+
+int lb_control_write(const struct lb_maps *maps, const struct lb_control *control)
+{
+	struct lb_control c = *control;
+	__u32 zero = 0;
+
+	c.pad = 0;
+	return bpf_map_update_elem(maps->control, &zero, &c, BPF_ANY) ? -errno : 0;
+}
+
+/* Zero one element of a per-CPU array whose values are @value_size bytes. */
+static int percpu_clear(int fd, __u32 key, size_t value_size)
+{
+	int cpus = libbpf_num_possible_cpus(), err = 0;
+	void *zeros;
+
+	if (cpus <= 0)
+		return -EINVAL;
+	zeros = calloc((size_t)cpus, (value_size + 7) / 8 * 8);
+	if (!zeros)
+		return -ENOMEM;
+	if (bpf_map_update_elem(fd, &key, zeros, BPF_ANY))
+		err = -errno;
+	free(zeros);
+	return err;
+}
+
+int lb_vip_counters_clear(const struct lb_maps *maps, __u32 vip_id)
+{
+	return percpu_clear(maps->vip_stats, vip_id, sizeof(struct lb_counters));
+}
+
+int lb_backend_counters_clear(const struct lb_maps *maps, __u32 id)
+{
+	return percpu_clear(maps->backend_stats, id, sizeof(struct lb_backend_counters));
+}
+
+/* The .rodata map of the program with id @prog_id, and the program's fd. */
+static int prog_rodata(__u32 prog_id, int *prog_fd, int *map_fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), ids[16], i;
+	int err = -EBADMSG;
+
+	*map_fd = -1;
+	*prog_fd = bpf_prog_get_fd_by_id(prog_id);
+	if (*prog_fd < 0)
+		return -errno;
+	info.nr_map_ids = sizeof(ids) / sizeof(ids[0]);
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(*prog_fd, &info, &len))
+		return -errno;
+	for (i = 0; i < info.nr_map_ids && i < sizeof(ids) / sizeof(ids[0]); i++) {
+		struct bpf_map_info map = {};
+		__u32 map_len = sizeof(map);
+		size_t name_len;
+		int fd = bpf_map_get_fd_by_id(ids[i]);
+
+		if (fd < 0)
+			continue;
+		name_len = bpf_obj_get_info_by_fd(fd, &map, &map_len) ? 0 : strlen(map.name);
+		/* The section's size, which the struct's trailing padding may exceed. */
+		if (name_len >= 7 && strcmp(map.name + name_len - 7, ".rodata") == 0 &&
+		    map.value_size >= offsetof(struct ringlb_bpf__rodata, iface_mac) + 6 &&
+		    map.value_size <= sizeof(struct ringlb_bpf__rodata)) {
+			*map_fd = fd;
+			err = 0;
+			break;
+		}
+		close(fd);
+	}
+	return err;
+}
+
+int lb_link_read(const char *link_path, struct lb_link_info *out)
+{
+	struct bpf_link_info info = {};
+	struct ringlb_bpf__rodata rodata = {};
+	__u32 len = sizeof(info), zero = 0;
+	int link_fd, prog_fd = -1, map_fd = -1, err = 0;
+
+	memset(out, 0, sizeof(*out));
+	link_fd = bpf_obj_get(link_path);
+	if (link_fd < 0)
+		return -errno;
+	if (bpf_obj_get_info_by_fd(link_fd, &info, &len))
+		err = -errno;
+	else if (info.type != BPF_LINK_TYPE_XDP)
+		err = -EBADMSG;
+	if (!err)
+		err = prog_rodata(info.prog_id, &prog_fd, &map_fd);
+	if (!err && bpf_map_lookup_elem(map_fd, &zero, &rodata))
+		err = -errno;
+	if (!err) {
+		out->ifindex = (int)info.xdp.ifindex;
+		out->secret[0] = rodata.flow_secret[0];
+		out->secret[1] = rodata.flow_secret[1];
+		memcpy(out->iface_mac, rodata.iface_mac, sizeof(out->iface_mac));
+		memset(&rodata, 0, sizeof(rodata));
+	}
+	if (map_fd >= 0)
+		close(map_fd);
+	if (prog_fd >= 0)
+		close(prog_fd);
+	close(link_fd);
+	return err;
+}
+
+int lb_link_replace(const char *link_path, const struct lb_prog *prog)
+{
+	int link_fd = bpf_obj_get(link_path), err = 0;
+
+	if (link_fd < 0)
+		return -errno;
+	if (bpf_link_update(link_fd, lb_prog_fd(prog), NULL))
+		err = -errno;
+	close(link_fd);
+	return err;
+}
+
+/* The message lb_secret_digest() hashes: "ringlb secret v1" as two little-endian words. */
+#define SECRET_DIGEST_M0 0x7320626c676e6972ULL
+#define SECRET_DIGEST_M1 0x3176207465726365ULL
+
+__u64 lb_secret_digest(const __u64 secret[2])
+{
+	struct siphash_state s;
+
+	siphash_init(&s, secret[0], secret[1]);
+	siphash_compress(&s, SECRET_DIGEST_M0, 2);
+	siphash_compress(&s, SECRET_DIGEST_M1, 2);
+	return siphash_finish(&s, 16ull << 56, 2, 4);
 }

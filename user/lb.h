@@ -30,6 +30,7 @@ struct lb_maps {
 	int backends;
 	int rings[LB_RING_CLASSES];
 	int flows;
+	int control;
 	int vip_stats;
 	int backend_stats;
 	int reason_stats;
@@ -226,6 +227,57 @@ int lb_backend_set_state(const struct lb_maps *maps, __u32 id, enum lb_backend_s
 
 /** lb_backend_read() - read a backend slot. */
 int lb_backend_read(const struct lb_maps *maps, __u32 id, struct lb_backend *backend);
+
+/** lb_control_read() - the controller's record (all zero in new maps). */
+int lb_control_read(const struct lb_maps *maps, struct lb_control *control);
+
+/** lb_control_write() - replace the controller's record. */
+int lb_control_write(const struct lb_maps *maps, const struct lb_control *control);
+
+/**
+ * lb_readers_wait() - wait until every program run that started before the
+ * call is done (an RCU grace period). After it, no packet still holds what
+ * was read from a map before the call.
+ */
+int lb_readers_wait(void);
+
+/** lb_vip_counters_clear() - zero a VIP id's counters on every CPU. */
+int lb_vip_counters_clear(const struct lb_maps *maps, __u32 vip_id);
+
+/** lb_backend_counters_clear() - zero a backend slot's counters on every CPU. */
+int lb_backend_counters_clear(const struct lb_maps *maps, __u32 id);
+
+/**
+ * struct lb_link_info - what a pinned XDP link runs.
+ * @ifindex: its interface (0 when the interface is gone)
+ * @secret: the flow hash key its program was loaded with
+ * @iface_mac: the source MAC its program writes
+ */
+struct lb_link_info {
+	int ifindex;
+	__u64 secret[2];
+	__u8 iface_mac[6];
+};
+
+/**
+ * lb_link_read() - read the program behind a pinned link: its interface and
+ * the load-time settings it runs with, from the program's own read-only data
+ * in the kernel (not from any file). Return: 0, -ENOENT, -EBADMSG when the
+ * program is not ringlb's.
+ */
+int lb_link_read(const char *link_path, struct lb_link_info *info);
+
+/**
+ * lb_link_replace() - make a pinned link run @prog instead: one atomic swap
+ * of the program on the interface (every packet runs the old or the new).
+ */
+int lb_link_replace(const char *link_path, const struct lb_prog *prog);
+
+/**
+ * lb_secret_digest() - 64 bits that tell flow hash keys apart without
+ * revealing them: SipHash-2-4, keyed with the secret, of a fixed message.
+ */
+__u64 lb_secret_digest(const __u64 secret[2]);
 
 /**
  * lb_flow_key_init() - the flow key of a client's packet to a VIP.

@@ -59,8 +59,15 @@ struct cli {
 	const char *name;   /* "backend add", for messages */
 	int argc;
 	char **argv;        /* argv[0] is the verb (or the object for one-word commands) */
-	char command[1024]; /* the whole command line, for the audit log */
+	int mutating;       /* the command changes something: every attempt is audited */
+	int all_argc;       /* the whole command line, for the audit log */
+	char **all_argv;
 };
+
+/* The last error reported: the one line the caller saw, for the audit log. */
+static char last_error[256];
+
+static void audit(const struct cli *c, int ok);
 
 static void die_usage(const struct cli *c, const char *fmt, ...) __attribute__((noreturn));
 
@@ -68,22 +75,21 @@ static void report(const struct cli *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "ringlb: %s: ", c->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "ringlb: %s: %s\n", c->name, last_error);
 }
 
 static void die_usage(const struct cli *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "ringlb: %s: ", c->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see ringlb %s --help)\n", c->name);
+	fprintf(stderr, "ringlb: %s: %s (see ringlb %s --help)\n", c->name, last_error, c->name);
+	audit(c, 0);
 	exit(EXIT_USAGE);
 }
 
@@ -93,6 +99,7 @@ struct command {
 	const char *object;
 	const char *verb; /* NULL for one-word commands */
 	int (*run)(struct cli *c);
+	int mutating;     /* changes the state or the kernel: every attempt is audited */
 	const char *synopsis;
 	const char *help;
 };
@@ -186,23 +193,102 @@ static int state_read(const struct cli *c, struct state *s)
 	return err;
 }
 
-static void audit(const struct cli *c, const char *result)
+/* The login uid the kernel keeps for this session (set at login, kept by sudo), or -1. */
+static long login_uid(void)
+{
+	char text[32] = "";
+	long uid = -1;
+	FILE *f = fopen("/proc/self/loginuid", "re");
+
+	if (f) {
+		if (fgets(text, sizeof(text), f))
+			uid = strtol(text, NULL, 10);
+		fclose(f);
+	}
+	return uid == 4294967295L ? -1 : uid;
+}
+
+/*
+ * A word of the command line as a JSON string: printable ASCII as it is,
+ * every other byte as the four characters \xNN, so what is logged is valid
+ * JSON whatever bytes the caller passed.
+ */
+static json_t *audit_word(const char *word)
+{
+	size_t len = strlen(word), i, n = 0;
+	char *text = malloc(4 * len + 1);
+	json_t *j;
+
+	if (!text)
+		return json_string("?");
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)word[i];
+
+		if (ch >= 0x20 && ch < 0x7f)
+			text[n++] = (char)ch;
+		else
+			n += (size_t)sprintf(text + n, "\\x%02x", ch);
+	}
+	text[n] = '\0';
+	j = json_string(text);
+	free(text);
+	return j;
+}
+
+/*
+ * One line per attempt of a mutating command, accepted or refused, in
+ * audit.log beside the state file: a JSON object (time, uid and user, the
+ * user behind sudo and the login uid, the command's words, the result and
+ * the error), so no argument can forge a line or a field. Best effort: a
+ * caller who may not write there (not root) leaves no line.
+ */
+static void audit(const struct cli *c, int ok)
 {
 	char path[PATH_MAX], when[32];
 	struct passwd *pw = getpwuid(getuid());
+	const char *sudo_user = getenv("SUDO_USER");
 	time_t now = time(NULL);
+	json_t *line, *words;
+	long luid;
 	struct tm tm;
-	FILE *f;
+	char *text;
+	int fd, i;
 
-	path_beside_state(c, "audit.log", path, sizeof(path));
-	f = fopen(path, "ae");
-	if (!f)
+	if (!c->mutating)
 		return;
+	luid = login_uid();
+	words = json_array();
+	for (i = 0; i < c->all_argc; i++)
+		json_array_append_new(words, audit_word(c->all_argv[i]));
 	gmtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	fprintf(f, "%s uid=%u user=%s command=\"%s\" result=\"%s\"\n", when, (unsigned)getuid(),
-		pw ? pw->pw_name : "?", c->command, result);
-	fclose(f);
+	line = json_pack("{s:s, s:I, s:s, s:o, s:s}", "time", when, "uid", (json_int_t)getuid(),
+			 "user", pw ? pw->pw_name : "?", "command", words, "result",
+			 ok ? "ok" : "error");
+	if (!line)
+		return;
+	if (sudo_user)
+		json_object_set_new(line, "sudo_user", audit_word(sudo_user));
+	if (luid >= 0)
+		json_object_set_new(line, "login_uid", json_integer(luid));
+	if (!ok && last_error[0])
+		json_object_set_new(line, "error", audit_word(last_error));
+	text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(line);
+	if (!text)
+		return;
+	path_beside_state(c, "audit.log", path, sizeof(path));
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		size_t len = strlen(text);
+
+		text[len] = '\n';
+		if (write(fd, text, len + 1) < 0) {
+			/* Nothing to do: the change itself stands or fell already. */
+		}
+		close(fd);
+	}
+	free(text);
 }
 
 static int privileged_or_report(const struct cli *c)
@@ -246,72 +332,243 @@ static int maps_open_or_report(const struct cli *c, struct lb_maps *maps)
 	return err;
 }
 
-/* How change() treats the kernel. */
-enum change_flags {
-	CHANGE_NEEDS_MAPS = 1 << 0, /* refuse when not attached */
-	CHANGE_FULL_SYNC = 1 << 1,  /* rebuild every ring, check every slot */
-	CHANGE_NO_SYNC = 1 << 2,    /* @apply talks to the kernel itself */
+/* The deployment secret from the file beside the state; @create makes one when missing. */
+static int file_secret(const struct cli *c, int create, __u64 secret[2], char *why, size_t len)
+{
+	char path[PATH_MAX], hwhy[HOST_WHY_MAX] = "";
+	int err;
+
+	path_beside_state(c, "secret", path, sizeof(path));
+	err = host_secret(path, create, secret, hwhy);
+	if (err)
+		snprintf(why, len, "deployment secret: %s%s", hwhy,
+			 err == -ENOENT ? " (it is made by the first attach)" : "");
+	return err;
+}
+
+/*
+ * The programs on the interfaces: only those @want lists, each on the
+ * secret file's key. With no secret file and no program anywhere (before
+ * the first attach) there is nothing to do.
+ */
+static int links_converge(const struct cli *c, const struct state *want, int *fixed,
+			  char why[CTL_WHY_MAX])
+{
+	__u64 secret[2];
+	int err;
+
+	*fixed = 0;
+	err = file_secret(c, 0, secret, why, CTL_WHY_MAX);
+	if (err == -ENOENT && ctl_kernel_secret(c->pin_dir, secret) == -ENOENT)
+		return 0;
+	if (!err)
+		err = ctl_links_sync(c->pin_dir, want, secret, fixed, why);
+	memset(secret, 0, sizeof(secret));
+	return err;
+}
+
+/* Make the kernel hold @want: maps (from @applied, or compared whole when NULL), then programs. */
+static int converge(const struct cli *c, const struct lb_maps *maps, const struct state *applied,
+		    const struct state *want, char why[CTL_WHY_MAX])
+{
+	int fixed;
+
+	return ctl_sync(maps, applied, want, why) ?: links_converge(c, want, &fixed, why);
+}
+
+/* How a session treats the kernel. */
+enum session_flags {
+	SESSION_NEEDS_MAPS = 1 << 0,   /* refuse when not attached */
+	SESSION_CREATE_MAPS = 1 << 1,  /* create and pin the maps when missing (attach) */
 };
 
 /*
- * The change path. @apply edits @want (a copy of the loaded state) or
- * reports why it cannot. Returns the exit status.
+ * A mutating command's hold on the state and the kernel: the lock, the
+ * committed state, and the maps, which session_begin() has made hold that
+ * state before anything else happens.
  */
-static int change(struct cli *c, unsigned int flags,
-		  int (*apply)(struct cli *c, struct state *want))
-{
-	struct state applied, want;
+struct session {
+	int lock;
+	struct state applied;
 	struct lb_maps maps;
-	char why[CTL_WHY_MAX] = "";
-	int lock, err, have_maps = 0;
+	int have_maps;
+	char note[192];  /* said on success: what the start had to repair */
+};
 
-	lb_maps_init(&maps);
-	if (privileged_or_report(c) || state_dir_ensure(c))
-		return 1;
-	lock = lock_take(c, 1);
-	if (lock < 0)
-		return 1;
-	state_tmp_sweep(c->state_path);
-	state_init(&want);
-	err = state_read(c, &applied);
-	if (!err && state_clone(&want, &applied)) {
-		report(c, "out of memory");
-		err = -ENOMEM;
+/* What attach was asked for; maps_create() reads its flow table size. */
+static struct {
+	const char *iface;
+	enum lb_attach_mode mode;
+	__u32 flows;
+	int flows_given;
+} attach_args;
+
+/* Create and pin the maps when there are none (attach after a reboot, a first attach). */
+static int maps_create(const struct cli *c, const struct state *s)
+{
+	struct lb_load_opts opts = { .pin_dir = c->pin_dir, .flow_entries = s->flow_entries };
+	char why[CTL_WHY_MAX];
+
+	if (attach_args.flows_given)
+		opts.flow_entries = attach_args.flows;
+	struct lb_prog *prog;
+	int err;
+
+	err = file_secret(c, 1, opts.secret, why, sizeof(why));
+	if (err) {
+		report(c, "%s", why);
+		return err;
 	}
-	if (!err)
-		err = apply(c, &want);
+	err = lb_prog_load(&prog, &opts);
+	memset(opts.secret, 0, sizeof(opts.secret));
+	if (err) {
+		report(c, "cannot load the XDP program: %s", strerror(-err));
+		return err;
+	}
+	lb_prog_close(prog);
+	return 0;
+}
+
+/*
+ * Take the lock, read the committed state and, when the maps are there,
+ * make the kernel hold that state if its record says it may not (a change
+ * was cut short, the file was replaced) and remove or re-key any program
+ * the state does not account for. Nothing else happens before that.
+ */
+static int session_begin(const struct cli *c, unsigned int flags, struct session *ss)
+{
+	char why[CTL_WHY_MAX] = "";
+	int pinned, err, repaired = 0, fixed = 0, created = 0;
+
+	memset(ss, 0, sizeof(*ss));
+	ss->lock = -1;
+	lb_maps_init(&ss->maps);
+	state_init(&ss->applied);
+	if (privileged_or_report(c) || state_dir_ensure(c))
+		return -EPERM;
+	ss->lock = lock_take(c, 1);
+	if (ss->lock < 0)
+		return -EAGAIN;
+	state_tmp_sweep(c->state_path);
+	{
+		char secret_path[PATH_MAX];
+
+		path_beside_state(c, "secret", secret_path, sizeof(secret_path));
+		state_tmp_sweep(secret_path);
+	}
+	err = state_read(c, &ss->applied);
+	if (err)
+		return err;
+	pinned = maps_pinned(c);
+	if (pinned == 0 && (flags & SESSION_CREATE_MAPS)) {
+		err = maps_create(c, &ss->applied);
+		if (err)
+			return err;
+		pinned = 1;
+		created = 1;
+	}
+	if (!(flags & SESSION_NEEDS_MAPS) && pinned != 1)
+		return 0;
+	err = maps_open_or_report(c, &ss->maps);
+	if (err)
+		return err;
+	ss->have_maps = 1;
+	err = ctl_repair(&ss->maps, &ss->applied, &repaired, why) ?:
+	      links_converge(c, &ss->applied, &fixed, why);
+	if (err) {
+		report(c, "the kernel does not hold the committed state and repairing it failed: %s; "
+		       "nothing changed (ringlb verify shows what differs)", why);
+		return err;
+	}
+	/* Maps just created are filled from the state: no repair to speak of. */
+	if ((repaired && !created) || fixed)
+		snprintf(ss->note, sizeof(ss->note),
+			 "ringlb: %s: first repaired the kernel to the committed state (generation "
+			 "%llu)%s", c->name, (unsigned long long)ss->applied.generation,
+			 fixed ? ", the programs on the interfaces included" : "");
+	return 0;
+}
+
+static void session_end(struct session *ss, int ok)
+{
+	if (ok && ss->note[0])
+		fprintf(stderr, "%s\n", ss->note);
+	state_free(&ss->applied);
+	lb_maps_close(&ss->maps);
+	if (ss->lock >= 0)
+		close(ss->lock);
+}
+
+/*
+ * The change path. @apply edits @want (a copy of the committed state) or
+ * reports why it cannot. The file is the commit: the kernel's record is
+ * marked "changing", the new state written (temp file, fsync, rename), and
+ * only then the kernel made to follow; its record then names the new state.
+ * A failure after the commit writes the old state back and makes the kernel
+ * hold it again; a crash anywhere is repaired by the next command's
+ * session_begin(). Returns the exit status.
+ */
+static int change(const struct cli *c, unsigned int flags,
+		  int (*apply)(const struct cli *c, struct state *want))
+{
+	struct session ss;
+	struct state want;
+	char why[CTL_WHY_MAX] = "", undo[CTL_WHY_MAX] = "";
+	int err, fixed;
+
+	state_init(&want);
+	err = session_begin(c, flags, &ss);
 	if (err)
 		goto out;
-	want.generation = applied.generation + 1;
-	if (!(flags & CHANGE_NO_SYNC) && ((flags & CHANGE_NEEDS_MAPS) || maps_pinned(c) == 1)) {
-		err = maps_open_or_report(c, &maps);
-		if (err)
-			goto out;
-		have_maps = 1;
-		err = ctl_sync(&maps, flags & CHANGE_FULL_SYNC ? NULL : &applied, &want, why);
+	if (state_clone(&want, &ss.applied)) {
+		report(c, "out of memory");
+		err = -ENOMEM;
+		goto out;
+	}
+	err = apply(c, &want);
+	if (err)
+		goto undo_links; /* attach may have made its link already */
+	want.generation = ss.applied.generation + 1;
+	if (ss.have_maps) {
+		err = ctl_record(&ss.maps, &ss.applied, 1);
 		if (err) {
-			char undo[CTL_WHY_MAX];
-
-			report(c, "%s; nothing changed", why);
-			/* Put back what the kernel already took. */
-			if (ctl_sync(&maps, NULL, &applied, undo))
-				report(c, "undoing the partial change failed too: %s; run "
-				       "'ringlb restore' with a saved state", undo);
-			goto out;
+			report(c, "cannot write the kernel's record: %s; nothing changed", strerror(-err));
+			goto undo_links;
 		}
 	}
+	/* The commit. */
 	err = state_save(&want, c->state_path);
 	if (err) {
 		report(c, "cannot write %s: %s; nothing changed", c->state_path, strerror(-err));
-		if (have_maps)
-			ctl_sync(&maps, NULL, &applied, why);
+		goto undo_record;
 	}
+	if (!ss.have_maps)
+		goto out;
+	err = converge(c, &ss.maps, &ss.applied, &want, why) ?: ctl_record(&ss.maps, &want, 0);
+	if (!err)
+		goto out;
+	report(c, "%s; nothing changed", why[0] ? why : strerror(-err));
+	/* If the old state cannot be written back, the new one stays: the next command repairs. */
+	if (state_save(&ss.applied, c->state_path))
+		goto out;
+	if (converge(c, &ss.maps, NULL, &ss.applied, undo) || ctl_record(&ss.maps, &ss.applied, 0))
+		goto undo_failed;
+	goto out;
+undo_record:
+	if (ss.have_maps && ctl_record(&ss.maps, &ss.applied, 0)) {
+		snprintf(undo, sizeof(undo), "cannot write the kernel's record");
+		goto undo_failed;
+	}
+undo_links:
+	if (ss.have_maps && links_converge(c, &ss.applied, &fixed, undo))
+		goto undo_failed;
+	goto out;
+undo_failed:
+	fprintf(stderr, "ringlb: %s: undoing the partial change failed too: %s; the next change "
+		"repairs it\n", c->name, undo);
 out:
-	state_free(&applied);
 	state_free(&want);
-	lb_maps_close(&maps);
-	audit(c, err ? "error" : "ok");
-	close(lock);
+	session_end(&ss, err == 0);
 	return err ? 1 : 0;
 }
 
@@ -374,7 +631,7 @@ static void operands(struct cli *c, int first, int want_min, int want_max)
 		die_usage(c, "unexpected argument '%s'", c->argv[first + want_max]);
 }
 
-static int vip_arg(struct cli *c, const char *text, struct vip_spec *vip)
+static int vip_arg(const struct cli *c, const char *text, struct vip_spec *vip)
 {
 	const char *why = NULL;
 
@@ -385,7 +642,7 @@ static int vip_arg(struct cli *c, const char *text, struct vip_spec *vip)
 	return 0;
 }
 
-static struct state_vip *vip_or_report(struct cli *c, const struct state *s,
+static struct state_vip *vip_or_report(const struct cli *c, const struct state *s,
 				       const struct vip_spec *spec)
 {
 	struct state_vip *v = state_vip_find(s, spec);
@@ -398,7 +655,7 @@ static struct state_vip *vip_or_report(struct cli *c, const struct state *s,
 	return v;
 }
 
-static struct state_backend *backend_or_report(struct cli *c, const struct state_vip *v,
+static struct state_backend *backend_or_report(const struct cli *c, const struct state_vip *v,
 					       const char *name)
 {
 	struct state_backend *b = state_backend_find(v, name);
@@ -412,7 +669,7 @@ static struct state_backend *backend_or_report(struct cli *c, const struct state
 }
 
 /* The VIP's ring must stay within the library's limits after a change. */
-static int ring_fits_or_report(struct cli *c, const struct state_vip *v)
+static int ring_fits_or_report(const struct cli *c, const struct state_vip *v)
 {
 	uint64_t fingerprint;
 	size_t points;
@@ -436,12 +693,6 @@ static void json_print(json_t *j)
 
 /* --- attach, detach ---------------------------------------------------------------- */
 
-static struct {
-	const char *iface;
-	enum lb_attach_mode mode;
-	__u32 flows;
-	int flows_given;
-} attach_args;
 
 static int bpffs_ensure(struct cli *c)
 {
@@ -475,10 +726,10 @@ static int bpffs_ensure(struct cli *c)
 	return 0;
 }
 
-static int apply_attach(struct cli *c, struct state *want)
+static int apply_attach(const struct cli *c, struct state *want)
 {
 	struct lb_load_opts opts = { .pin_dir = c->pin_dir };
-	char link[PATH_MAX], secret_path[PATH_MAX], why[HOST_WHY_MAX] = "", cwhy[CTL_WHY_MAX];
+	char link[PATH_MAX], why[CTL_WHY_MAX] = "";
 	struct state_iface *iface, *ifaces;
 	struct lb_prog *prog = NULL;
 	int ifindex, err;
@@ -494,10 +745,9 @@ static int apply_attach(struct cli *c, struct state *want)
 		       attach_args.iface);
 		return -EEXIST;
 	}
-	path_beside_state(c, "secret", secret_path, sizeof(secret_path));
-	err = host_secret(secret_path, 1, opts.secret, why);
+	err = file_secret(c, 1, opts.secret, why, sizeof(why));
 	if (err) {
-		report(c, "deployment secret: %s", why);
+		report(c, "%s", why);
 		return err;
 	}
 	err = host_iface_mac(attach_args.iface, opts.iface_mac);
@@ -505,39 +755,34 @@ static int apply_attach(struct cli *c, struct state *want)
 		report(c, "cannot read the MAC of %s: %s", attach_args.iface, strerror(-err));
 		return err;
 	}
+	/* The maps are there already (session_begin), and hold the committed state. */
 	if (attach_args.flows_given)
 		want->flow_entries = attach_args.flows;
-	opts.flow_entries = want->flow_entries;
 	err = lb_prog_load(&prog, &opts);
+	memset(opts.secret, 0, sizeof(opts.secret));
 	if (err) {
 		report(c, "cannot load the XDP program: %s", strerror(-err));
 		return err;
 	}
 	err = lb_attach(prog, ifindex, attach_args.mode, link);
+	lb_prog_close(prog);
 	if (err) {
 		report(c, "cannot attach to %s in %s mode: %s%s", attach_args.iface,
 		       attach_args.mode == LB_ATTACH_NATIVE ? "native" : "generic", strerror(-err),
 		       attach_args.mode == LB_ATTACH_NATIVE ? " (try --mode generic)" : "");
-		lb_prog_close(prog);
 		return err;
 	}
-	/* The maps may be new (after a reboot) or stale: make them the state's. */
-	err = ctl_sync(lb_prog_maps(prog), NULL, want, cwhy);
-	lb_prog_close(prog);
-	if (err) {
-		report(c, "%s", cwhy);
-		lb_detach(link, ifindex);
-		return err;
-	}
+	/* From here, a failure or a crash before the commit leaves a link the next command removes. */
 	iface = state_iface_find(want, attach_args.iface);
 	if (!iface) {
 		ifaces = realloc(want->ifaces, (want->iface_count + 1) * sizeof(*ifaces));
 		if (!ifaces) {
-			lb_detach(link, ifindex);
+			report(c, "out of memory");
 			return -ENOMEM;
 		}
 		want->ifaces = ifaces;
 		iface = &ifaces[want->iface_count++];
+		memset(iface, 0, sizeof(*iface));
 		snprintf(iface->name, sizeof(iface->name), "%s", attach_args.iface);
 	}
 	iface->generic = attach_args.mode == LB_ATTACH_GENERIC;
@@ -547,8 +792,8 @@ static int apply_attach(struct cli *c, struct state *want)
 static int cmd_attach(struct cli *c)
 {
 	struct opt_values v;
-	const char *why = NULL;
 	int first = command_options(c, &v, "mf");
+	const char *why = NULL;
 
 	if (first < 0)
 		return print_help(stdout, NULL, "attach"), 0;
@@ -566,31 +811,24 @@ static int cmd_attach(struct cli *c)
 	}
 	if (privileged_or_report(c) || bpffs_ensure(c))
 		return 1;
-	/* apply_attach syncs the maps it loaded itself. */
-	return change(c, CHANGE_NO_SYNC, apply_attach);
+	return change(c, SESSION_CREATE_MAPS, apply_attach);
 }
 
 static const char *detach_iface;
 
-static int apply_detach(struct cli *c, struct state *want)
+/* The program goes once the state without the interface is committed (converge()). */
+static int apply_detach(const struct cli *c, struct state *want)
 {
 	struct state_iface *iface = state_iface_find(want, detach_iface);
-	char link[PATH_MAX];
-	int err;
+	size_t at;
 
-	snprintf(link, sizeof(link), "%s/links/%s", c->pin_dir, detach_iface);
-	err = lb_detach(link, (int)if_nametoindex(detach_iface));
-	if (err) {
-		report(c, err == -ENOENT ? "not attached to %s" : "cannot detach from %s: %s",
-		       detach_iface, strerror(-err));
-		return err;
+	if (!iface) {
+		report(c, "not attached to %s", detach_iface);
+		return -ENOENT;
 	}
-	if (iface) {
-		size_t at = (size_t)(iface - want->ifaces);
-
-		memmove(iface, iface + 1, (want->iface_count - at - 1) * sizeof(*iface));
-		want->iface_count--;
-	}
+	at = (size_t)(iface - want->ifaces);
+	memmove(iface, iface + 1, (want->iface_count - at - 1) * sizeof(*iface));
+	want->iface_count--;
 	return 0;
 }
 
@@ -603,7 +841,7 @@ static int cmd_detach(struct cli *c)
 		return print_help(stdout, NULL, "detach"), 0;
 	operands(c, first, 1, 1);
 	detach_iface = c->argv[first];
-	return change(c, CHANGE_NO_SYNC, apply_detach);
+	return change(c, SESSION_NEEDS_MAPS, apply_detach);
 }
 
 /* --- vip --------------------------------------------------------------------------- */
@@ -618,7 +856,7 @@ static struct {
 	__u32 weight;
 } args;
 
-static int apply_vip_add(struct cli *c, struct state *want)
+static int apply_vip_add(const struct cli *c, struct state *want)
 {
 	struct state_vip *v;
 	char text[ADDR_TEXT_MAX];
@@ -634,7 +872,7 @@ static int apply_vip_add(struct cli *c, struct state *want)
 	return err;
 }
 
-static int apply_vip_del(struct cli *c, struct state *want)
+static int apply_vip_del(const struct cli *c, struct state *want)
 {
 	struct state_vip *v = vip_or_report(c, want, &args.vip);
 
@@ -659,12 +897,12 @@ static int cmd_vip(struct cli *c)
 	args.vnodes = RING_VNODES_DEFAULT;
 	if (v.vnodes && number_parse(v.vnodes, RING_VNODES_MIN, RING_VNODES_MAX, &args.vnodes, &why))
 		die_usage(c, "--vnodes must be %u..%u", RING_VNODES_MIN, RING_VNODES_MAX);
-	return change(c, CHANGE_NEEDS_MAPS, add ? apply_vip_add : apply_vip_del);
+	return change(c, SESSION_NEEDS_MAPS, add ? apply_vip_add : apply_vip_del);
 }
 
 /* --- backend ----------------------------------------------------------------------- */
 
-static int apply_backend_add(struct cli *c, struct state *want)
+static int apply_backend_add(const struct cli *c, struct state *want)
 {
 	struct state_backend b = { 0 };
 	struct state_vip *v = vip_or_report(c, want, &args.vip);
@@ -684,7 +922,16 @@ static int apply_backend_add(struct cli *c, struct state *want)
 	if (args.mac_given) {
 		memcpy(b.mac, args.mac, 6);
 	} else {
-		err = host_neigh_mac(&args.addr, b.mac, NEIGH_TIMEOUT_MS, why);
+		int ifindexes[16];
+		size_t n = 0, i;
+
+		for (i = 0; i < want->iface_count && n < 16; i++) {
+			int ifindex = (int)if_nametoindex(want->ifaces[i].name);
+
+			if (ifindex)
+				ifindexes[n++] = ifindex;
+		}
+		err = host_neigh_mac(&args.addr, ifindexes, n, b.mac, NEIGH_TIMEOUT_MS, why);
 		if (err) {
 			addr_format(&args.addr, addr);
 			report(c, "cannot resolve the MAC of %s: %s", addr, why);
@@ -702,7 +949,7 @@ static int apply_backend_add(struct cli *c, struct state *want)
 enum backend_verb { VERB_WEIGHT, VERB_DRAIN, VERB_REMOVE };
 static enum backend_verb backend_verb;
 
-static int apply_backend_change(struct cli *c, struct state *want)
+static int apply_backend_change(const struct cli *c, struct state *want)
 {
 	struct state_vip *v = vip_or_report(c, want, &args.vip);
 	struct state_backend *b = v ? backend_or_report(c, v, args.name) : NULL;
@@ -727,7 +974,7 @@ static int apply_backend_change(struct cli *c, struct state *want)
 	return -EINVAL;
 }
 
-static void weight_arg(struct cli *c, const char *text)
+static void weight_arg(const struct cli *c, const char *text)
 {
 	const char *why = NULL;
 
@@ -735,7 +982,7 @@ static void weight_arg(struct cli *c, const char *text)
 		die_usage(c, "weight '%s' out of range 0..%u", text, RING_WEIGHT_MAX);
 }
 
-static int backend_name_arg(struct cli *c, const char *name)
+static int backend_name_arg(const struct cli *c, const char *name)
 {
 	const char *why = NULL;
 
@@ -774,7 +1021,7 @@ static int cmd_backend(struct cli *c)
 			}
 			args.mac_given = 1;
 		}
-		return change(c, CHANGE_NEEDS_MAPS, apply_backend_add);
+		return change(c, SESSION_NEEDS_MAPS, apply_backend_add);
 	}
 	first = command_options(c, &v, "");
 	if (first < 0)
@@ -786,7 +1033,7 @@ static int cmd_backend(struct cli *c)
 		return 1;
 	if (backend_verb == VERB_WEIGHT)
 		weight_arg(c, c->argv[first + 2]);
-	return change(c, CHANGE_NEEDS_MAPS, apply_backend_change);
+	return change(c, SESSION_NEEDS_MAPS, apply_backend_change);
 }
 
 /* --- show ---------------------------------------------------------------------------- */
@@ -908,11 +1155,24 @@ static int cmd_show(struct cli *c)
 		}
 		free(shares);
 	}
-	if (c->json)
-		json_print(json_pack("{s:I, s:o}", "generation", (json_int_t)s.generation, "vips",
-				     jvips));
-	else
+	if (c->json) {
+		json_t *top = json_pack("{s:I, s:o}", "generation", (json_int_t)s.generation, "vips",
+					jvips);
+		char why[CTL_WHY_MAX], hex[17];
+		__u64 secret[2];
+
+		/* The key the kernel hashes with (the file's where no program runs), as a digest. */
+		if ((attached && ctl_kernel_secret(c->pin_dir, secret) == 0) ||
+		    file_secret(c, 0, secret, why, sizeof(why)) == 0) {
+			snprintf(hex, sizeof(hex), "%016llx",
+				 (unsigned long long)lb_secret_digest(secret));
+			json_object_set_new(top, "secret_digest", json_string(hex));
+			memset(secret, 0, sizeof(secret));
+		}
+		json_print(top);
+	} else {
 		json_decref(jvips);
+	}
 	lb_maps_close(&maps);
 	state_free(&s);
 	return 0;
@@ -968,77 +1228,9 @@ static int percpu_sum(int fd, __u32 key, size_t words, __u64 *sum)
 	return 0;
 }
 
-struct flow_tally {
-	__u64 live[LB_BACKENDS_MAX];
-	__u64 closing[LB_BACKENDS_MAX];
-};
-
-/* Flow table entries read per batch call. */
-#define FLOW_BATCH 4096
-
-static void flow_tally_one(const struct lb_flow *flow, __u64 now_ns, __u64 idle_ns,
-			   struct flow_tally *t)
-{
-	if (flow->backend_id >= LB_BACKENDS_MAX)
-		return;
-	/* Touched at most once a second, so allow that much slack. */
-	if (now_ns > flow->last_seen_ns + idle_ns + LB_FLOW_TOUCH_NS)
-		return;
-	if (flow->flags & LB_FLOW_FIN)
-		t->closing[flow->backend_id]++;
-	else
-		t->live[flow->backend_id]++;
-}
-
-/*
- * Count the flow table's entries per backend, seen within @idle_ns. A batch
- * walk, by hash bucket: a key-by-key walk restarts from the first key when the
- * program evicts the key it stands on, and may never end on a busy table.
- */
-static int flows_tally(int fd, __u64 idle_ns, struct flow_tally *t)
-{
-	struct lb_flow_key *keys = calloc(FLOW_BATCH, sizeof(*keys));
-	struct lb_flow *values = calloc(FLOW_BATCH, sizeof(*values));
-	__u32 in_batch = 0, out_batch = 0, count, i;
-	struct timespec now;
-	__u64 now_ns;
-	int err = 0, first = 1;
-
-	memset(t, 0, sizeof(*t));
-	if (!keys || !values) {
-		err = -ENOMEM;
-		goto out;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	now_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
-	for (;;) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts);
-
-		count = FLOW_BATCH;
-		err = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, keys, values,
-					   &count, &opts);
-		if (err && errno != ENOENT) {
-			err = -errno;
-			break;
-		}
-		for (i = 0; i < count; i++)
-			flow_tally_one(&values[i], now_ns, idle_ns, t);
-		if (err) { /* ENOENT: the walk is over */
-			err = 0;
-			break;
-		}
-		in_batch = out_batch;
-		first = 0;
-	}
-out:
-	free(keys);
-	free(values);
-	return err;
-}
-
 static int cmd_stats(struct cli *c)
 {
-	static struct flow_tally tally;
+	static struct ctl_tally tally;
 	struct opt_values v;
 	struct lb_maps maps;
 	struct state s;
@@ -1059,7 +1251,7 @@ static int cmd_stats(struct cli *c)
 		state_free(&s);
 		return 1;
 	}
-	if (flows_tally(maps.flows, (__u64)idle * 1000000000ull, &tally))
+	if (ctl_flow_tally(&maps, &s, (__u64)idle * 1000000000ull, &tally))
 		report(c, "cannot read the flow table; live and closing flows are not counted");
 	for (i = 0; i < s.vip_count; i++) {
 		const struct state_vip *vp = &s.vips[i];
@@ -1131,7 +1323,7 @@ static int cmd_stats(struct cli *c)
 
 static int cmd_lookup(struct cli *c)
 {
-	char secret_path[PATH_MAX], why[HOST_WHY_MAX] = "", spec[ADDR_TEXT_MAX];
+	char why[CTL_WHY_MAX] = "", spec[ADDR_TEXT_MAX];
 	struct lb_maps maps;
 	struct ctl_answer answer;
 	struct state_vip *vp;
@@ -1163,18 +1355,21 @@ static int cmd_lookup(struct cli *c)
 		report(c, "client %s is not of VIP %s's address family", c->argv[first + 1], spec);
 		goto fail;
 	}
-	path_beside_state(c, "secret", secret_path, sizeof(secret_path));
-	err = host_secret(secret_path, 0, secret, why);
-	if (err) {
-		report(c, "deployment secret: %s%s", why,
-		       err == -ENOENT ? " (it is made by the first attach)" : "");
-		goto fail;
-	}
 	/* With the maps, pinned flows count too: that is what the kernel does. */
 	attached = maps_pinned(c) == 1 && host_privileged();
 	if (attached && lb_maps_open_pinned(&maps, c->pin_dir))
 		attached = 0;
+	/* The key the kernel hashes with; the file's only where no program runs. */
+	if (!attached || ctl_kernel_secret(c->pin_dir, secret)) {
+		err = file_secret(c, 0, secret, why, sizeof(why));
+		if (err) {
+			report(c, "%s", why);
+			lb_maps_close(&maps);
+			goto fail;
+		}
+	}
 	err = ctl_lookup(attached ? &maps : NULL, secret, vp, &client, port, &answer);
+	memset(secret, 0, sizeof(secret));
 	lb_maps_close(&maps);
 	if (err) {
 		report(c, "VIP %s: %s", spec, err == -E2BIG ? ring_strerror(err) : strerror(-err));
@@ -1324,26 +1519,49 @@ static void verify_line(void *arg, const char *line)
 
 static int cmd_verify(struct cli *c)
 {
+	char why[CTL_WHY_MAX] = "";
 	struct opt_values v;
 	struct lb_maps maps;
 	struct state s;
 	json_t *lines = NULL;
-	int first = command_options(c, &v, ""), bad;
+	__u64 secret[2];
+	int first = command_options(c, &v, ""), bad, links, lock;
 
 	if (first < 0)
 		return print_help(stdout, NULL, "verify"), 0;
 	operands(c, first, 0, 0);
-	if (privileged_or_report(c) || read_state_shared(c, &s))
+	if (privileged_or_report(c))
 		return 1;
+	/* Held to the end: a change under way would look like a difference. */
+	lock = lock_take(c, 0);
+	if (lock < 0)
+		return 1;
+	if (state_read(c, &s)) {
+		close(lock);
+		return 1;
+	}
 	if (maps_open_or_report(c, &maps)) {
 		state_free(&s);
+		close(lock);
 		return 1;
 	}
 	if (c->json)
 		lines = json_array();
 	bad = ctl_verify(&maps, &s, verify_line, lines);
+	if (bad >= 0) {
+		if (file_secret(c, 0, secret, why, sizeof(why)) == 0) {
+			links = ctl_links_verify(c->pin_dir, &s, secret, verify_line, lines);
+			bad = links < 0 ? links : bad + links;
+			memset(secret, 0, sizeof(secret));
+		} else if (ctl_kernel_secret(c->pin_dir, secret) == 0) {
+			memset(secret, 0, sizeof(secret));
+			verify_line(lines, why);
+			bad++;
+		}
+	}
 	lb_maps_close(&maps);
 	state_free(&s);
+	close(lock);
 	if (bad < 0) {
 		json_decref(lines);
 		report(c, "cannot read the maps: %s", strerror(-bad));
@@ -1369,8 +1587,11 @@ static int cmd_save(struct cli *c)
 	operands(c, first, 1, 1);
 	if (read_state_shared(c, &s))
 		return 1;
-	err = state_save(&s, c->argv[first]);
-	if (err)
+	err = state_save_new(&s, c->argv[first]);
+	if (err == -EEXIST)
+		report(c, "%s exists; save writes a new file only (remove it, or choose another name)",
+		       c->argv[first]);
+	else if (err)
 		report(c, "cannot write %s: %s", c->argv[first], strerror(-err));
 	state_free(&s);
 	return err ? 1 : 0;
@@ -1378,7 +1599,7 @@ static int cmd_save(struct cli *c)
 
 static const char *restore_path;
 
-static int apply_restore(struct cli *c, struct state *want)
+static int apply_restore(const struct cli *c, struct state *want)
 {
 	struct state from;
 	char why[STATE_WHY_MAX] = "";
@@ -1393,10 +1614,23 @@ static int apply_restore(struct cli *c, struct state *want)
 		report(c, "%s: %s", restore_path, why);
 		return err;
 	}
+	/*
+	 * Ids are facts of this kernel, not of the saved state: what the
+	 * committed state has keeps its slot, anything else gets one no
+	 * backend serves from now (@want is still the committed state here).
+	 */
+	err = state_restore_ids(want, &from);
+	if (err) {
+		report(c, "%s: %s", restore_path,
+		       err == -ENOSPC ? "no free VIP or backend slot for it" : strerror(-err));
+		state_free(&from);
+		return err;
+	}
 	/* Attachments are facts of this host, not of the saved state. */
 	free(from.ifaces);
 	from.ifaces = want->ifaces;
 	from.iface_count = want->iface_count;
+	from.flow_entries = want->flow_entries;
 	want->ifaces = NULL;
 	want->iface_count = 0;
 	if (from.generation < want->generation)
@@ -1415,54 +1649,114 @@ static int cmd_restore(struct cli *c)
 		return print_help(stdout, NULL, "restore"), 0;
 	operands(c, first, 1, 1);
 	restore_path = c->argv[first];
-	/* The state it replaces says nothing of what the maps hold: rebuild all. */
-	return change(c, CHANGE_FULL_SYNC, apply_restore);
+	return change(c, 0, apply_restore);
+}
+
+/* --- secret ------------------------------------------------------------------------- */
+
+/*
+ * The new key is committed by writing the secret file (temp file, fsync,
+ * rename), then every attached program is replaced by one on it. A crash
+ * in between leaves programs on the old key, which the next command's
+ * session_begin() re-keys: the file is what counts.
+ */
+static int cmd_secret(struct cli *c)
+{
+	char path[PATH_MAX], why[CTL_WHY_MAX] = "", hwhy[HOST_WHY_MAX] = "";
+	struct opt_values v;
+	struct session ss;
+	__u64 next[2], old[2];
+	int first = command_options(c, &v, ""), err, had_old, fixed;
+
+	if (first < 0)
+		return print_help(stdout, NULL, "secret"), 0;
+	operands(c, first, 1, 1);
+	err = host_secret(c->argv[first], 0, next, hwhy);
+	if (err) {
+		report(c, "%s", hwhy);
+		return 1;
+	}
+	err = session_begin(c, 0, &ss);
+	if (err)
+		goto out;
+	path_beside_state(c, "secret", path, sizeof(path));
+	had_old = host_secret(path, 0, old, hwhy) == 0;
+	err = host_secret_write(path, next, hwhy);
+	if (err) {
+		report(c, "%s; nothing changed", hwhy);
+		goto out;
+	}
+	if (ss.have_maps) {
+		err = links_converge(c, &ss.applied, &fixed, why);
+		if (err) {
+			report(c, "%s; nothing changed", why);
+			/* The old key back, and every program on it again. */
+			if (had_old && host_secret_write(path, old, hwhy) == 0)
+				links_converge(c, &ss.applied, &fixed, why);
+		}
+	}
+out:
+	memset(next, 0, sizeof(next));
+	memset(old, 0, sizeof(old));
+	session_end(&ss, err == 0);
+	return err ? 1 : 0;
 }
 
 /* --- dispatch ------------------------------------------------------------------------ */
 
 static const struct command commands[] = {
-	{ "attach", NULL, cmd_attach, "attach IFACE [--mode native|generic] [--flows N]",
-	  "    Load the XDP program on IFACE (native mode unless --mode generic) and\n"
-	  "    bring the maps in line with the state. The first attach creates the\n"
-	  "    deployment secret and the flow table (--flows entries, default 65536)." },
-	{ "detach", NULL, cmd_detach, "detach IFACE",
+	{ "attach", NULL, cmd_attach, 1, "attach IFACE [--mode native|generic] [--flows N]",
+	  "    Load the XDP program on IFACE (native mode unless --mode generic). The\n"
+	  "    first attach creates the deployment secret, the maps and the flow table\n"
+	  "    (--flows entries, default 65536), and fills the maps from the state." },
+	{ "detach", NULL, cmd_detach, 1, "detach IFACE",
 	  "    Remove the program from IFACE. Maps, rings and flows stay pinned." },
-	{ "vip", "add", cmd_vip, "vip add VIP [--vnodes K]",
+	{ "vip", "add", cmd_vip, 1, "vip add VIP [--vnodes K]",
 	  "    Add a service with no backends (its packets drop until one is added).\n"
 	  "    --vnodes: ring points per unit of backend weight (default 4096). A ring\n"
 	  "    holds at most 1048576 points: more than 256 total weight needs a smaller K." },
-	{ "vip", "del", cmd_vip, "vip del VIP", "    Remove a service and its backends." },
-	{ "backend", "add", cmd_backend, "backend add VIP NAME ADDR [--mac MAC] [--weight W]",
-	  "    Add a backend. Without --mac its MAC is taken from the neighbour table,\n"
-	  "    resolving it if needed. Weight 0..10000, default 1." },
-	{ "backend", "weight", cmd_backend, "backend weight VIP NAME W",
+	{ "vip", "del", cmd_vip, 1, "vip del VIP", "    Remove a service and its backends." },
+	{ "backend", "add", cmd_backend, 1, "backend add VIP NAME ADDR [--mac MAC] [--weight W]",
+	  "    Add a backend. Without --mac its MAC is taken from the neighbour table of\n"
+	  "    an interface ringlb is attached to, resolving it if needed. Weight\n"
+	  "    0..10000, default 1." },
+	{ "backend", "weight", cmd_backend, 1, "backend weight VIP NAME W",
 	  "    Change a backend's weight; only the flows that must move do." },
-	{ "backend", "drain", cmd_backend, "backend drain VIP NAME",
-	  "    Stop new flows to a backend; its established flows continue. Watch\n"
-	  "    LIVE FLOWS in `ringlb stats`, then `ringlb backend remove`." },
-	{ "backend", "remove", cmd_backend, "backend remove VIP NAME",
+	{ "backend", "drain", cmd_backend, 1, "backend drain VIP NAME",
+	  "    Stop new connections to a backend; its established ones continue. Watch\n"
+	  "    LIVE FLOWS in `ringlb stats`; at 0, `ringlb backend remove`." },
+	{ "backend", "remove", cmd_backend, 1, "backend remove VIP NAME",
 	  "    Take a backend out; flows still pinned to it are placed again." },
-	{ "show", NULL, cmd_show, "show [--json]",
-	  "    VIPs and backends: address, MAC, state, weight, share of the ring." },
-	{ "stats", NULL, cmd_stats, "stats [--json] [--idle SECONDS]",
-	  "    Packets and bytes per VIP and backend, new flows, live and closing flows\n"
-	  "    (seen in the last --idle seconds, default 300), frames by reason." },
-	{ "lookup", NULL, cmd_lookup, "lookup VIP CLIENT_ADDR:CLIENT_PORT [--json]",
+	{ "secret", "set", cmd_secret, 1, "secret set FILE",
+	  "    Make FILE (32 hex digits, not readable by others) the deployment's flow\n"
+	  "    hash key: copied to the secret file, and every attached program is\n"
+	  "    replaced, atomically, by one on the new key. Use it to give every host\n"
+	  "    of a deployment the same key." },
+	{ "show", NULL, cmd_show, 0, "show [--json]",
+	  "    VIPs and backends: address, MAC, state, weight, share of the ring.\n"
+	  "    --json adds the digest of each ring and of the flow hash key the kernel uses." },
+	{ "stats", NULL, cmd_stats, 0, "stats [--json] [--idle SECONDS]",
+	  "    Packets and bytes per VIP and backend, new flows, live flows (a packet\n"
+	  "    in the last --idle seconds, default 300; closing ones included) and of\n"
+	  "    them closing (the client sent FIN or RST), frames by reason." },
+	{ "lookup", NULL, cmd_lookup, 0, "lookup VIP CLIENT_ADDR:CLIENT_PORT [--json]",
 	  "    The backend the kernel picks for this client's flow: its pinned\n"
-	  "    backend if the flow table holds one, else the ring's." },
-	{ "plan", NULL, cmd_plan,
+	  "    backend if the flow table holds one, else the ring's, hashed with the\n"
+	  "    key the kernel uses." },
+	{ "plan", NULL, cmd_plan, 0,
 	  "plan VIP add NAME ADDR [--weight W] | VIP remove NAME | VIP weight NAME W [--json]",
 	  "    The share of flows a change would move, per backend. Changes nothing." },
-	{ "verify", NULL, cmd_verify, "verify [--json]",
+	{ "verify", NULL, cmd_verify, 0, "verify [--json]",
 	  "    Check that the kernel serves exactly the state: every VIP, every ring\n"
-	  "    map byte, every backend slot. Exit 1 and one line per difference when\n"
-	  "    not; `ringlb restore` with the state file makes them agree." },
-	{ "save", NULL, cmd_save, "save FILE", "    Write the desired state to FILE." },
-	{ "restore", NULL, cmd_restore, "restore FILE",
-	  "    Make FILE the desired state and rebuild every ring from it\n"
-	  "    (byte-identical to the rings it was saved with)." },
-	{ NULL, NULL, NULL, NULL, NULL },
+	  "    map byte, every backend slot, the kernel's record of its state, and the\n"
+	  "    program and its key on every interface. Exit 1 and one line per\n"
+	  "    difference when not; the next change repairs them." },
+	{ "save", NULL, cmd_save, 0, "save FILE",
+	  "    Write the desired state to FILE, a new file (never over an existing one)." },
+	{ "restore", NULL, cmd_restore, 1, "restore FILE",
+	  "    Make FILE the desired state. Backends this host serves keep their slots;\n"
+	  "    the rings are the ones it was saved with." },
+	{ NULL, NULL, NULL, 0, NULL, NULL },
 };
 
 int main(int argc, char **argv)
@@ -1475,16 +1769,12 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli c = { .state_path = STATE_PATH_DEFAULT, .pin_dir = LB_PIN_DIR_DEFAULT,
-			 .name = "ringlb" };
+			 .name = "ringlb", .all_argc = argc - 1, .all_argv = argv + 1 };
 	const struct command *cmd;
 	const char *object;
-	size_t used = 0;
-	int opt, i;
+	int opt, rc;
 
 	libbpf_set_print(NULL);
-	for (i = 1; i < argc && used < sizeof(c.command) - 1; i++)
-		used += (size_t)snprintf(c.command + used, sizeof(c.command) - used, "%s%s",
-					 i > 1 ? " " : "", argv[i]);
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+h", globals, NULL)) != -1) {
 		switch (opt) {
@@ -1525,7 +1815,10 @@ int main(int argc, char **argv)
 			c.argv = argv + optind;
 		}
 		c.name = name;
-		return cmd->run(&c);
+		c.mutating = cmd->mutating;
+		rc = cmd->run(&c);
+		audit(&c, rc == 0);
+		return rc;
 	}
 	for (cmd = commands; cmd->object; cmd++)
 		if (strcmp(cmd->object, object) == 0) {

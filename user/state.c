@@ -2,17 +2,19 @@
 /*
  * The desired state and its JSON file; see state.h. The file looks like:
  *
- *   { "version": 1, "generation": 12, "flow_entries": 65536,
- *     "next_backend_id": 4, "next_cookie": 4,
+ *   { "version": 1, "generation": 12, "flow_entries": 65536, "next_backend_id": 4,
  *     "interfaces": [ { "name": "eth0", "mode": "native" } ],
  *     "vips": [ { "id": 0, "vip": "198.18.0.100:80/tcp", "vnodes": 1000,
  *                 "backends": [ { "name": "web-1", "address": "198.18.1.1",
  *                                 "mac": "02:00:00:00:01:01", "weight": 1,
- *                                 "state": "active", "id": 1, "cookie": 1 } ] } ] }
+ *                                 "state": "active", "id": 1,
+ *                                 "cookie": 5402916189466377713 } ] } ] }
  *
  * Validation covers every field's type and range, uniqueness of VIPs, VIP
- * ids, backend names within a VIP and backend ids across VIPs, and the ring
- * point limit, so a state that loads can always be applied.
+ * ids, backend names within a VIP, backend ids and cookies across VIPs, and
+ * the ring point limit, so a state that loads can always be applied. Files
+ * of earlier builds carry "next_cookie" and small counted cookies; both are
+ * read (the first is ignored), and new backends get random cookies.
  */
 #include "state.h"
 
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -37,7 +40,6 @@ void state_init(struct state *s)
 	memset(s, 0, sizeof(*s));
 	s->flow_entries = LB_FLOWS_DEFAULT;
 	s->next_backend_id = 1;
-	s->next_cookie = 1;
 }
 
 void state_free(struct state *s)
@@ -155,10 +157,37 @@ static int backend_id_taken(const struct state *s, __u32 id)
 	return 0;
 }
 
+static int cookie_taken(const struct state *s, __u64 cookie)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->vip_count; i++)
+		for (j = 0; j < s->vips[i].backend_count; j++)
+			if (s->vips[i].backends[j].cookie == cookie)
+				return 1;
+	return 0;
+}
+
+/* A random cookie, 1 .. 2^63 - 1, that neither @s nor @also (may be NULL) uses. */
+static int cookie_new(const struct state *s, const struct state *also, __u64 *out)
+{
+	__u64 c;
+
+	do {
+		if (getrandom(&c, sizeof(c), 0) != sizeof(c))
+			return -EIO;
+		c &= INT64_MAX; /* JSON integers are signed 64-bit */
+	} while (c == 0 || cookie_taken(s, c) || (also && cookie_taken(also, c)));
+	*out = c;
+	return 0;
+}
+
 int state_backend_add(struct state *s, struct state_vip *vip, const struct state_backend *b)
 {
 	struct state_backend *backends;
 	__u32 id = s->next_backend_id, tries;
+	__u64 cookie;
+	int err;
 
 	if (state_backend_find(vip, b->name))
 		return -EEXIST;
@@ -175,16 +204,18 @@ int state_backend_add(struct state *s, struct state_vip *vip, const struct state
 	}
 	if (tries == LB_BACKENDS_MAX)
 		return -ENOSPC;
+	err = cookie_new(s, NULL, &cookie);
+	if (err)
+		return err;
 	backends = realloc(vip->backends, (vip->backend_count + 1) * sizeof(*backends));
 	if (!backends)
 		return -ENOMEM;
 	vip->backends = backends;
 	backends[vip->backend_count] = *b;
 	backends[vip->backend_count].id = id;
-	backends[vip->backend_count].cookie = s->next_cookie;
+	backends[vip->backend_count].cookie = cookie;
 	vip->backend_count++;
 	s->next_backend_id = id + 1 < LB_BACKENDS_MAX ? id + 1 : 1;
-	s->next_cookie = s->next_cookie == UINT32_MAX ? 1 : s->next_cookie + 1;
 	return 0;
 }
 
@@ -290,25 +321,12 @@ static json_t *backend_to_json(const struct state_backend *b)
 			 (json_int_t)b->cookie);
 }
 
-char *state_to_text(const struct state *s)
+static json_t *vips_to_json(const struct state *s)
 {
-	json_t *root, *vips, *ifaces;
-	char *text = NULL;
+	json_t *vips = json_array();
 	size_t i, j;
 
-	root = json_pack("{s:i, s:I, s:I, s:I, s:I}", "version", STATE_VERSION, "generation",
-			 (json_int_t)s->generation, "flow_entries", (json_int_t)s->flow_entries,
-			 "next_backend_id", (json_int_t)s->next_backend_id, "next_cookie",
-			 (json_int_t)s->next_cookie);
-	ifaces = json_array();
-	vips = json_array();
-	if (!root || !ifaces || !vips)
-		goto out;
-	for (i = 0; i < s->iface_count; i++)
-		json_array_append_new(ifaces, json_pack("{s:s, s:s}", "name", s->ifaces[i].name,
-							"mode", s->ifaces[i].generic ? "generic" :
-										       "native"));
-	for (i = 0; i < s->vip_count; i++) {
+	for (i = 0; vips && i < s->vip_count; i++) {
 		const struct state_vip *v = &s->vips[i];
 		char spec[ADDR_TEXT_MAX];
 		json_t *backends = json_array();
@@ -320,6 +338,26 @@ char *state_to_text(const struct state *s)
 						      (json_int_t)v->id, "vip", spec, "vnodes",
 						      (json_int_t)v->vnodes, "backends", backends));
 	}
+	return vips;
+}
+
+char *state_to_text(const struct state *s)
+{
+	json_t *root, *vips, *ifaces;
+	char *text = NULL;
+	size_t i;
+
+	root = json_pack("{s:i, s:I, s:I, s:I}", "version", STATE_VERSION, "generation",
+			 (json_int_t)s->generation, "flow_entries", (json_int_t)s->flow_entries,
+			 "next_backend_id", (json_int_t)s->next_backend_id);
+	ifaces = json_array();
+	vips = vips_to_json(s);
+	if (!root || !ifaces || !vips)
+		goto out;
+	for (i = 0; i < s->iface_count; i++)
+		json_array_append_new(ifaces, json_pack("{s:s, s:s}", "name", s->ifaces[i].name,
+							"mode", s->ifaces[i].generic ? "generic" :
+										       "native"));
 	json_object_set(root, "interfaces", ifaces);
 	json_object_set(root, "vips", vips);
 	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -328,6 +366,24 @@ out:
 	json_decref(vips);
 	json_decref(root);
 	return text;
+}
+
+/* Key of state_digest(): "ringlb-s", "tate-v1\0". */
+#define STATE_DIGEST_KEY0 0x732d626c676e6972ULL
+#define STATE_DIGEST_KEY1 0x0031762d65746174ULL
+
+__u64 state_digest(const struct state *s)
+{
+	json_t *vips = vips_to_json(s);
+	char *text = vips ? json_dumps(vips, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	__u64 digest = 0;
+
+	/* Out of memory: 0, which no committed state is taken to have. */
+	if (text)
+		digest = ring_siphash(text, strlen(text), STATE_DIGEST_KEY0, STATE_DIGEST_KEY1);
+	free(text);
+	json_decref(vips);
+	return digest;
 }
 
 /* Error text with the JSON path of the problem. */
@@ -382,7 +438,7 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const char *w
 	      get_string(obj, "state", &state, where, why) ?:
 	      get_uint(obj, "weight", 0, RING_WEIGHT_MAX, &weight, where, why) ?:
 	      get_uint(obj, "id", 1, LB_BACKENDS_MAX - 1, &id, where, why) ?:
-	      get_uint(obj, "cookie", 1, UINT32_MAX, &cookie, where, why);
+	      get_uint(obj, "cookie", 1, INT64_MAX, &cookie, where, why);
 	if (err)
 		return err;
 	if (name_check(name, &problem))
@@ -397,7 +453,7 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const char *w
 	b->draining = strcmp(state, "draining") == 0;
 	b->weight = (__u32)weight;
 	b->id = (__u32)id;
-	b->cookie = (__u32)cookie;
+	b->cookie = (__u64)cookie;
 	return 0;
 }
 
@@ -465,12 +521,20 @@ static int state_check_unique(const struct state *s, char why[STATE_WHY_MAX])
 		}
 		for (k = 0; k < s->vips[i].backend_count; k++)
 			for (j = 0; j <= i; j++)
-				for (l = 0; l < (j == i ? k : s->vips[j].backend_count); l++)
-					if (s->vips[j].backends[l].id == s->vips[i].backends[k].id)
+				for (l = 0; l < (j == i ? k : s->vips[j].backend_count); l++) {
+					const struct state_backend *a = &s->vips[j].backends[l],
+								   *b = &s->vips[i].backends[k];
+
+					if (a->id == b->id)
 						return refuse(why,
 							      "vips[%zu].backends[%zu].id: %u is "
-							      "already taken", i, k,
-							      s->vips[i].backends[k].id);
+							      "already taken", i, k, b->id);
+					if (a->cookie == b->cookie)
+						return refuse(why,
+							      "vips[%zu].backends[%zu].cookie: %llu "
+							      "is another backend's", i, k,
+							      (unsigned long long)b->cookie);
+				}
 	}
 	return 0;
 }
@@ -479,7 +543,7 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 {
 	json_t *root, *vips, *ifaces, *item;
 	json_error_t jerr;
-	json_int_t version = 0, generation = 0, flows = 0, next_id = 0, next_cookie = 0;
+	json_int_t version = 0, generation = 0, flows = 0, next_id = 0;
 	size_t i;
 	int err;
 
@@ -499,14 +563,12 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 		err = get_uint(root, "generation", 0, INT64_MAX, &generation, "$", why) ?:
 		      get_uint(root, "flow_entries", 1, 1 << 26, &flows, "$", why) ?:
 		      get_uint(root, "next_backend_id", 1, LB_BACKENDS_MAX - 1, &next_id, "$",
-			       why) ?:
-		      get_uint(root, "next_cookie", 1, UINT32_MAX, &next_cookie, "$", why);
+			       why);
 	if (err)
 		goto out;
 	s->generation = (__u64)generation;
 	s->flow_entries = (__u32)flows;
 	s->next_backend_id = (__u32)next_id;
-	s->next_cookie = (__u32)next_cookie;
 
 	ifaces = json_object_get(root, "interfaces");
 	vips = json_object_get(root, "vips");
@@ -610,21 +672,39 @@ int state_load(struct state *s, const char *path, char why[STATE_WHY_MAX])
 	return err;
 }
 
-int state_save(const struct state *s, const char *path)
+/* The directory entry of @path must reach the disk. */
+static void dir_sync(const char *path)
 {
-	char tmp[PATH_MAX], dir[PATH_MAX];
+	char dir[PATH_MAX];
+	int dfd;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+}
+
+/*
+ * The state written whole to @tmp, beside @path, created afresh: O_EXCL and
+ * O_NOFOLLOW, so nothing planted at that name is written through.
+ */
+static int temp_write(const struct state *s, const char *path, char tmp[PATH_MAX])
+{
 	char *text = state_to_text(s);
 	size_t len, done = 0;
-	int fd, dfd, err = 0;
+	int fd, err = 0;
 
 	if (!text)
 		return -ENOMEM;
 	len = strlen(text);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	snprintf(tmp, PATH_MAX, "%s.tmp.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err = -errno;
-		goto out;
+		free(text);
+		return err;
 	}
 	while (done < len) {
 		ssize_t n = write(fd, text + done, len - done);
@@ -641,21 +721,145 @@ int state_save(const struct state *s, const char *path)
 		err = -errno ?: -EIO;
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err) {
+	if (err)
 		unlink(tmp);
+	free(text);
+	return err;
+}
+
+int state_save(const struct state *s, const char *path)
+{
+	char tmp[PATH_MAX];
+	int err = temp_write(s, path, tmp);
+
+	if (err)
+		return err;
+	if (rename(tmp, path)) {
+		err = -errno;
+		unlink(tmp);
+		return err;
+	}
+	dir_sync(path);
+	return 0;
+}
+
+int state_save_new(const struct state *s, const char *path)
+{
+	char tmp[PATH_MAX];
+	int err = temp_write(s, path, tmp);
+
+	if (err)
+		return err;
+	/* link() never replaces what is at @path, and never follows a link there. */
+	if (link(tmp, path))
+		err = -errno;
+	unlink(tmp);
+	if (!err)
+		dir_sync(path);
+	return err;
+}
+
+/* The backend of @cur that is @b of @spec's VIP: same cookie, name, address, MAC. */
+static const struct state_backend *same_backend(const struct state *cur,
+						const struct vip_spec *spec,
+						const struct state_backend *b)
+{
+	const struct state_vip *v = state_vip_find(cur, spec);
+	const struct state_backend *c = v ? state_backend_find(v, b->name) : NULL;
+
+	if (c && c->cookie == b->cookie && addr_equal(&c->addr, &b->addr) &&
+	    memcmp(c->mac, b->mac, sizeof(c->mac)) == 0)
+		return c;
+	return NULL;
+}
+
+int state_restore_ids(const struct state *cur, struct state *from)
+{
+	unsigned char vip_used[LB_VIPS_MAX] = { 0 }, *slot_used, *kept;
+	size_t i, j, n, total = from->vip_count;
+	__u32 next = cur->next_backend_id;
+	int err = 0;
+
+	for (i = 0; i < from->vip_count; i++)
+		total += from->vips[i].backend_count;
+	slot_used = calloc(LB_BACKENDS_MAX, 1);
+	kept = calloc(total + 1, 1); /* per VIP first, then per backend */
+	if (!slot_used || !kept) {
+		err = -ENOMEM;
 		goto out;
 	}
-	/* The rename itself must reach the disk. */
-	snprintf(dir, sizeof(dir), "%s", path);
-	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
+	/* First what @cur has: those VIPs and backends stay where they serve. */
+	for (i = 0; i < from->vip_count; i++) {
+		struct state_vip *v = &from->vips[i];
+		const struct state_vip *c = state_vip_find(cur, &v->spec);
+
+		if (c) {
+			v->id = c->id;
+			vip_used[c->id] = 1;
+			kept[i] = 1;
+		}
 	}
+	for (i = 0; i < from->vip_count; i++) {
+		struct state_vip *v = &from->vips[i];
+		__u32 id;
+
+		if (kept[i])
+			continue;
+		if (vip_id_taken(cur, v->id) || vip_used[v->id]) {
+			for (id = 0; id < LB_VIPS_MAX && (vip_id_taken(cur, id) || vip_used[id]); id++)
+				;
+			if (id == LB_VIPS_MAX) {
+				err = -ENOSPC;
+				goto out;
+			}
+			v->id = id;
+		}
+		vip_used[v->id] = 1;
+	}
+	memset(kept, 0, total + 1);
+	for (i = 0, n = 0; i < from->vip_count; i++)
+		for (j = 0; j < from->vips[i].backend_count; j++, n++) {
+			struct state_backend *b = &from->vips[i].backends[j];
+			const struct state_backend *c = same_backend(cur, &from->vips[i].spec, b);
+
+			if (c) {
+				b->id = c->id;
+				slot_used[c->id] = 1;
+				kept[n] = 1;
+			}
+		}
+	for (i = 0, n = 0; i < from->vip_count; i++)
+		for (j = 0; j < from->vips[i].backend_count; j++, n++) {
+			struct state_backend *b = &from->vips[i].backends[j];
+			__u32 tries;
+
+			if (kept[n])
+				continue;
+			if (backend_id_taken(cur, b->id) || slot_used[b->id]) {
+				for (tries = 0; tries < LB_BACKENDS_MAX; tries++, next++) {
+					if (next == LB_BACKEND_NONE || next >= LB_BACKENDS_MAX)
+						next = 1;
+					if (!backend_id_taken(cur, next) && !slot_used[next])
+						break;
+				}
+				if (tries == LB_BACKENDS_MAX) {
+					err = -ENOSPC;
+					goto out;
+				}
+				b->id = next++;
+			}
+			slot_used[b->id] = 1;
+			/* Another backend's identity in @cur is never taken over. */
+			if (cookie_taken(cur, b->cookie)) {
+				err = cookie_new(cur, from, &b->cookie);
+				if (err)
+					goto out;
+			}
+		}
+	from->next_backend_id = next == LB_BACKEND_NONE || next >= LB_BACKENDS_MAX ? 1 : next;
 out:
-	free(text);
+	free(slot_used);
+	free(kept);
 	return err;
 }
 

@@ -33,7 +33,9 @@ struct ring;
  * @weight: 0 .. RING_WEIGHT_MAX
  * @draining: 1 when it takes no new flows
  * @id: its slot in the backends map, 1 .. LB_BACKENDS_MAX - 1
- * @cookie: the slot's cookie when it was installed
+ * @cookie: its identity, 1 .. 2^63 - 1, random and unique in the state: a
+ *          backend added again, or another backend in the same slot, gets
+ *          another one, so a slot's occupant is never taken for another
  */
 struct state_backend {
 	char name[NAME_MAX_LEN + 1];
@@ -42,7 +44,7 @@ struct state_backend {
 	__u32 weight;
 	int draining;
 	__u32 id;
-	__u32 cookie;
+	__u64 cookie;
 };
 
 /**
@@ -76,13 +78,11 @@ struct state_iface {
  * @generation: bumped by every change
  * @flow_entries: flow table size used when the maps are created
  * @next_backend_id: where backend id allocation resumes
- * @next_cookie: the next backend cookie
  */
 struct state {
 	__u64 generation;
 	__u32 flow_entries;
 	__u32 next_backend_id;
-	__u32 next_cookie;
 	size_t vip_count;
 	struct state_vip *vips;
 	size_t iface_count;
@@ -108,9 +108,40 @@ int state_load(struct state *s, const char *path, char why[STATE_WHY_MAX]);
 
 /**
  * state_save() - write a state file atomically: temp file, fsync, rename,
- * fsync of the directory. On failure the old file is untouched.
+ * fsync of the directory. On failure the old file is untouched. The temp
+ * file is created with O_EXCL and O_NOFOLLOW: a file or link planted at its
+ * name makes the save fail instead of being written through.
  */
 int state_save(const struct state *s, const char *path);
+
+/**
+ * state_save_new() - write a state to a file that must not exist yet (`ringlb
+ * save`): written whole under a temp name, then linked to @path, which fails
+ * with -EEXIST when anything (a file, a link) is there. Never follows a link.
+ */
+int state_save_new(const struct state *s, const char *path);
+
+/**
+ * state_digest() - 64 bits that differ between states that put different
+ * things in the kernel's maps: every VIP and backend field, ids and cookies
+ * included; not the generation, interfaces or allocation hints.
+ */
+__u64 state_digest(const struct state *s);
+
+/**
+ * state_restore_ids() - make a saved state safe to restore over @current.
+ * @current: the committed state the kernel holds
+ * @from: the saved state; its ids and cookies are changed in place
+ *
+ * A VIP that @current has keeps @current's id; a backend that @current has,
+ * the very same one (cookie, VIP, name, address, MAC), keeps its slot, so its
+ * pinned flows stay. Any other VIP or backend whose id @current uses for
+ * something else gets a free one, and a backend whose cookie @current uses
+ * for another backend gets a new cookie: a restore never puts a backend in a
+ * slot another one still serves from. Id allocation resumes where @current's
+ * does. Return: 0, -ENOSPC, -EIO (no randomness).
+ */
+int state_restore_ids(const struct state *current, struct state *from);
 
 /**
  * state_tmp_sweep() - remove the temp files of writers that died mid-save.
@@ -141,7 +172,8 @@ struct state_backend *state_backend_find(const struct state_vip *vip, const char
  * @s: the state
  * @vip: its VIP
  * @b: the backend (name, address, MAC, weight)
- * Return: 0, -EEXIST, -ENOSPC when every backend id is taken, -ENOMEM.
+ * Return: 0, -EEXIST, -ENOSPC when every backend id is taken, -ENOMEM, -EIO
+ * when the OS has no randomness for the cookie.
  */
 int state_backend_add(struct state *s, struct state_vip *vip, const struct state_backend *b);
 

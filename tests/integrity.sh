@@ -1,0 +1,222 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The kernel serves exactly the committed state, always: end to end, with
+# real traffic, in the namespace topology of scripts/topology.sh.
+#
+#   ahead        a kernel that holds a change its state file does not (what
+#                a kill between the two used to leave; here the file is put
+#                back by hand): the next ordinary change, on another VIP,
+#                repairs it first; verify is clean, every connection goes
+#                where lookup says and none is dropped
+#   identity     save, add y, save, restore, add x (y's old slot), restore:
+#                y's flows reach y's machine and verify is clean
+#   secret       a secret file replaced behind ringlb's back: verify says the
+#                kernel's key differs and lookup answers with the kernel's
+#                key; the next change re-keys the kernel; `secret set` does
+#                it in one step
+#   half-closed  a client that sent its FIN while the response still streams
+#                counts as a live flow of its draining backend until it ends
+#   reset        a download from a draining backend survives a RST with a
+#                wrong sequence number
+#   counters     a VIP deleted and added again starts from zero
+#
+# Needs root; skips without it, except under CI=true.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/lib.sh"
+. "$ROOT/scripts/topology.sh"
+PY=/usr/bin/python3
+
+require_root integrity
+
+topo_session integrity rli
+VIP4="$TOPO_VIP4:80/tcp"
+VIP6="[$TOPO_VIP6]:80/tcp"
+
+on_client() { local c=$1; shift; ip netns exec "${P}c$c" "$@"; }
+url() { case $1 in *:*) echo "http://[$1]" ;; *) echo "http://$1" ;; esac; }
+
+# drops: frames the balancer dropped so far, every reason.
+drops() {
+	ringlb stats --json | jq '[.reasons | to_entries[] | select(.key | startswith("drop_")) |
+		.value.packets] | add'
+}
+
+# Client ports, each used once (below the ephemeral range; see docs/traps.md).
+NEXT_PORT=20000
+
+# agree WHAT VIP CLIENT N: N new connections from fresh ports each reach the
+# backend `ringlb lookup` names beforehand, and the balancer drops nothing.
+agree() {
+	local what=$1 vip=$2 client=$3 n=$4 addr caddr ep p want got ok=0 missed= d0 d1
+	addr=$TOPO_VIP4 caddr=$(topo_client_addr4 "$client")
+	case $vip in \[*) addr=$TOPO_VIP6 caddr=$(topo_client_addr6 "$client") ;; esac
+	d0=$(drops)
+	for p in $(seq "$NEXT_PORT" $((NEXT_PORT + n - 1))); do
+		case $caddr in *:*) ep="[$caddr]:$p" ;; *) ep="$caddr:$p" ;; esac
+		want=$(ringlb lookup "$vip" "$ep")
+		got=$(on_client "$client" curl -s -m 3 --local-port "$p" "$(url "$addr")/")
+		if [ "$want" = "$got" ]; then
+			ok=$((ok + 1))
+		else
+			missed="$missed port $p: lookup '$want', answered by '$got';"
+		fi
+	done
+	NEXT_PORT=$((NEXT_PORT + n))
+	d1=$(drops)
+	if [ $ok -eq "$n" ] && [ "$d1" = "$d0" ]; then
+		pass "$what: $n of $n connections reached the backend lookup names, 0 dropped"
+	else
+		fail "$what: $ok of $n connections reached the backend lookup names, $((d1 - d0)) frames dropped:$missed"
+	fi
+}
+
+verified() {
+	local what=$1
+	if ringlb verify >"$W/verify" 2>&1; then
+		pass "$what: verify: $(cat "$W/verify")"
+	else
+		fail "$what: verify: $(tr '\n' ' ' <"$W/verify")"
+	fi
+}
+
+topo_up "$P" "$W" 3 || die "topology"
+ringlb attach eth0 >/dev/null || die "attach"
+
+# --- a kernel ahead of its state file ------------------------------------------------
+
+ringlb vip add "$VIP4" --vnodes 256 || die "vip add"
+ringlb vip add "$VIP6" --vnodes 256 || die "vip add"
+for i in 1 2; do
+	ringlb backend add "$VIP4" "b$i" "$(topo_backend_addr4 "$i")" || die "backend b$i"
+	ringlb backend add "$VIP6" "b$i" "$(topo_backend_addr6 "$i")" || die "backend b$i v6"
+done
+cp "$W/state.json" "$W/before.json"
+ringlb backend add "$VIP4" b3 "$(topo_backend_addr4 3)" || die "backend b3"
+cp "$W/before.json" "$W/state.json"
+if ringlb backend weight "$VIP6" b1 2 2>"$W/err"; then
+	pass "ahead: an ordinary change on another VIP succeeded ($(tr '\n' ' ' <"$W/err"))"
+else
+	fail "ahead: the change on another VIP failed: $(cat "$W/err")"
+fi
+verified "ahead"
+agree "ahead" "$VIP4" 1 40
+
+# --- backend identity across restores --------------------------------------------------
+
+ringlb vip del "$VIP4" || die "vip del"
+ringlb vip add "$VIP4" --vnodes 256 || die "vip add"
+ringlb backend add "$VIP4" b1 "$(topo_backend_addr4 1)" || die "backend b1"
+ringlb save "$W/s0.json" || fail "identity: save s0"
+ringlb backend add "$VIP4" b2 "$(topo_backend_addr4 2)" --mac "$(topo_backend_mac 2)" ||
+	fail "identity: add b2"
+ringlb save "$W/sy.json" || fail "identity: save sy"
+ringlb restore "$W/s0.json" || fail "identity: restore s0"
+ringlb backend add "$VIP4" b3 "$(topo_backend_addr4 3)" --mac "$(topo_backend_mac 3)" ||
+	fail "identity: add b3"
+ringlb restore "$W/sy.json" || fail "identity: restore sy"
+mac=$(ringlb show --json | jq -r --arg v "$VIP4" '.vips[] | select(.vip == $v) | .backends[] |
+	select(.name == "b2") | .mac')
+[ "$mac" = "$(topo_backend_mac 2)" ] && pass "identity: show says b2 has MAC $mac" ||
+	fail "identity: show says b2 has MAC $mac"
+verified "identity"
+agree "identity" "$VIP4" 1 40
+
+# --- the secret ----------------------------------------------------------------------
+
+secret_digest() { ringlb show --json | jq -r .secret_digest; }
+new_secret() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$1"; echo >>"$1"; chmod 600 "$1"; }
+D0=$(secret_digest)
+new_secret "$W/replaced"
+cp "$W/replaced" "$W/secret"   # what the README once told operators to do
+if ringlb verify >"$W/verify" 2>&1; then
+	fail "secret: verify found nothing wrong with a kernel on another key than the secret file"
+elif grep -q "key" "$W/verify"; then
+	pass "secret: verify on a replaced secret file: $(grep key "$W/verify" | head -1)"
+else
+	fail "secret: verify failed, but not about the key: $(tr '\n' ' ' <"$W/verify")"
+fi
+agree "secret, kernel on the old key: lookup answers with the kernel's key" "$VIP4" 2 30
+ringlb backend weight "$VIP6" b1 1 2>"$W/err" || fail "secret: a change after the replacement: $(cat "$W/err")"
+verified "secret, after the next change"
+D1=$(secret_digest)
+[ "$D1" != "$D0" ] && [ "$D1" != null ] && pass "secret: the kernel took the file's key (digest $D0 -> $D1)" ||
+	fail "secret: digest $D0 -> $D1"
+agree "secret, re-keyed by the next change" "$VIP4" 2 30
+new_secret "$W/deployment"
+ringlb secret set "$W/deployment" || fail "secret set"
+D2=$(secret_digest)
+if cmp -s "$W/deployment" "$W/secret" && [ "$D2" != "$D1" ] && [ "$D2" != null ]; then
+	pass "secret set: the secret file and the kernel's key changed (digest $D1 -> $D2)"
+else
+	fail "secret set: digest $D1 -> $D2, file $(cmp -s "$W/deployment" "$W/secret" && echo copied || echo unchanged)"
+fi
+verified "secret set"
+agree "secret set" "$VIP4" 2 30
+
+# --- drain: half-closed connections are live, a spoofed RST moves nothing ---------------
+
+for i in 2 3; do
+	ringlb backend remove "$VIP4" "b$i" 2>/dev/null
+	ringlb backend add "$VIP4" "b$i" "$(topo_backend_addr4 "$i")" || die "backend b$i"
+done
+live_of() { ringlb stats --json --idle "$2" | jq -r --arg v "$VIP4" --arg n "$1" \
+	'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | "\(.live_flows) \(.closing_flows)"'; }
+HC_PORT=$NEXT_PORT
+NEXT_PORT=$((NEXT_PORT + 1))
+HC=$(ringlb lookup "$VIP4" "$(topo_client_addr4 1):$HC_PORT")
+on_client 1 $PY "$ROOT/tests/tools/halfclose.py" "$(topo_client_addr4 1)" "$HC_PORT" "$TOPO_VIP4" \
+	/slow >"$W/hc.res" 2>&1 &
+HC_PID=$!
+sleep 3
+ringlb backend drain "$VIP4" "$HC" || fail "backend drain $HC"
+read -r HC_LIVE HC_CLOSING < <(live_of "$HC" 2)
+wait $HC_PID
+if [ "${HC_LIVE:-0}" = 1 ] && [ "${HC_CLOSING:-0}" = 1 ] && [ "$(cat "$W/hc.res")" = "200 262144 ${HC#b}" ]; then
+	pass "half-closed: a download whose client had sent its FIN was the $HC_LIVE live flow ($HC_CLOSING closing) of draining $HC in the last 2 s, and completed: $(cat "$W/hc.res")"
+else
+	fail "half-closed: live $HC_LIVE, closing $HC_CLOSING on draining $HC; download: $(cat "$W/hc.res")"
+fi
+sleep 4
+read -r HC_LIVE HC_CLOSING < <(live_of "$HC" 2)
+[ "$HC_LIVE" = 0 ] && pass "half-closed: 0 live flows on $HC once its last connection was idle for 2 s" ||
+	fail "half-closed: $HC_LIVE live flows on $HC after its connection ended"
+ringlb backend remove "$VIP4" "$HC" || fail "backend remove $HC"
+ringlb backend add "$VIP4" "$HC" "$(topo_backend_addr4 "${HC#b}")" || fail "backend add $HC"
+
+RST_PORT=$NEXT_PORT
+NEXT_PORT=$((NEXT_PORT + 1))
+RB=$(ringlb lookup "$VIP4" "$(topo_client_addr4 1):$RST_PORT")
+on_client 1 curl -s -m 60 --local-port "$RST_PORT" "$(url "$TOPO_VIP4")/slow" -o "$W/rst.out" \
+	-w '%{http_code} %{size_download}' >"$W/rst.res" &
+RST_PID=$!
+sleep 2
+ringlb backend drain "$VIP4" "$RB" || fail "backend drain $RB"
+for k in 1 2 3; do
+	on_client 1 $PY "$ROOT/tests/tools/tcp_rst.py" "$(topo_client_addr4 1)" "$RST_PORT" \
+		"$TOPO_VIP4" 80 || fail "reset: injecting a RST"
+	sleep 0.5
+done
+wait $RST_PID
+if [ "$(cat "$W/rst.res")" = "200 262144" ] && [ "$(tr -d "${RB#b}" <"$W/rst.out" | wc -c)" -eq 0 ]; then
+	pass "reset: a download from draining $RB survived 3 RSTs with wrong sequence numbers (HTTP 200, 262144 bytes, all from $RB)"
+else
+	fail "reset: the download from draining $RB after 3 spoofed RSTs ended with '$(cat "$W/rst.res")', $(tr -d "${RB#b}" <"$W/rst.out" | wc -c) foreign bytes"
+fi
+
+# --- counters of a reused VIP id ---------------------------------------------------------
+
+agree "counters" "$VIP6" 1 5
+vip_packets() { ringlb stats --json | jq -r --arg v "$1" '.vips[] | select(.vip == $v) | .packets'; }
+BEFORE=$(vip_packets "$VIP6")
+ringlb vip del "$VIP6" && ringlb vip add "$VIP6" || fail "counters: vip del and add"
+AFTER=$(vip_packets "$VIP6")
+[ "$BEFORE" -gt 0 ] && [ "$AFTER" = 0 ] &&
+	pass "counters: a VIP deleted and added again starts at 0 packets (the old one had $BEFORE)" ||
+	fail "counters: the new VIP starts at $AFTER packets (the old one had $BEFORE)"
+
+ringlb detach eth0 >/dev/null
+echo "integrity: $FAILS failed"
+[ $FAILS -eq 0 ]
