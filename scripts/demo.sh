@@ -70,8 +70,9 @@ run ringlb stats
 say "Waiting for the download to finish on $DRAINED"
 wait $SLOW
 echo "   HTTP status and bytes: $(cat "$W/slow.res"); bytes not from $DRAINED: $(tr -d "${DRAINED#b}" <"$W/slow" | wc -c)"
-sleep 1
-run ringlb stats
+sleep 4
+say "Live flows: a packet in the last --idle seconds (closing connections count until then)"
+run ringlb stats --idle 3
 say "Live flows of $DRAINED are 0: take it out"
 run ringlb backend remove "$VIP" "$DRAINED"
 run ringlb show

@@ -10,10 +10,11 @@ set -eu
 # state file, libmnl for neighbour lookups, libcap for privilege checks.
 # Tests: cmocka, iproute2 and ethtool for namespace topologies,
 # nginx-light as a real backend, curl as a real client, jq to read --json
-# output, netsniff-ng's trafgen as a packet generator, valgrind for the CLI.
+# output, netsniff-ng's trafgen as a packet generator, valgrind for the CLI,
+# python3-scapy to send a forged TCP reset.
 PACKAGES="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 libjansson-dev libmnl-dev libcap-dev libcmocka-dev libclang-rt-14-dev iproute2 ethtool \
-nginx-light curl jq netsniff-ng util-linux valgrind"
+nginx-light curl jq netsniff-ng util-linux valgrind python3 python3-scapy"
 
 missing=""
 for pkg in $PACKAGES; do

@@ -194,6 +194,12 @@ on_client 1 curl -s -m 60 --local-port "$RST_PORT" "$(url "$TOPO_VIP4")/slow" -o
 RST_PID=$!
 sleep 2
 ringlb backend drain "$VIP4" "$RB" || fail "backend drain $RB"
+if ringlb lookup --json "$VIP4" "$(topo_client_addr4 1):$RST_PORT" | jq -e --arg b "$RB" \
+	'.backend == $b and .via == "flow table" and .new_connection != $b' >/dev/null; then
+	pass "reset: lookup names $RB for the pinned download, and another backend for a new connection on its tuple"
+else
+	fail "reset: lookup of the pinned download: $(ringlb lookup --json "$VIP4" "$(topo_client_addr4 1):$RST_PORT" | tr -d '\n ')"
+fi
 for k in 1 2 3; do
 	on_client 1 $PY "$ROOT/tests/tools/tcp_rst.py" "$(topo_client_addr4 1)" "$RST_PORT" \
 		"$TOPO_VIP4" 80 || fail "reset: injecting a RST"

@@ -7,9 +7,15 @@
 #              VIPs while UDP frames stream through the balancer and TCP
 #              downloads stay open: no frame dropped or sent to a removed
 #              backend, every download completes from its own backend
-#   crashes    CRASHES kill -9 of the CLI at random points of an update: the
-#              state file is always the old or the new one, and `restore`
-#              makes the maps agree with it whenever `verify` says they do not
+#   crashes    CRASHES kill -9 of the CLI at random points of every kind of
+#              change (weight, add, remove, drain, vip add/del, restore,
+#              secret set, attach, detach), each followed by an ordinary
+#              change on another VIP, verify and real connections: the state
+#              file is always the old or the new one, the ordinary change
+#              repairs the kernel, verify is clean, every connection goes
+#              where lookup says and nothing is dropped
+#   snapshots  50 random saves into 3 slots, restores, adds and removes:
+#              verify clean and connections where lookup says after each
 #   operators  8 CLIs changing one VIP at once: no update lost
 #   secret     the flow-hash secret: 0600, never printed or logged, refused
 #              when others can read it; two secrets place flows differently
@@ -165,48 +171,179 @@ else
 	fail "swaps: verify found the kernel and the state apart"
 fi
 
-# --- crashes mid-update ------------------------------------------------------------------
+# --- crashes mid-change ------------------------------------------------------------------
 
-old=0 new=0 disagreed=0 repaired=0 broken=0
+# The crashes work on a VIP of their own with real backends, so that real
+# connections can check, after every crash, where its flows go.
+CRASH_VIP="$TOPO_VIP4:8080/tcp"
+OTHER_VIP="[$TOPO_VIP6]:80/tcp"
+SPARE_VIP="$TOPO_VIP4:9090/udp"
+ringlb vip add "$CRASH_VIP" --vnodes 256 || die "vip add $CRASH_VIP"
+ringlb vip add "$OTHER_VIP" --vnodes 256 || die "vip add $OTHER_VIP"
+for i in 1 2 3; do
+	ringlb backend add "$CRASH_VIP" "b$i" "$(topo_backend_addr4 "$i")" || die "backend b$i"
+	ringlb backend add "$OTHER_VIP" "b$i" "$(topo_backend_addr6 "$i")" || die "backend b$i v6"
+done
+# The backends serve the crash VIP's port too.
+for i in 1 2 3 4 5; do
+	sed -i 's/listen 80 backlog=4096;/listen 80 backlog=4096; listen 8080;/' "$W/nginx-b$i.conf"
+	ip netns exec "${P}b$i" nginx -c "$W/nginx-b$i.conf" -s reload 2>/dev/null
+done
+sleep 1
+# Three snapshots to restore, two keys to set, a spare interface to attach.
+for k in 0 1 2; do
+	ringlb backend weight "$CRASH_VIP" b1 $((k + 1))
+	ringlb save "$W/snap$k.json" || die "save snap$k"
+done
+for k in 0 1; do
+	head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$W/key$k"
+	echo >>"$W/key$k"
+	chmod 600 "$W/key$k"
+done
+ip -n "${P}lb" link add eth9 type veth peer name eth10
+ip -n "${P}lb" link set eth9 up
+ip -n "${P}lb" link set eth10 up
+
+drops() {
+	ringlb stats --json | jq '[.reasons | to_entries[] | select(.key | startswith("drop_")) |
+		.value.packets] | add'
+}
+crash_member() { jq -r --arg v "$CRASH_VIP" --arg n "$1" \
+	'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | .state' "$W/state.json"; }
+
+# One mutating command of each kind in turn, with a kill point spread over
+# its run time (an attach or a key change loads a program: longer).
+crash_command() {
+	local n=$1 i=$(($1 % 5 + 2)) present
+	present=$(crash_member "b$i")
+	MAXMS=40
+	case $(($1 % 9)) in
+	1|7) if [ -z "$present" ]; then
+		CMD=(backend add "$CRASH_VIP" "b$i" "$(topo_backend_addr4 "$i")" --weight 2)
+	   else
+		CMD=(backend remove "$CRASH_VIP" "b$i")
+	   fi ;;
+	2) if [ "$present" = active ]; then CMD=(backend drain "$CRASH_VIP" "b$i")
+	   else CMD=(backend weight "$CRASH_VIP" b1 $((n % 4 + 1))); fi ;;
+	3|8) if [ "$(jq -r --arg v "$SPARE_VIP" '[.vips[] | select(.vip == $v)] | length' "$W/state.json")" = 0 ]; then
+		CMD=(vip add "$SPARE_VIP")
+	   else
+		CMD=(vip del "$SPARE_VIP")
+	   fi ;;
+	4) CMD=(restore "$W/snap$((n % 3)).json"); MAXMS=60 ;;
+	5) CMD=(secret set "$W/key$((n % 2))"); MAXMS=700 ;;
+	6) if [ "$(jq -r '[.interfaces[] | select(.name == "eth9")] | length' "$W/state.json")" = 0 ]; then
+		CMD=(attach eth9 --mode generic); MAXMS=700
+	   else
+		CMD=(detach eth9); MAXMS=100
+	   fi ;;
+	*) CMD=(backend weight "$CRASH_VIP" b1 $((n % 4 + 1))) ;;
+	esac
+	KIND="${CMD[0]}"
+	case ${CMD[0]} in backend|vip|secret) KIND="${CMD[0]} ${CMD[1]}" ;; esac
+}
+
+old=0 new=0 broken=0 repaired=0 ordinary_failed=0 unclean=0 conns=0 misrouted=0
+declare -A KINDS
+DROPS_BEFORE=$(drops)
+PORT=24000
 for n in $(seq 1 "$CRASHES"); do
 	cp "$W/state.json" "$W/before.json"
 	gen=$(jq .generation "$W/before.json")
-	w=$((n % 9 + 1))
-	case $((n % 3)) in
-	0) cmd=(backend weight "$TCP_VIP" b1 "$w") ;;
-	1) cmd=(backend add "$TCP_VIP" "crash$n" 198.18.0.99 --mac 02:00:00:00:09:99) ;;
-	2) cmd=(backend remove "$TCP_VIP" "crash$((n - 1))") ;;
-	esac
+	crash_command "$n"
+	KINDS[$KIND]=1
 	nsenter --net="/run/netns/${P}lb" "$ROOT/build/ringlb" --state "$W/state.json" \
-		--pin-dir "$PIN" "${cmd[@]}" >/dev/null 2>&1 &
+		--pin-dir "$PIN" "${CMD[@]}" >/dev/null 2>&1 &
 	victim=$!
-	sleep "0.0$((RANDOM % 30))"
+	sleep "$(awk -v r="$RANDOM" -v m="$MAXMS" 'BEGIN { printf "%.4f", r / 32768 * m / 1000 }')"
 	kill -9 $victim 2>/dev/null
 	wait $victim 2>/dev/null
 	if cmp -s "$W/state.json" "$W/before.json"; then
 		old=$((old + 1))
 	elif [ "$(jq .generation "$W/state.json" 2>/dev/null)" = $((gen + 1)) ]; then
 		new=$((new + 1))
+	elif [ "${CMD[0]}" = secret ] && jq -e . "$W/state.json" >/dev/null 2>&1; then
+		old=$((old + 1)) # a key change leaves the state file as it is
 	else
 		broken=$((broken + 1))
 	fi
-	if ! ringlb verify >/dev/null 2>&1; then
-		disagreed=$((disagreed + 1))
-		ringlb restore "$W/state.json" >/dev/null 2>&1
-		ringlb verify >/dev/null 2>&1 && repaired=$((repaired + 1))
+	# An ordinary change on another VIP: it must repair whatever the kill left.
+	if ! ringlb backend weight "$OTHER_VIP" b1 $((n % 3 + 1)) >/dev/null 2>"$W/ordinary.err"; then
+		ordinary_failed=$((ordinary_failed + 1))
+		echo "after '${CMD[*]}': $(cat "$W/ordinary.err")" >>"$W/crash.log"
 	fi
+	grep -q "first repaired" "$W/ordinary.err" && repaired=$((repaired + 1))
+	if ! ringlb verify >"$W/verify.out" 2>&1; then
+		unclean=$((unclean + 1))
+		echo "after '${CMD[*]}': verify: $(tr '\n' ' ' <"$W/verify.out")" >>"$W/crash.log"
+	fi
+	# Real connections: each reaches the backend lookup names (one of the state's).
+	for k in 1 2 3; do
+		want=$(ringlb lookup "$CRASH_VIP" "$(topo_client_addr4 1):$PORT")
+		got=$(ip netns exec "${P}c1" curl -s -m 3 --local-port "$PORT" "http://$TOPO_VIP4:8080/")
+		conns=$((conns + 1))
+		if [ "$want" != "$got" ]; then
+			misrouted=$((misrouted + 1))
+			echo "after '${CMD[*]}': port $PORT: lookup '$want', answered by '$got'" >>"$W/crash.log"
+		fi
+		PORT=$((PORT + 1))
+	done
 done
-if [ $broken -eq 0 ] && [ $repaired -eq $disagreed ]; then
-	pass "crashes: $CRASHES kill -9 mid-update: state file old $old times, new $new times, never a mix; maps disagreed $disagreed times, restore made them agree every time"
+DROPPED=$(($(drops) - DROPS_BEFORE))
+if [ $broken -eq 0 ] && [ $ordinary_failed -eq 0 ] && [ $unclean -eq 0 ] && [ $misrouted -eq 0 ] &&
+	[ "$DROPPED" -eq 0 ]; then
+	pass "crashes: $CRASHES kill -9 at random points of ${#KINDS[@]} kinds of change ($(printf '%s\n' "${!KINDS[@]}" | sort | paste -sd, - | sed 's/,/, /g')): state file old $old times, new $new times, never anything else; the next ordinary change on another VIP repaired the kernel $repaired times and verify was clean after every one; $conns real connections each reached the backend lookup named, 0 frames dropped"
 else
-	fail "crashes: $broken state files neither old nor new; $disagreed disagreements, $repaired repaired"
+	fail "crashes: $broken broken state files, $ordinary_failed ordinary changes failed, verify unclean $unclean times, $misrouted of $conns connections misrouted, $DROPPED frames dropped: $(head -3 "$W/crash.log" 2>/dev/null | tr '\n' ' ')"
 fi
-left=$(find "$W" -maxdepth 1 -name 'state.json.tmp.*' | wc -l)
-ringlb backend weight "$TCP_VIP" b1 2
-if [ "$(find "$W" -maxdepth 1 -name 'state.json.tmp.*' | wc -l)" -eq 0 ]; then
+left=$(find "$W" -maxdepth 1 -name '*.tmp.*' | wc -l)
+ringlb backend weight "$CRASH_VIP" b1 2
+if [ "$(find "$W" -maxdepth 1 -name '*.tmp.*' | wc -l)" -eq 0 ]; then
 	pass "crashes: no temp file of a killed writer remains after the next change ($left before it)"
 else
 	fail "crashes: temp files of killed writers remain after a change"
+fi
+ringlb detach eth9 >/dev/null 2>&1
+
+# --- snapshots restored in any order -------------------------------------------------------
+
+# 50 random steps over three snapshot slots: save into a slot, restore a slot,
+# add or remove a real backend. After each: verify clean, real connections
+# where lookup says, nothing dropped.
+declare -a SLOT=("$W/snap0.json" "$W/snap1.json" "$W/snap2.json")
+RANDOM=7
+steps=0 clean=0 agreed=0 tried=0 saves=0 restores=0 adds=0 removes=0
+DROPS_BEFORE=$(drops)
+for n in $(seq 1 50); do
+	i=$((RANDOM % 4 + 2))
+	present=$(crash_member "b$i")
+	case $((RANDOM % 4)) in
+	0) k=$((RANDOM % 3)); SLOT[$k]="$W/shuffle-$n.json"
+	   ringlb save "${SLOT[$k]}" && saves=$((saves + 1)) ;;
+	1) ringlb restore "${SLOT[$((RANDOM % 3))]}" && restores=$((restores + 1)) ;;
+	*) if [ -z "$present" ]; then
+		ringlb backend add "$CRASH_VIP" "b$i" "$(topo_backend_addr4 "$i")" && adds=$((adds + 1))
+	   else
+		ringlb backend remove "$CRASH_VIP" "b$i" && removes=$((removes + 1))
+	   fi ;;
+	esac
+	steps=$((steps + 1))
+	ringlb verify >"$W/verify.out" 2>&1 && clean=$((clean + 1)) ||
+		echo "shuffle step $n: $(tr '\n' ' ' <"$W/verify.out")" >>"$W/shuffle.log"
+	for k in 1 2; do
+		want=$(ringlb lookup "$CRASH_VIP" "$(topo_client_addr4 2):$PORT")
+		got=$(ip netns exec "${P}c2" curl -s -m 3 --local-port "$PORT" "http://$TOPO_VIP4:8080/")
+		tried=$((tried + 1))
+		[ "$want" = "$got" ] && agreed=$((agreed + 1)) ||
+			echo "shuffle step $n: port $PORT: lookup '$want', answered by '$got'" >>"$W/shuffle.log"
+		PORT=$((PORT + 1))
+	done
+done
+DROPPED=$(($(drops) - DROPS_BEFORE))
+if [ $clean -eq $steps ] && [ $agreed -eq $tried ] && [ "$DROPPED" -eq 0 ]; then
+	pass "snapshots: $steps random steps ($saves saves into 3 slots, $restores restores, $adds adds, $removes removes): verify clean after every one, $agreed of $tried real connections where lookup said, 0 frames dropped"
+else
+	fail "snapshots: verify clean after $clean of $steps steps, $agreed of $tried connections where lookup said, $DROPPED dropped: $(head -3 "$W/shuffle.log" | tr '\n' ' ')"
 fi
 
 # --- concurrent operators ------------------------------------------------------------------
@@ -244,10 +381,12 @@ else
 	fail "secret: mode $mode, or printed somewhere"
 fi
 chmod 644 "$W/secret"
-if ! ringlb lookup "$TCP_VIP" 198.18.0.21:1234 2>"$W/err" >/dev/null && grep -q "readable by others" "$W/err"; then
-	pass "secret: a secret others can read is refused: '$(cat "$W/err")'"
+before=$(sha256sum <"$W/state.json")
+if ! ringlb backend weight "$TCP_VIP" b1 3 2>"$W/err" >/dev/null && grep -q "readable by others" "$W/err" &&
+	[ "$(wc -l <"$W/err")" -eq 1 ] && [ "$before" = "$(sha256sum <"$W/state.json")" ]; then
+	pass "secret: a secret others can read is refused, nothing changed: '$(cat "$W/err")'"
 else
-	fail "secret: a world-readable secret was used"
+	fail "secret: a world-readable secret was used: $(cat "$W/err")"
 fi
 chmod 600 "$W/secret"
 # Two deployments of the same configuration: same secret, same choices; other secret, other choices.

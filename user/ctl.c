@@ -811,6 +811,14 @@ int ctl_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct s
 	lb_flow_key_init(&key, client->family, client->bytes, htons(client_port),
 			 vip->spec.addr.bytes, htons(vip->spec.port), vip->spec.protocol);
 	out->hash = lb_flow_hash(secret, &key);
+	err = state_vip_ring(vip, &ring, &ids);
+	if (err)
+		return err;
+	if (ring_lookup(ring, out->hash, &res) == 0)
+		out->backend = backend_by_id(vip, ids[res.member]);
+	out->new_connection = out->backend;
+	ring_free(ring);
+	free(ids);
 	if (maps && bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && flow.vip_id == vip->id) {
 		struct lb_backend slot;
 
@@ -819,15 +827,9 @@ int ctl_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct s
 		    slot.cookie == flow.backend_cookie) {
 			out->backend = backend_by_id(vip, flow.backend_id);
 			out->pinned = 1;
-			return 0;
+			if (slot.state != LB_BACKEND_DRAINING)
+				out->new_connection = out->backend;
 		}
 	}
-	err = state_vip_ring(vip, &ring, &ids);
-	if (err)
-		return err;
-	if (ring_lookup(ring, out->hash, &res) == 0)
-		out->backend = backend_by_id(vip, ids[res.member]);
-	ring_free(ring);
-	free(ids);
 	return 0;
 }

@@ -136,11 +136,15 @@ int ctl_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 idle
 /**
  * struct ctl_answer - where a flow goes.
  * @backend: its backend in the state, NULL when none takes it
+ * @new_connection: where a new connection on the same tuple (a SYN without
+ *                  ACK) goes: @backend, except when it is pinned to a
+ *                  draining backend, which takes no new connection
  * @pinned: 1 when the flow table holds it, 0 when the ring places it
  * @hash: the flow's position on the ring
  */
 struct ctl_answer {
 	const struct state_backend *backend;
+	const struct state_backend *new_connection;
 	int pinned;
 	__u64 hash;
 };
@@ -155,7 +159,8 @@ struct ctl_answer {
  * @out: the answer
  *
  * Mirrors the program: a flow pinned to a backend that is still installed
- * (same cookie) stays there; any other flow goes where the ring says.
+ * (same cookie and VIP) stays there; any other flow, and a new connection
+ * on a tuple pinned to a draining backend, goes where the ring says.
  */
 int ctl_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct state_vip *vip,
 	       const struct addr *client, __u16 client_port, struct ctl_answer *out);

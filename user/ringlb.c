@@ -469,6 +469,17 @@ static int session_begin(const struct cli *c, unsigned int flags, struct session
 	}
 	if (!(flags & SESSION_NEEDS_MAPS) && pinned != 1)
 		return 0;
+	/* A secret file that is there but unusable stops everything, said as it is. */
+	{
+		__u64 secret[2];
+
+		err = file_secret(c, 0, secret, why, sizeof(why));
+		memset(secret, 0, sizeof(secret));
+		if (err && err != -ENOENT) {
+			report(c, "%s", why);
+			return err;
+		}
+	}
 	err = maps_open_or_report(c, &ss->maps);
 	if (err)
 		return err;
@@ -1383,9 +1394,11 @@ static int cmd_lookup(struct cli *c)
 		char addr[ADDR_TEXT_MAX];
 
 		addr_format(&answer.backend->addr, addr);
-		json_print(json_pack("{s:s, s:s, s:s, s:s}", "backend", answer.backend->name,
+		json_print(json_pack("{s:s, s:s, s:s, s:s, s:s?}", "backend", answer.backend->name,
 				     "address", addr, "via", answer.pinned ? "flow table" : "ring",
-				     "state", answer.backend->draining ? "draining" : "active"));
+				     "state", answer.backend->draining ? "draining" : "active",
+				     "new_connection", answer.new_connection ?
+							       answer.new_connection->name : NULL));
 	} else {
 		printf("%s\n", answer.backend->name);
 	}
