@@ -310,7 +310,8 @@ static void test_cookies_are_random_unique_and_never_handed_out_twice(void **sta
 		for (j = 0; j < s.vips[i].backend_count; j++) {
 			__u64 c = s.vips[i].backends[j].cookie;
 
-			check(c != 0 && c <= INT64_MAX, "cookie %llu out of range", (unsigned long long)c);
+			check(c != 0 && c <= STATE_COOKIE_MAX, "cookie %llu out of range",
+			      (unsigned long long)c);
 			for (k = 0; k < s.vip_count; k++)
 				for (l = 0; l < s.vips[k].backend_count; l++)
 					check((k == i && l == j) || s.vips[k].backends[l].cookie != c,

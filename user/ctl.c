@@ -508,7 +508,9 @@ static int link_sync(const char *name, const char *path, void *arg)
 	}
 	if (err)
 		return fail(ls->why, err, "reading the program on %s", name);
-	if (info.secret[0] == ls->secret[0] && info.secret[1] == ls->secret[1])
+	/* On an interface that is gone nothing runs: detach is the operator's call. */
+	if (info.ifindex == 0 ||
+	    (info.secret[0] == ls->secret[0] && info.secret[1] == ls->secret[1]))
 		return 0;
 	/* The same program on the committed key, swapped in on the same link. */
 	opts.secret[0] = ls->secret[0];

@@ -8,7 +8,7 @@
  *                 "backends": [ { "name": "web-1", "address": "198.18.1.1",
  *                                 "mac": "02:00:00:00:01:01", "weight": 1,
  *                                 "state": "active", "id": 1,
- *                                 "cookie": 5402916189466377713 } ] } ] }
+ *                                 "cookie": 3170423094516017 } ] } ] }
  *
  * Validation covers every field's type and range, uniqueness of VIPs, VIP
  * ids, backend names within a VIP, backend ids and cookies across VIPs, and
@@ -168,7 +168,7 @@ static int cookie_taken(const struct state *s, __u64 cookie)
 	return 0;
 }
 
-/* A random cookie, 1 .. 2^63 - 1, that neither @s nor @also (may be NULL) uses. */
+/* A random cookie, 1 .. STATE_COOKIE_MAX, that neither @s nor @also (may be NULL) uses. */
 static int cookie_new(const struct state *s, const struct state *also, __u64 *out)
 {
 	__u64 c;
@@ -176,7 +176,7 @@ static int cookie_new(const struct state *s, const struct state *also, __u64 *ou
 	do {
 		if (getrandom(&c, sizeof(c), 0) != sizeof(c))
 			return -EIO;
-		c &= INT64_MAX; /* JSON integers are signed 64-bit */
+		c &= STATE_COOKIE_MAX;
 	} while (c == 0 || cookie_taken(s, c) || (also && cookie_taken(also, c)));
 	*out = c;
 	return 0;
@@ -438,7 +438,7 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const char *w
 	      get_string(obj, "state", &state, where, why) ?:
 	      get_uint(obj, "weight", 0, RING_WEIGHT_MAX, &weight, where, why) ?:
 	      get_uint(obj, "id", 1, LB_BACKENDS_MAX - 1, &id, where, why) ?:
-	      get_uint(obj, "cookie", 1, INT64_MAX, &cookie, where, why);
+	      get_uint(obj, "cookie", 1, STATE_COOKIE_MAX, &cookie, where, why);
 	if (err)
 		return err;
 	if (name_check(name, &problem))

@@ -22,6 +22,11 @@ struct ring;
 
 /** STATE_VERSION - the state file format this build reads and writes. */
 #define STATE_VERSION 1
+/**
+ * STATE_COOKIE_MAX - the largest backend cookie: 53 random bits, the integers
+ * every JSON reader keeps exact (RFC 7493); jq, for one, rounds larger ones.
+ */
+#define STATE_COOKIE_MAX ((1ull << 53) - 1)
 /** STATE_WHY_MAX - room for an explanation of a refused state. */
 #define STATE_WHY_MAX 256
 
@@ -33,9 +38,9 @@ struct ring;
  * @weight: 0 .. RING_WEIGHT_MAX
  * @draining: 1 when it takes no new flows
  * @id: its slot in the backends map, 1 .. LB_BACKENDS_MAX - 1
- * @cookie: its identity, 1 .. 2^63 - 1, random and unique in the state: a
- *          backend added again, or another backend in the same slot, gets
- *          another one, so a slot's occupant is never taken for another
+ * @cookie: its identity, 1 .. STATE_COOKIE_MAX, random and unique in the
+ *          state: a backend added again, or another backend in the same slot,
+ *          gets another one, so a slot's occupant is never taken for another
  */
 struct state_backend {
 	char name[NAME_MAX_LEN + 1];
