@@ -121,9 +121,9 @@ struct lb_vip_key {
  *
  * The VIP value names the ring and describes it, so a packet needs no ring
  * header read to search it. It is replaced whole, and the controller waits
- * for running programs before it changes any VIP value again: the kernel
- * reuses a replaced element at once, so that wait is what keeps the value a
- * packet reads intact until the packet is done.
+ * for running programs before it changes any VIP value again (and before it
+ * exits): the kernel reuses a replaced element at once, so that wait is what
+ * keeps the value a packet reads intact until the packet is done.
  */
 struct lb_vip {
 	__u32 vip_id;

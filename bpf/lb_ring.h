@@ -22,8 +22,8 @@
  * A replaced or deleted VIP value's element is reused by the next update at
  * once (the BPF memory allocator, Linux 6.1 and later; a preallocated map
  * reuses it at once too), even while a packet still reads it. The
- * controller therefore waits for running programs after every change of a
- * value (lb.c, vip_value_set()), so no packet ever sees a value change
+ * controller therefore lets an RCU grace period pass between any two changes
+ * of a value (lb.c, vip_value_set()), so no packet ever sees a value change
  * under it.
  */
 struct {

@@ -1499,7 +1499,8 @@ static void test_a_vip_value_being_read_survives_back_to_back_vip_updates(void *
 	check(bpf_map__reuse_fd(skel->maps.vips, maps->vips) == 0 && vip_reader_bpf__load(skel) == 0,
 	      "load vip_reader on the test's VIP map");
 	check(lb_vip_install(maps, &key_a, VIP_V4_TCP, NULL, NULL) == 0 &&
-	      lb_vip_install(maps, &key_b, VIP_V4_UDP, NULL, NULL) == 0, "VIPs A and B in place");
+	      lb_vip_install(maps, &key_b, VIP_V4_UDP, NULL, NULL) == 0 &&
+	      lb_readers_release() == 0, "VIPs A and B in place, nothing owed");
 	bss = skel->bss;
 	bss->probe_key = key_a;
 	run.prog_fd = bpf_program__fd(skel->progs.vip_reader);
@@ -1510,7 +1511,7 @@ static void test_a_vip_value_being_read_survives_back_to_back_vip_updates(void *
 		waited_ms++;
 	}
 	check(bss->holding, "the reader never got VIP A's value");
-	/* Two VIP updates back to back, as a change of two VIPs makes them. */
+	/* Two VIP updates back to back, as a change of two VIPs makes them: B's waits for A's readers. */
 	check(lb_vip_install(maps, &key_a, VIP_V4_TCP, NULL, NULL) == 0 &&
 	      lb_vip_install(maps, &key_b, VIP_V4_UDP, NULL, NULL) == 0, "update A, then B");
 	bss->release = 1;

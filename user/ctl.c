@@ -425,6 +425,9 @@ int ctl_sync(const struct lb_maps *maps, const struct state *applied, const stru
 	      install_deferred(maps, want, later, why) ?: update_states(maps, want, why) ?:
 	      remove_vips(maps, applied, want, why) ?: free_backends(maps, want, why);
 	free(later);
+	/* Whatever happened, no VIP element a packet may read is left for reuse. */
+	if (lb_readers_release() && !err)
+		err = fail(why, -EIO, "waiting for packets in flight");
 	return err;
 }
 

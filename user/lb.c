@@ -78,6 +78,15 @@ static int pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_
 }
 
 /*
+ * A VIP value was replaced or deleted since the last wait for running
+ * programs: its element may still be read, and the next VIP update could be
+ * handed that element. Any wait pays this (an update of an array of maps
+ * waits too); the next VIP update, and lb_readers_release(), wait when it is
+ * still owed.
+ */
+static int grace_owed;
+
+/*
  * Wait until every program run that started before this call is done: an
  * update of an array of maps returns only after an RCU grace period
  * (synchronize_rcu() in the kernel's map update), and XDP programs run
@@ -106,31 +115,49 @@ int lb_readers_wait(void)
 			return -errno;
 		}
 	}
-	return bpf_map_update_elem(outer, &zero, &inner, BPF_ANY) ? -errno : 0;
+	if (bpf_map_update_elem(outer, &zero, &inner, BPF_ANY))
+		return -errno;
+	grace_owed = 0;
+	return 0;
+}
+
+int lb_readers_release(void)
+{
+	return grace_owed ? lb_readers_wait() : 0;
 }
 
 /*
- * Replace (or add) a VIP's value, then wait for the programs that may still
- * read the old one. The vips map is not preallocated, but its elements come
- * from the BPF memory allocator, which since Linux 6.1 hands a freed element
- * to the very next update: without the wait, a second update right after
- * this one could write another VIP's value into the element a packet is
- * still reading. After the wait, no packet holds the old element.
+ * Replace (or add) a VIP's value. The vips map is not preallocated, but its
+ * elements come from the BPF memory allocator, which since Linux 6.1 hands a
+ * freed element to the very next update: without a wait between two VIP
+ * updates, the second could write another VIP's value into the element a
+ * packet is still reading. So a VIP update first pays the wait the last one
+ * owes, and owes one itself.
  */
 static int vip_value_set(const struct lb_maps *maps, const struct lb_vip_key *key,
 			 const struct lb_vip *vip)
 {
+	int err = lb_readers_release();
+
+	if (err)
+		return err;
 	if (bpf_map_update_elem(maps->vips, key, vip, BPF_ANY))
 		return -errno;
-	return lb_readers_wait();
+	grace_owed = 1;
+	return 0;
 }
 
-/* Remove a VIP's value, then wait as vip_value_set() does. */
+/* Remove a VIP's value, with the waits of vip_value_set(). */
 static int vip_value_delete(const struct lb_maps *maps, const struct lb_vip_key *key)
 {
+	int err = lb_readers_release();
+
+	if (err)
+		return err;
 	if (bpf_map_delete_elem(maps->vips, key))
 		return errno == ENOENT ? 0 : -errno;
-	return lb_readers_wait();
+	grace_owed = 1;
+	return 0;
 }
 
 static void maps_from_skel(struct lb_maps *m, struct ringlb_bpf *skel)
@@ -474,7 +501,10 @@ static int ring_mapping_place(const struct ring_mapping *rm, const struct lb_map
 {
 	__u32 slot = ring_slot_of(vip_id, parity);
 
-	return bpf_map_update_elem(maps->rings[class], &slot, &rm->fd, BPF_ANY) ? -errno : 0;
+	if (bpf_map_update_elem(maps->rings[class], &slot, &rm->fd, BPF_ANY))
+		return -errno;
+	grace_owed = 0; /* the update waited for running programs */
+	return 0;
 }
 
 /* Empty every ring slot of a VIP outside class @keep_class (-1: all of them). */
@@ -489,8 +519,12 @@ static int vip_slots_clear(const struct lb_maps *maps, __u32 vip_id, int keep_cl
 		for (parity = 0; parity < LB_RING_SLOTS_PER_VIP; parity++) {
 			__u32 slot = ring_slot_of(vip_id, parity);
 
-			if (bpf_map_delete_elem(maps->rings[c], &slot) && errno != ENOENT)
-				return -errno;
+			if (bpf_map_delete_elem(maps->rings[c], &slot)) {
+				if (errno != ENOENT)
+					return -errno;
+			} else {
+				grace_owed = 0; /* a delete that succeeds waits */
+			}
 		}
 	}
 	return 0;

@@ -241,6 +241,14 @@ int lb_control_write(const struct lb_maps *maps, const struct lb_control *contro
  */
 int lb_readers_wait(void);
 
+/**
+ * lb_readers_release() - lb_readers_wait(), when a VIP value was replaced or
+ * deleted since the last wait. Call it when done changing VIPs (ctl_sync()
+ * does), so that no later update, of this process or the next, can be handed
+ * an element a packet still reads.
+ */
+int lb_readers_release(void);
+
 /** lb_vip_counters_clear() - zero a VIP id's counters on every CPU. */
 int lb_vip_counters_clear(const struct lb_maps *maps, __u32 vip_id);
 

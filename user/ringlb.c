@@ -408,12 +408,11 @@ static int maps_create(const struct cli *c, const struct state *s)
 {
 	struct lb_load_opts opts = { .pin_dir = c->pin_dir, .flow_entries = s->flow_entries };
 	char why[CTL_WHY_MAX];
-
-	if (attach_args.flows_given)
-		opts.flow_entries = attach_args.flows;
 	struct lb_prog *prog;
 	int err;
 
+	if (attach_args.flows_given)
+		opts.flow_entries = attach_args.flows;
 	err = file_secret(c, 1, opts.secret, why, sizeof(why));
 	if (err) {
 		report(c, "%s", why);
