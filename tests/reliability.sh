@@ -416,7 +416,8 @@ fi
 refusals=0 checked=0
 for cmd in "attach eth0" "detach eth0" "vip add 198.18.0.101:80/tcp" "vip del $TCP_VIP" \
 	"backend add $TCP_VIP bx 198.18.0.99 --mac 02:00:00:00:00:99" "backend weight $TCP_VIP b1 3" \
-	"backend drain $TCP_VIP b1" "backend remove $TCP_VIP b1" "restore $W/state.json"; do
+	"backend drain $TCP_VIP b1" "backend remove $TCP_VIP b1" "restore $W/state.json" \
+	"secret set $W/secret"; do
 	for how in nobody no-net-admin; do
 		before=$(sha256sum <"$W/state.json")
 		if [ $how = nobody ]; then

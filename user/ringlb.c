@@ -1683,6 +1683,8 @@ static int cmd_secret(struct cli *c)
 	if (first < 0)
 		return print_help(stdout, NULL, "secret"), 0;
 	operands(c, first, 1, 1);
+	if (privileged_or_report(c))
+		return 1;
 	err = host_secret(c->argv[first], 0, next, hwhy);
 	if (err) {
 		report(c, "%s", hwhy);
