@@ -110,9 +110,11 @@ int lb_readers_wait(void)
 		outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "ringlb_wait", sizeof(__u32),
 				       sizeof(__u32), 1, &opts);
 		if (outer < 0) {
+			int err = -errno;
+
 			close(inner);
 			inner = -1;
-			return -errno;
+			return err;
 		}
 	}
 	if (bpf_map_update_elem(outer, &zero, &inner, BPF_ANY))
