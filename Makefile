@@ -60,7 +60,8 @@ $(OUTPUT)/libring.a: $(OUTPUT)/ring.o
 	$(Q)$(AR) rcs $@ $^
 
 # --- the XDP program ----------------------------------------------------------
-BPF_HDRS := bpf/lb_contract.h bpf/lb_parse.h bpf/lb_ring.h bpf/lb_ring_search.h ring/siphash.h
+BPF_HDRS := bpf/lb_contract.h bpf/lb_parse.h bpf/lb_ring.h bpf/lb_ring_search.h bpf/lb_vips.h \
+	ring/siphash.h
 
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
 	$(call msg,BPF,$@)

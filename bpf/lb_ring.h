@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The maps a backend is chosen from (vips, backends, rings_0 .. rings_3) and
+ * The maps a backend is chosen from (vips from lb_vips.h, backends, rings_0 ..
+ * rings_3) and
  * how ringlb's XDP programs pick from them: the VIP value names a ring map,
  * laid out as lb_contract.h describes, and lb_ring_search.h searches it with
  * the answers of ring_lookup() of ring.c. Shared by the data path and the
@@ -17,22 +18,8 @@
 
 #include "lb_contract.h"
 #include "lb_parse.h"
+#include "lb_vips.h"
 
-/*
- * A replaced or deleted VIP value's element is reused by the next update at
- * once (the BPF memory allocator, Linux 6.1 and later; a preallocated map
- * reuses it at once too), even while a packet still reads it. The
- * controller therefore lets an RCU grace period pass between any two changes
- * of a value (lb.c, vip_value_set()), so no packet ever sees a value change
- * under it.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB_VIPS_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb_vip_key);
-	__type(value, struct lb_vip);
-} vips SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

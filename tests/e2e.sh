@@ -31,11 +31,6 @@ topo_session e2e rlb
 VIP4="$TOPO_VIP4:80/tcp"
 VIP6="[$TOPO_VIP6]:80/tcp"
 
-on_client() { local c=$1; shift; ip netns exec "${P}c$c" "$@"; }
-
-# url VIP_ADDR: the base URL of an address (brackets for IPv6).
-url() { case $1 in *:*) echo "http://[$1]" ;; *) echo "http://$1" ;; esac; }
-
 # connections CLIENT ADDR N: N new connections (Connection: close), printing
 # "backend local_port" per connection.
 connections() {

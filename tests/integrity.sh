@@ -36,15 +36,6 @@ topo_session integrity rli
 VIP4="$TOPO_VIP4:80/tcp"
 VIP6="[$TOPO_VIP6]:80/tcp"
 
-on_client() { local c=$1; shift; ip netns exec "${P}c$c" "$@"; }
-url() { case $1 in *:*) echo "http://[$1]" ;; *) echo "http://$1" ;; esac; }
-
-# drops: frames the balancer dropped so far, every reason.
-drops() {
-	ringlb stats --json | jq '[.reasons | to_entries[] | select(.key | startswith("drop_")) |
-		.value.packets] | add'
-}
-
 # Client ports, each used once (below the ephemeral range; see docs/traps.md).
 NEXT_PORT=20000
 
@@ -128,9 +119,8 @@ agree "identity" "$VIP4" 1 40
 # --- the secret ----------------------------------------------------------------------
 
 secret_digest() { ringlb show --json | jq -r .secret_digest; }
-new_secret() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$1"; echo >>"$1"; chmod 600 "$1"; }
 D0=$(secret_digest)
-new_secret "$W/replaced"
+secret_file "$W/replaced"
 cp "$W/replaced" "$W/secret"   # what the README once told operators to do
 if ringlb verify >"$W/verify" 2>&1; then
 	fail "secret: verify found nothing wrong with a kernel on another key than the secret file"
@@ -146,7 +136,7 @@ D1=$(secret_digest)
 [ "$D1" != "$D0" ] && [ "$D1" != null ] && pass "secret: the kernel took the file's key (digest $D0 -> $D1)" ||
 	fail "secret: digest $D0 -> $D1"
 agree "secret, re-keyed by the next change" "$VIP4" 2 30
-new_secret "$W/deployment"
+secret_file "$W/deployment"
 ringlb secret set "$W/deployment" || fail "secret set"
 D2=$(secret_digest)
 if cmp -s "$W/deployment" "$W/secret" && [ "$D2" != "$D1" ] && [ "$D2" != null ]; then

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Helpers the shell tests share: the root rule, the TAP-like report lines and
-# the two kinds of test network (topo_session, veth_session). Source it.
+# Helpers the shell tests share: the root rule, the TAP-like report lines,
+# the two kinds of test network (topo_session, veth_session) and what tests
+# on them ask of clients, counters and secrets. Source it.
 
 FAILS=0
 
@@ -56,6 +57,25 @@ veth_session() {
 ringlb() {
 	nsenter --net="/run/netns/$RINGLB_NS" "$ROOT/build/ringlb" --state "$W/state.json" \
 		--pin-dir "$PIN" "$@"
+}
+
+# on_client N COMMAND...: COMMAND in the topology's client namespace N.
+on_client() { local c=$1; shift; ip netns exec "${P}c$c" "$@"; }
+
+# url ADDR: the base URL of an address (brackets for IPv6).
+url() { case $1 in *:*) echo "http://[$1]" ;; *) echo "http://$1" ;; esac; }
+
+# drops: frames the balancer has dropped so far, every reason.
+drops() {
+	ringlb stats --json | jq '[.reasons | to_entries[] | select(.key | startswith("drop_")) |
+		.value.packets] | add'
+}
+
+# secret_file PATH: a new random deployment secret there (32 hex digits, mode 0600).
+secret_file() {
+	head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$1"
+	echo >>"$1"
+	chmod 600 "$1"
 }
 
 # die WHAT: stop the script (TEST_NAME says which) on a failure that is not a check.

@@ -196,18 +196,12 @@ for k in 0 1 2; do
 	ringlb save "$W/snap$k.json" || die "save snap$k"
 done
 for k in 0 1; do
-	head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$W/key$k"
-	echo >>"$W/key$k"
-	chmod 600 "$W/key$k"
+	secret_file "$W/key$k"
 done
 ip -n "${P}lb" link add eth9 type veth peer name eth10
 ip -n "${P}lb" link set eth9 up
 ip -n "${P}lb" link set eth10 up
 
-drops() {
-	ringlb stats --json | jq '[.reasons | to_entries[] | select(.key | startswith("drop_")) |
-		.value.packets] | add'
-}
 crash_member() { jq -r --arg v "$CRASH_VIP" --arg n "$1" \
 	'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | .state' "$W/state.json"; }
 
@@ -280,7 +274,7 @@ for n in $(seq 1 "$CRASHES"); do
 	# Real connections: each reaches the backend lookup names (one of the state's).
 	for k in 1 2 3; do
 		want=$(ringlb lookup "$CRASH_VIP" "$(topo_client_addr4 1):$PORT")
-		got=$(ip netns exec "${P}c1" curl -s -m 3 --local-port "$PORT" "http://$TOPO_VIP4:8080/")
+		got=$(on_client 1 curl -s -m 3 --local-port "$PORT" "http://$TOPO_VIP4:8080/")
 		conns=$((conns + 1))
 		if [ "$want" != "$got" ]; then
 			misrouted=$((misrouted + 1))
@@ -332,7 +326,7 @@ for n in $(seq 1 50); do
 		echo "shuffle step $n: $(tr '\n' ' ' <"$W/verify.out")" >>"$W/shuffle.log"
 	for k in 1 2; do
 		want=$(ringlb lookup "$CRASH_VIP" "$(topo_client_addr4 2):$PORT")
-		got=$(ip netns exec "${P}c2" curl -s -m 3 --local-port "$PORT" "http://$TOPO_VIP4:8080/")
+		got=$(on_client 2 curl -s -m 3 --local-port "$PORT" "http://$TOPO_VIP4:8080/")
 		tried=$((tried + 1))
 		[ "$want" = "$got" ] && agreed=$((agreed + 1)) ||
 			echo "shuffle step $n: port $PORT: lookup '$want', answered by '$got'" >>"$W/shuffle.log"
@@ -394,9 +388,7 @@ mkdir -p "$W/twin" "$W/other"
 cp "$W/state.json" "$W/twin/state.json"
 cp "$W/state.json" "$W/other/state.json"
 install -m 600 "$W/secret" "$W/twin/secret"
-head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$W/other/secret"
-echo >>"$W/other/secret"
-chmod 600 "$W/other/secret"
+secret_file "$W/other/secret"
 same=0 differ=0
 for p in $(seq 20000 20299); do
 	a=$("$ROOT/build/ringlb" --state "$W/state.json" --pin-dir /nonexistent lookup "$TCP_VIP" "198.18.7.7:$p")

@@ -328,17 +328,24 @@ static void random_flow(struct test_rng *rng, int vip, struct pkt_spec *spec, ch
 	spec->src = client;
 }
 
+/* The flow table key of the frame @spec builds. */
+static void key_of_spec(const struct pkt_spec *spec, struct lb_flow_key *key)
+{
+	uint8_t src[16], dst[16];
+
+	pkt_addr(spec->family, spec->src, src);
+	pkt_addr(spec->family, spec->dst, dst);
+	lb_flow_key_init(key, spec->family, src, htons(spec->sport), dst, htons(spec->dport),
+			 spec->protocol);
+}
+
 /* The backend the ring library says the kernel must pick for this frame's flow. */
 static __u32 expected_backend(const struct pool *pool, const struct pkt_spec *spec)
 {
 	struct ring_lookup_result res = { 0 };
 	struct lb_flow_key key;
-	uint8_t src[16], dst[16];
 
-	pkt_addr(spec->family, spec->src, src);
-	pkt_addr(spec->family, spec->dst, dst);
-	lb_flow_key_init(&key, spec->family, src, htons(spec->sport), dst, htons(spec->dport),
-			 spec->protocol);
+	key_of_spec(spec, &key);
 	assert_int_equal(ring_lookup(pool->ring, lb_flow_hash(secret, &key), &res), 0);
 	return pool->ids[res.member];
 }
@@ -1078,63 +1085,6 @@ static void test_swap_serves_new_ring_and_keeps_pinned_flows(void **state)
 	pool_release(&b);
 }
 
-static void test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones(void **state)
-{
-	static __u32 pinned[SWAP_FLOWS];
-	struct pool pool;
-	struct ring *without;
-	__u32 drained, ids[8];
-	int i, kept = 0;
-	size_t m, k;
-
-	(void)state;
-	NEEDS_ROOT();
-	flows_clear();
-	pool_install(&pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, "drain"));
-	for (i = 0; i < SWAP_FLOWS; i++)
-		pinned[i] = send_flow(i, 0);
-	/* Drain member 1: out of the ring first, then marked draining. */
-	drained = pool.ids[1];
-	assert_int_equal(ring_clone(&without, pool.ring), 0);
-	assert_int_equal(ring_remove(without, ring_member_name(pool.ring, 1)), 0);
-	for (m = 0, k = 0; m < pool.count; m++)
-		if (m != 1)
-			ids[k++] = pool.ids[m];
-	{
-		struct lb_vip_key key = vip_key_of_test(VIP_V4_TCP);
-
-		assert_int_equal(lb_vip_install(maps, &key, VIP_V4_TCP, without, ids), 0);
-	}
-	assert_int_equal(lb_backend_set_state(maps, drained, LB_BACKEND_DRAINING), 0);
-	for (i = 0; i < SWAP_FLOWS; i++) {
-		__u32 got = send_flow(i, 0x10);
-
-		check(got == pinned[i], "flow %d moved from %u to %u during the drain", i, pinned[i],
-		      got);
-		kept += pinned[i] == drained;
-	}
-	check(kept > SWAP_FLOWS / 10, "only %d flows were pinned to the drained backend", kept);
-	for (i = SWAP_FLOWS; i < 3 * SWAP_FLOWS; i++)
-		check(send_flow(i, 0) != drained, "new flow %d reached the draining backend", i);
-	/* Removed: its flows are placed again by the ring, never sent to a free slot. */
-	assert_int_equal(lb_backend_set_state(maps, drained, LB_BACKEND_UNUSED), 0);
-	for (i = 0; i < SWAP_FLOWS; i++)
-		check(send_flow(i, 0x10) != drained, "flow %d still reaches a removed backend", i);
-	ring_free(without);
-	pool_release(&pool);
-}
-
-/* The flow table key of the frame @spec builds. */
-static void key_of_spec(const struct pkt_spec *spec, struct lb_flow_key *key)
-{
-	uint8_t src[16], dst[16];
-
-	pkt_addr(spec->family, spec->src, src);
-	pkt_addr(spec->family, spec->dst, dst);
-	lb_flow_key_init(key, spec->family, src, htons(spec->sport), dst, htons(spec->dport),
-			 spec->protocol);
-}
-
 /*
  * Drain member @m of @pool as the controller does: the ring without it
  * serves first, then its state says draining. @after gets that ring and its
@@ -1157,6 +1107,38 @@ static __u32 pool_drain(struct pool *pool, size_t m, struct pool *after)
 	check(lb_backend_set_state(maps, pool->ids[m], LB_BACKEND_DRAINING) == 0,
 	      "the backend is marked draining");
 	return pool->ids[m];
+}
+
+static void test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones(void **state)
+{
+	static __u32 pinned[SWAP_FLOWS];
+	struct pool pool, after;
+	__u32 drained;
+	int i, kept = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, "drain"));
+	for (i = 0; i < SWAP_FLOWS; i++)
+		pinned[i] = send_flow(i, 0);
+	drained = pool_drain(&pool, 1, &after);
+	for (i = 0; i < SWAP_FLOWS; i++) {
+		__u32 got = send_flow(i, 0x10);
+
+		check(got == pinned[i], "flow %d moved from %u to %u during the drain", i, pinned[i],
+		      got);
+		kept += pinned[i] == drained;
+	}
+	check(kept > SWAP_FLOWS / 10, "only %d flows were pinned to the drained backend", kept);
+	for (i = SWAP_FLOWS; i < 3 * SWAP_FLOWS; i++)
+		check(send_flow(i, 0) != drained, "new flow %d reached the draining backend", i);
+	/* Removed: its flows are placed again by the ring, never sent to a free slot. */
+	assert_int_equal(lb_backend_set_state(maps, drained, LB_BACKEND_UNUSED), 0);
+	for (i = 0; i < SWAP_FLOWS; i++)
+		check(send_flow(i, 0x10) != drained, "flow %d still reaches a removed backend", i);
+	ring_free(after.ring);
+	pool_release(&pool);
 }
 
 #define TCP_SYN 0x02
@@ -1194,6 +1176,22 @@ static void test_fin_marks_the_flow_closing_and_a_new_connection_clears_it(void 
 #define RESYN_FLOWS 400
 
 /*
+ * RESYN_FLOWS connections opened (SYN) on a ring of 4, then member @m drained:
+ * @after gets the ring without it. Return: the drained backend's id.
+ */
+static __u32 pinned_then_drained(struct pool *pool, const char *name, size_t m,
+				  struct pool *after)
+{
+	int i;
+
+	flows_clear();
+	pool_install(pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, name));
+	for (i = 0; i < RESYN_FLOWS; i++)
+		send_flow(i, TCP_SYN);
+	return pool_drain(pool, m, after);
+}
+
+/*
  * Clients behind NAT, or reconnecting from the same port, reuse a 4-tuple:
  * a SYN without ACK is a new connection, and a draining backend takes none.
  */
@@ -1205,11 +1203,7 @@ static void test_syn_on_a_tuple_pinned_to_a_draining_backend_is_placed_by_the_ri
 
 	(void)state;
 	NEEDS_ROOT();
-	flows_clear();
-	pool_install(&pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, "resyn"));
-	for (i = 0; i < RESYN_FLOWS; i++)
-		send_flow(i, TCP_SYN);
-	drained = pool_drain(&pool, 1, &after);
+	drained = pinned_then_drained(&pool, "resyn", 1, &after);
 	for (i = 0; i < RESYN_FLOWS; i++) {
 		char client[64];
 		struct pkt_spec spec = flow_spec(i, client, sizeof(client));
@@ -1242,11 +1236,7 @@ static void test_reset_goes_to_the_pinned_backend_and_keeps_the_pin(void **state
 
 	(void)state;
 	NEEDS_ROOT();
-	flows_clear();
-	pool_install(&pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, "rst"));
-	for (i = 0; i < RESYN_FLOWS; i++)
-		send_flow(i, TCP_SYN);
-	drained = pool_drain(&pool, 2, &after);
+	drained = pinned_then_drained(&pool, "rst", 2, &after);
 	for (i = 0; i < RESYN_FLOWS; i++) {
 		char client[64];
 		struct pkt_spec spec = flow_spec(i, client, sizeof(client));

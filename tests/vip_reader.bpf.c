@@ -5,23 +5,12 @@
  * until the test releases it or a few tens of milliseconds pass, and copies
  * the value again through the same pointer. If the controller's updates let
  * the kernel reuse the element while a program still reads it, the second
- * copy differs from the first. The vips map is the test's own, reused by
- * file descriptor, so it is declared here as lb_ring.h declares it.
+ * copy differs from the first. The vips map is the data path's definition
+ * (lb_vips.h); the test reuses its own map's descriptor for it.
  */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-
-#include "lb_contract.h"
+#include "lb_vips.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB_VIPS_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb_vip_key);
-	__type(value, struct lb_vip);
-} vips SEC(".maps");
 
 /* Set by the test. */
 struct lb_vip_key probe_key = {};

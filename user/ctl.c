@@ -120,9 +120,12 @@ static int vip_id_wanted(const struct state *s, __u32 id)
 	return 0;
 }
 
-/* Slots whose occupant had to go, filled once no ring names the occupant. */
+/* Backends whose slot had to be emptied first, filled once no ring names the old occupant. */
 struct deferred {
-	__u32 ids[LB_BACKENDS_MAX];
+	struct {
+		const struct state_backend *b;
+		__u32 vip_id;
+	} items[LB_BACKENDS_MAX];
 	size_t count;
 };
 
@@ -172,17 +175,18 @@ static int install_backends(const struct lb_maps *maps, const struct state *want
 			err = lb_backend_set_state(maps, b->id, LB_BACKEND_UNUSED);
 			if (err)
 				return fail(why, err, "emptying backend slot %u", b->id);
-			later->ids[later->count++] = b->id;
+			later->items[later->count].b = b;
+			later->items[later->count++].vip_id = v->id;
 		}
 	}
 	return 0;
 }
 
 /* Phase 3: the emptied slots get their backends, once no packet reads an old ring. */
-static int install_deferred(const struct lb_maps *maps, const struct state *want,
-			    const struct deferred *later, char why[CTL_WHY_MAX])
+static int install_deferred(const struct lb_maps *maps, const struct deferred *later,
+			    char why[CTL_WHY_MAX])
 {
-	size_t i, j, k;
+	size_t k;
 	int err;
 
 	if (!later->count)
@@ -190,15 +194,11 @@ static int install_deferred(const struct lb_maps *maps, const struct state *want
 	err = lb_readers_wait();
 	if (err)
 		return fail(why, err, "waiting for packets in flight");
-	for (k = 0; k < later->count; k++)
-		for (i = 0; i < want->vip_count; i++)
-			for (j = 0; j < want->vips[i].backend_count; j++)
-				if (want->vips[i].backends[j].id == later->ids[k]) {
-					err = backend_fill(maps, &want->vips[i].backends[j],
-							   want->vips[i].id, why);
-					if (err)
-						return err;
-				}
+	for (k = 0; k < later->count; k++) {
+		err = backend_fill(maps, later->items[k].b, later->items[k].vip_id, why);
+		if (err)
+			return err;
+	}
 	return 0;
 }
 
@@ -263,23 +263,6 @@ static int ring_patch(const struct lb_maps *maps, const struct state_vip *before
 	return err;
 }
 
-/* Does the kernel already serve exactly @v's ring? (after a crash, most VIPs do) */
-static int ring_served(const struct lb_maps *maps, const struct state_vip *v,
-		       const struct lb_vip_key *key)
-{
-	char why[128];
-	struct ring *ring;
-	__u32 *ids;
-	int same;
-
-	if (state_vip_ring(v, &ring, &ids))
-		return 0;
-	same = lb_vip_compare(maps, key, v->id, ring, ids, why, sizeof(why)) == 0;
-	ring_free(ring);
-	free(ids);
-	return same;
-}
-
 /* Phase 2: changed rings swapped in (a VIP's key comes with its first ring). */
 static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		      const struct state *want, char why[CTL_WHY_MAX])
@@ -289,7 +272,7 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 
 	for (i = 0; i < want->vip_count; i++) {
 		const struct state_vip *v = &want->vips[i], *before = vip_in(applied, v);
-		char spec[ADDR_TEXT_MAX];
+		char spec[ADDR_TEXT_MAX], differs[128];
 		struct lb_vip_key key;
 		struct lb_vip served;
 		__u32 *ids = NULL;
@@ -299,8 +282,6 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 			continue;
 		vip_format(&v->spec, spec);
 		ctl_vip_key(v, &key);
-		if (!applied && ring_served(maps, v, &key))
-			continue;
 		/* A VIP the kernel does not have yet: its id's counters start from zero. */
 		if (bpf_map_lookup_elem(maps->vips, &key, &served) || served.vip_id != v->id) {
 			err = lb_vip_counters_clear(maps, v->id);
@@ -312,9 +293,12 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		err = state_vip_ring(v, &ring, &ids);
 		if (err)
 			return fail(why, err, "building the ring of %s", spec);
-		err = lb_vip_install(maps, &key, v->id, ring, ids);
-		/* The new ring serves; a spare that cannot be made is made next time. */
-		if (!err)
+		/* Unknown maps (after a crash): most VIPs serve their ring already. */
+		if (!applied && lb_vip_compare(maps, &key, v->id, ring, ids, differs,
+					       sizeof(differs)) == 0)
+			err = 0;
+		else if ((err = lb_vip_install(maps, &key, v->id, ring, ids)) == 0)
+			/* The new ring serves; a spare that cannot be made is made next time. */
 			lb_vip_settle(maps, &key, v->id, NULL);
 		ring_free(ring);
 		free(ids);
@@ -422,7 +406,7 @@ int ctl_sync(const struct lb_maps *maps, const struct state *applied, const stru
 	if (!later)
 		return fail(why, -ENOMEM, "syncing the maps");
 	err = install_backends(maps, want, later, why) ?: swap_rings(maps, applied, want, why) ?:
-	      install_deferred(maps, want, later, why) ?: update_states(maps, want, why) ?:
+	      install_deferred(maps, later, why) ?: update_states(maps, want, why) ?:
 	      remove_vips(maps, applied, want, why) ?: free_backends(maps, want, why);
 	free(later);
 	/* Whatever happened, no VIP element a packet may read is left for reuse. */
@@ -610,9 +594,7 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 		free(ids);
 		for (j = 0; j < v->backend_count; j++) {
 			const struct state_backend *b = &v->backends[j];
-			struct lb_backend slot;
-
-			struct lb_backend entry;
+			struct lb_backend slot, entry;
 
 			if (lb_backend_read(maps, b->id, &slot))
 				return -errno;
@@ -803,9 +785,11 @@ static const struct state_backend *backend_by_id(const struct state_vip *vip, __
 int ctl_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct state_vip *vip,
 	       const struct addr *client, __u16 client_port, struct ctl_answer *out)
 {
+	const struct state_backend *pinned = NULL;
 	struct ring_lookup_result res;
 	struct lb_flow_key key;
 	struct lb_flow flow;
+	struct lb_backend slot;
 	struct ring *ring = NULL;
 	__u32 *ids = NULL;
 	int err;
@@ -816,25 +800,25 @@ int ctl_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct s
 	lb_flow_key_init(&key, client->family, client->bytes, htons(client_port),
 			 vip->spec.addr.bytes, htons(vip->spec.port), vip->spec.protocol);
 	out->hash = lb_flow_hash(secret, &key);
+	if (maps && bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && flow.vip_id == vip->id &&
+	    lb_backend_read(maps, flow.backend_id, &slot) == 0 &&
+	    slot.state != LB_BACKEND_UNUSED && slot.vip_id == vip->id &&
+	    slot.cookie == flow.backend_cookie) {
+		pinned = backend_by_id(vip, flow.backend_id);
+		out->pinned = 1;
+		/* A draining backend keeps the flow, but a new connection goes to the ring. */
+		if (slot.state != LB_BACKEND_DRAINING) {
+			out->backend = out->new_connection = pinned;
+			return 0;
+		}
+	}
 	err = state_vip_ring(vip, &ring, &ids);
 	if (err)
 		return err;
 	if (ring_lookup(ring, out->hash, &res) == 0)
-		out->backend = backend_by_id(vip, ids[res.member]);
-	out->new_connection = out->backend;
+		out->new_connection = backend_by_id(vip, ids[res.member]);
+	out->backend = out->pinned ? pinned : out->new_connection;
 	ring_free(ring);
 	free(ids);
-	if (maps && bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && flow.vip_id == vip->id) {
-		struct lb_backend slot;
-
-		if (lb_backend_read(maps, flow.backend_id, &slot) == 0 &&
-		    slot.state != LB_BACKEND_UNUSED && slot.vip_id == vip->id &&
-		    slot.cookie == flow.backend_cookie) {
-			out->backend = backend_by_id(vip, flow.backend_id);
-			out->pinned = 1;
-			if (slot.state != LB_BACKEND_DRAINING)
-				out->new_connection = out->backend;
-		}
-	}
 	return 0;
 }

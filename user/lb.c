@@ -509,36 +509,33 @@ static int ring_mapping_place(const struct ring_mapping *rm, const struct lb_map
 	return 0;
 }
 
-/* Empty every ring slot of a VIP outside class @keep_class (-1: all of them). */
-static int vip_slots_clear(const struct lb_maps *maps, __u32 vip_id, int keep_class)
-{
-	unsigned int parity;
-	int c;
-
-	for (c = 0; c < LB_RING_CLASSES; c++) {
-		if (c == keep_class)
-			continue;
-		for (parity = 0; parity < LB_RING_SLOTS_PER_VIP; parity++) {
-			__u32 slot = ring_slot_of(vip_id, parity);
-
-			if (bpf_map_delete_elem(maps->rings[c], &slot)) {
-				if (errno != ENOENT)
-					return -errno;
-			} else {
-				grace_owed = 0; /* a delete that succeeds waits */
-			}
-		}
-	}
-	return 0;
-}
-
+/* Empty slot @parity of a VIP's @class (already empty is fine). */
 static int vip_slot_clear(const struct lb_maps *maps, __u32 vip_id, int class,
 			  unsigned int parity)
 {
 	__u32 slot = ring_slot_of(vip_id, parity);
 
-	if (bpf_map_delete_elem(maps->rings[class], &slot) && errno != ENOENT)
-		return -errno;
+	if (bpf_map_delete_elem(maps->rings[class], &slot))
+		return errno == ENOENT ? 0 : -errno;
+	grace_owed = 0; /* a delete that succeeds waits for running programs */
+	return 0;
+}
+
+/* Empty every ring slot of a VIP outside class @keep_class (-1: all of them). */
+static int vip_slots_clear(const struct lb_maps *maps, __u32 vip_id, int keep_class)
+{
+	unsigned int parity;
+	int c, err;
+
+	for (c = 0; c < LB_RING_CLASSES; c++) {
+		if (c == keep_class)
+			continue;
+		for (parity = 0; parity < LB_RING_SLOTS_PER_VIP; parity++) {
+			err = vip_slot_clear(maps, vip_id, c, parity);
+			if (err)
+				return err;
+		}
+	}
 	return 0;
 }
 
@@ -955,16 +952,9 @@ int lb_link_replace(const char *link_path, const struct lb_prog *prog)
 	return err;
 }
 
-/* The message lb_secret_digest() hashes: "ringlb secret v1" as two little-endian words. */
-#define SECRET_DIGEST_M0 0x7320626c676e6972ULL
-#define SECRET_DIGEST_M1 0x3176207465726365ULL
-
 __u64 lb_secret_digest(const __u64 secret[2])
 {
-	struct siphash_state s;
+	static const char message[] = "ringlb secret v1";
 
-	siphash_init(&s, secret[0], secret[1]);
-	siphash_compress(&s, SECRET_DIGEST_M0, 2);
-	siphash_compress(&s, SECRET_DIGEST_M1, 2);
-	return siphash_finish(&s, 16ull << 56, 2, 4);
+	return ring_siphash(message, sizeof(message) - 1, secret[0], secret[1]);
 }

@@ -347,6 +347,18 @@ static int file_secret(const struct cli *c, int create, __u64 secret[2], char *w
 }
 
 /*
+ * The key the kernel hashes flows with: the attached programs' when
+ * @attached, else (and when none runs) the secret file's.
+ */
+static int served_secret(const struct cli *c, int attached, __u64 secret[2], char *why,
+			 size_t len)
+{
+	if (attached && ctl_kernel_secret(c->pin_dir, secret) == 0)
+		return 0;
+	return file_secret(c, 0, secret, why, len);
+}
+
+/*
  * The programs on the interfaces: only those @want lists, each on the
  * secret file's key. With no secret file and no program anywhere (before
  * the first attach) there is nothing to do.
@@ -702,7 +714,6 @@ static void json_print(json_t *j)
 }
 
 /* --- attach, detach ---------------------------------------------------------------- */
-
 
 static int bpffs_ensure(struct cli *c)
 {
@@ -1171,9 +1182,8 @@ static int cmd_show(struct cli *c)
 		char why[CTL_WHY_MAX], hex[17];
 		__u64 secret[2];
 
-		/* The key the kernel hashes with (the file's where no program runs), as a digest. */
-		if ((attached && ctl_kernel_secret(c->pin_dir, secret) == 0) ||
-		    file_secret(c, 0, secret, why, sizeof(why)) == 0) {
+		/* The key the kernel hashes with, as a digest. */
+		if (served_secret(c, attached, secret, why, sizeof(why)) == 0) {
 			snprintf(hex, sizeof(hex), "%016llx",
 				 (unsigned long long)lb_secret_digest(secret));
 			json_object_set_new(top, "secret_digest", json_string(hex));
@@ -1369,14 +1379,11 @@ static int cmd_lookup(struct cli *c)
 	attached = maps_pinned(c) == 1 && host_privileged();
 	if (attached && lb_maps_open_pinned(&maps, c->pin_dir))
 		attached = 0;
-	/* The key the kernel hashes with; the file's only where no program runs. */
-	if (!attached || ctl_kernel_secret(c->pin_dir, secret)) {
-		err = file_secret(c, 0, secret, why, sizeof(why));
-		if (err) {
-			report(c, "%s", why);
-			lb_maps_close(&maps);
-			goto fail;
-		}
+	err = served_secret(c, attached, secret, why, sizeof(why));
+	if (err) {
+		report(c, "%s", why);
+		lb_maps_close(&maps);
+		goto fail;
 	}
 	err = ctl_lookup(attached ? &maps : NULL, secret, vp, &client, port, &answer);
 	memset(secret, 0, sizeof(secret));
