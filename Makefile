@@ -9,19 +9,28 @@
 # target) -> build/*.skel.h (bpftool gen skeleton) -> the controller.
 
 OUTPUT := build
+OBJ := $(OUTPUT)/obj
+SAN_OBJ := $(OUTPUT)/san/obj
+FUZZ_OBJ := $(OUTPUT)/fuzz/obj
 CC := gcc
+# Archives of -flto objects need the LTO plugin's symbol index.
+AR := gcc-ar
 CLANG ?= clang
 BPFTOOL ?= bpftool
 
 # Kept in one place so every object is built the same way.
 WARNINGS := -Wall -Wextra -Werror
+DEPFLAGS := -MMD -MP
 CFLAGS := -O2 -g -flto=auto -std=gnu11 $(WARNINGS)
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
-# uapi headers include <asm/types.h>, which lives under the multiarch folder.
-ARCH_INCLUDE := -I/usr/include/$(shell $(CC) -dumpmachine)
+# The BPF target has no system include path of its own; ask clang for the
+# host's (uapi headers include <asm/types.h>, which lives in the multiarch one).
+BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E -x c /dev/null -o /dev/null 2>&1 | \
+	awk '/search starts here/ { on = 1; next } /End of search list/ { on = 0 } \
+	     on { printf "-idirafter %s ", $$1 }')
 # -ffreestanding: clang's own <stdint.h>, not glibc's (which wants gnu/stubs-32.h).
-BPF_CFLAGS := -g -O2 -target bpf -ffreestanding $(ARCH_INCLUDE) -Ibpf -Iring $(WARNINGS)
+BPF_CFLAGS := -g -O2 -target bpf -ffreestanding $(BPF_SYS_INCLUDES) -Ibpf -Iring $(WARNINGS)
 INCLUDES := -I$(OUTPUT) -Iring -Ibpf -Iuser -Itests
 LDLIBS_RING := -lm
 LDLIBS_BPF := -lbpf -lelf -lz
@@ -36,74 +45,110 @@ else
 endif
 
 .DELETE_ON_ERROR:
+# The BPF objects are what the skeletons embed; keep them for bpftool and tests.
+.SECONDARY:
 .PHONY: all test unit-test prog-test e2e-test fuzz-test fuzz-seeds soak bench demo deps clean
 
-all: $(OUTPUT)/libring.a $(OUTPUT)/ringlb $(OUTPUT)/test_xdp $(OUTPUT)/test_hostile \
-	$(OUTPUT)/xdp_pass.bpf.o
+# --- sources --------------------------------------------------------------------
+# The ring library: pure C11, usable on its own.
+RING_SRCS := $(sort $(wildcard ring/*.c))
+# The controller core: state, sync and maps, a library for every front end.
+CORE_SRCS := user/addr.c user/host.c user/lb.c user/ringmap.c user/state.c user/ctl.c
+# The ringlb command.
+CLI_SRCS := user/ringlb.c
+# Program tests and benchmarks: their shared harness.
+HARNESS_SRCS := tests/packets.c
+PROG_TEST_SRCS := tests/test_xdp.c
+SKELS := $(OUTPUT)/ringlb.skel.h $(OUTPUT)/vip_reader.skel.h $(OUTPUT)/bench_xdp.skel.h
+
+obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
+san_obj = $(patsubst %.c,$(SAN_OBJ)/%.o,$(1))
+fuzz_obj = $(patsubst %.c,$(FUZZ_OBJ)/%.o,$(1))
+
+all: $(OUTPUT)/libring.a $(OUTPUT)/libringlb.a $(OUTPUT)/ringlb $(OUTPUT)/test_xdp \
+	$(OUTPUT)/test_hostile $(OUTPUT)/xdp_pass.bpf.o
 
 deps:
 	$(Q)./scripts/deps.sh
 
-$(OUTPUT) $(OUTPUT)/san:
-	$(Q)mkdir -p $@
-
-# --- ring library -----------------------------------------------------------
-RING_SRCS := ring/ring.c
-RING_HDRS := ring/ring.h ring/siphash.h
-
-$(OUTPUT)/ring.o: ring/ring.c $(RING_HDRS) | $(OUTPUT)
+# --- objects: one per source, with the headers it includes as dependencies --------
+# Any object may include a skeleton, so the skeletons come first; the
+# dependency files then name the ones each object really includes.
+$(OBJ)/%.o: %.c | $(SKELS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -std=c11 -pedantic -c $< -o $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(OBJ_FLAGS) $(DEPFLAGS) $(INCLUDES) -c $< -o $@
 
-$(OUTPUT)/libring.a: $(OUTPUT)/ring.o
+$(SAN_OBJ)/%.o: %.c | $(SKELS)
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WARNINGS) -std=gnu11 $(SAN_FLAGS) $(DEPFLAGS) $(INCLUDES) -c $< -o $@
+
+$(FUZZ_OBJ)/%.o: %.c | $(SKELS)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
+
+# The ring library stays portable C11.
+$(OBJ)/ring/%.o: OBJ_FLAGS := -std=c11 -pedantic
+
+# --- libraries ------------------------------------------------------------------
+$(OUTPUT)/libring.a: $(call obj,$(RING_SRCS))
 	$(call msg,AR,$@)
-	$(Q)$(AR) rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-# --- the XDP program ----------------------------------------------------------
-BPF_HDRS := bpf/lb_contract.h bpf/lb_parse.h bpf/lb_ring.h bpf/lb_ring_search.h bpf/lb_vips.h \
-	ring/siphash.h
+$(OUTPUT)/libringlb.a: $(call obj,$(CORE_SRCS))
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
+# --- the XDP program and the test programs -----------------------------------------
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # Programs that live in the tests and benchmarks only.
-$(OUTPUT)/%.bpf.o: tests/%.bpf.c $(BPF_HDRS) tests/bench_xdp.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: tests/%.bpf.c
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-# --- controller and CLI ------------------------------------------------------------
-USER_SRCS := user/lb.c user/ringmap.c
-USER_HDRS := user/lb.h user/ringmap.h $(BPF_HDRS) $(OUTPUT)/ringlb.skel.h
-CLI_SRCS := user/ringlb.c user/ctl.c user/state.c user/addr.c user/host.c $(USER_SRCS) \
-	$(RING_SRCS)
-CLI_HDRS := user/ctl.h user/state.h user/addr.h user/host.h $(USER_HDRS) $(RING_HDRS)
+# --- programs: $(call program,NAME,SOURCES,LIBRARIES) links build/NAME ------------
+define program
+$(OUTPUT)/$(1): $(call obj,$(2))
+	$$(call msg,LD,$$@)
+	$$(Q)$$(CC) $$(CFLAGS) $$^ -o $$@ $(3)
+endef
 
-$(OUTPUT)/ringlb: $(CLI_SRCS) $(CLI_HDRS) | $(OUTPUT)
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(CLI_SRCS) -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
+define san_program
+$(OUTPUT)/san/$(1): $(call san_obj,$(2))
+	$$(call msg,LD-SAN,$$@)
+	$$(Q)$$(CC) $$(SAN_FLAGS) $$^ -o $$@ $(3)
+endef
+
+define fuzz_program
+$(OUTPUT)/$(1): $(call fuzz_obj,$(2))
+	$$(call msg,LD-FUZZ,$$@)
+	$$(Q)$$(CLANG) $$(FUZZ_FLAGS) -fsanitize=fuzzer $$^ -o $$@ $(3)
+endef
+
+$(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(OUTPUT)/libringlb.a $(OUTPUT)/libring.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
 UNIT_TESTS := test_ring test_ringmap test_state
 test_ring_SRCS := tests/test_ring.c $(RING_SRCS)
 test_ringmap_SRCS := tests/test_ringmap.c user/ringmap.c $(RING_SRCS)
 test_state_SRCS := tests/test_state.c user/state.c user/addr.c $(RING_SRCS)
-UNIT_HDRS := $(RING_HDRS) user/state.h user/addr.h user/ringmap.h bpf/lb_contract.h \
-	bpf/lb_ring_search.h tests/testutil.h tests/check.h
+UNIT_LIBS := -lcmocka -ljansson $(LDLIBS_RING)
 
-.SECONDEXPANSION:
-$(addprefix $(OUTPUT)/,$(UNIT_TESTS)): $(OUTPUT)/%: $$(%_SRCS) $(UNIT_HDRS) | $(OUTPUT)
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $($*_SRCS) -o $@ -lcmocka -ljansson $(LDLIBS_RING)
-
-$(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)): $(OUTPUT)/san/%: $$(%_SRCS) $(UNIT_HDRS) | $(OUTPUT)/san
-	$(call msg,CC-SAN,$@)
-	$(Q)$(CC) $(WARNINGS) -std=gnu11 $(SAN_FLAGS) $(INCLUDES) $($*_SRCS) -o $@ \
-		-lcmocka -ljansson $(LDLIBS_RING)
+$(foreach t,$(UNIT_TESTS),$(eval $(call program,$(t),$($(t)_SRCS),$(UNIT_LIBS))))
+$(foreach t,$(UNIT_TESTS),$(eval $(call san_program,$(t),$($(t)_SRCS),$(UNIT_LIBS))))
 
 unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS))
 	$(Q)set -e; for t in $(UNIT_TESTS); do \
@@ -112,21 +157,11 @@ unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UN
 	done
 
 # --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
-TEST_XDP_SRCS := tests/test_xdp.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
-
-$(OUTPUT)/test_xdp: $(TEST_XDP_SRCS) tests/packets.h tests/check.h $(USER_HDRS) $(RING_HDRS) \
-		$(OUTPUT)/vip_reader.skel.h | $(OUTPUT)
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(TEST_XDP_SRCS) -o $@ -lcmocka -lpthread $(LDLIBS_BPF) \
-		$(LDLIBS_RING)
-
-TEST_HOSTILE_SRCS := tests/test_hostile.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
-
-$(OUTPUT)/test_hostile: $(TEST_HOSTILE_SRCS) tests/packets.h tests/check.h $(USER_HDRS) \
-		$(RING_HDRS) | $(OUTPUT)
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(TEST_HOSTILE_SRCS) -o $@ -lcmocka $(LDLIBS_BPF) \
-		$(LDLIBS_RING)
+PROG_LIBS := user/lb.c user/ringmap.c $(RING_SRCS)
+$(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS),\
+	-lcmocka -lpthread $(LDLIBS_BPF) $(LDLIBS_RING)))
+$(eval $(call program,test_hostile,tests/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\
+	-lcmocka $(LDLIBS_BPF) $(LDLIBS_RING)))
 
 prog-test: $(OUTPUT)/test_xdp $(OUTPUT)/test_hostile
 	$(Q)echo "== test_xdp"; $(OUTPUT)/test_xdp
@@ -134,20 +169,15 @@ prog-test: $(OUTPUT)/test_xdp $(OUTPUT)/test_hostile
 
 # --- fuzzing: libFuzzer targets over the seed corpus, a fixed budget each ----------
 FUZZ_SECONDS ?= 10
-FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+FUZZ_FLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
 	$(WARNINGS) $(INCLUDES)
 fuzz_state_SRCS := tests/fuzz/fuzz_state.c user/state.c user/addr.c $(RING_SRCS)
 fuzz_ring_SRCS := tests/fuzz/fuzz_ring.c $(RING_SRCS)
 fuzz_ringmap_SRCS := tests/fuzz/fuzz_ringmap.c user/ringmap.c $(RING_SRCS)
 FUZZERS := fuzz_state fuzz_ring fuzz_ringmap
 
-$(addprefix $(OUTPUT)/,$(FUZZERS)): $(OUTPUT)/%: $$(%_SRCS) $(UNIT_HDRS) | $(OUTPUT)
-	$(call msg,FUZZ,$@)
-	$(Q)$(CLANG) $(FUZZ_FLAGS) $($*_SRCS) -o $@ -ljansson $(LDLIBS_RING)
-
-$(OUTPUT)/ring_seeds: tests/fuzz/ring_seeds.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $< $(RING_SRCS) -o $@ $(LDLIBS_RING)
+$(foreach f,$(FUZZERS),$(eval $(call fuzz_program,$(f),$($(f)_SRCS),-ljansson $(LDLIBS_RING))))
+$(eval $(call program,ring_seeds,tests/fuzz/ring_seeds.c $(RING_SRCS),$(LDLIBS_RING)))
 
 fuzz-seeds: $(OUTPUT)/ring_seeds
 	$(Q)$(OUTPUT)/ring_seeds tests/corpus/ring
@@ -191,16 +221,9 @@ soak: deps
 		CHANGES=10000 CRASHES=2000 tests/reliability.sh
 
 # --- benchmark ----------------------------------------------------------------
-$(OUTPUT)/bench_ring: tests/bench_ring.c $(RING_SRCS) $(RING_HDRS) | $(OUTPUT)
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $< $(RING_SRCS) -o $@ $(LDLIBS_RING)
-
-BENCH_SRCS := tests/bench_xdp.c tests/packets.c $(USER_SRCS) $(RING_SRCS)
-
-$(OUTPUT)/bench_xdp: $(BENCH_SRCS) tests/packets.h tests/bench_xdp.h $(OUTPUT)/bench_xdp.skel.h \
-		$(USER_HDRS) $(RING_HDRS) | $(OUTPUT)
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) $(BENCH_SRCS) -o $@ $(LDLIBS_BPF) $(LDLIBS_RING)
+$(eval $(call program,bench_ring,tests/bench_ring.c $(RING_SRCS),$(LDLIBS_RING)))
+$(eval $(call program,bench_xdp,tests/bench_xdp.c $(HARNESS_SRCS) $(PROG_LIBS),\
+	$(LDLIBS_BPF) $(LDLIBS_RING)))
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring $(OUTPUT)/bench_xdp \
@@ -219,3 +242,6 @@ demo: deps
 clean:
 	$(call msg,CLEAN,$(OUTPUT))
 	$(Q)rm -rf $(OUTPUT)
+
+# The headers each object and program was built from, as the compilers listed them.
+-include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)

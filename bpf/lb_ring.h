@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The maps a backend is chosen from (vips from lb_vips.h, backends, rings_0 ..
- * rings_3) and
- * how ringlb's XDP programs pick from them: the VIP value names a ring map,
- * laid out as lb_contract.h describes, and lb_ring_search.h searches it with
- * the answers of ring_lookup() of ring.c. Shared by the data path and the
- * benchmark, so both define these maps by including it.
+ * rings_3) and how ringlb's XDP programs pick from them: the VIP value names
+ * a ring map, laid out as lb_contract.h describes, and lb_ring_search.h
+ * searches it (the tests hold its answers to ring_lookup() of ring/lookup.c).
+ * Shared by the data path and the benchmark, so both define these maps by
+ * including it.
  *
  * Every slot lookup here is inlined by the verifier (about two instructions):
  * the ring maps of one class all have the same size, and each class has its

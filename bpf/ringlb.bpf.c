@@ -13,9 +13,9 @@
  * the host untouched (XDP_PASS). Every frame is counted under one reason.
  *
  * The flow hash is SipHash-1-3 under the deployment's secret (ring/siphash.h,
- * shared with the controller); the ring search is ring_lookup()'s (ring.c),
- * in lb_ring.h: read the key's bucket, answer from it when it holds at most
- * one point, else take a fixed number of clamped strides.
+ * shared with the controller); the ring search is bpf/lb_ring_search.h, which
+ * the controller compiles too: read the key's bucket entry, answer from it
+ * when the hash is at or before its first point, else halve the bucket's run.
  */
 #include "lb_parse.h"
 #include "lb_ring.h"

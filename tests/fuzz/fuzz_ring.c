@@ -16,7 +16,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Matches ring.c's format: total length at 12, checksum in the last 8 bytes. */
+/* Matches ring/format.c's format: total length at 12, checksum in the last 8 bytes. */
 #define HEADER_LEN 40
 #define CHECKSUM_LEN 8
 
@@ -28,7 +28,7 @@ static void put_le(uint8_t *p, uint64_t v, int n)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* The key of ring.c's checksum (FORMAT_KEY0, FORMAT_KEY1). */
+/* The key of ring/format.c's checksum (FORMAT_KEY0, FORMAT_KEY1). */
 #define CHECKSUM_KEY0 0x69726f74732d626cULL
 #define CHECKSUM_KEY1 0x31762d746d726f66ULL
 

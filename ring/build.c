@@ -1,151 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * The ring library: building, changing, searching, comparing and
- * serializing weighted virtual-node consistent-hash rings. See ring.h for the
- * model. Every change builds its new arrays completely before it replaces the
- * old ones, so a failure (bad input, no memory) leaves the ring untouched.
+ * Building and changing rings: point positions, the sorted point array and
+ * its bucket index, adding, removing and reweighing members, and the
+ * accessors. Every change builds its new arrays completely before it
+ * replaces the old ones, so a failure (bad input, no memory) leaves the ring
+ * untouched.
  */
-#include "ring.h"
+#include "ring_impl.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdbool.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "siphash.h"
-
-/*
- * Public key of the point-position hash. Positions must be the same on every
- * host, so this is a constant of the format, not a secret: flows are keyed
- * with the deployment's secret, which is what keeps them from being steered.
- */
-#define POINT_KEY0 0x676e69722d626c72ULL /* "rlb-ring" */
-#define POINT_KEY1 0x31762d746e696f70ULL /* "point-v1" */
-
-/* Key of the serialization checksum and points digest. */
-#define FORMAT_KEY0 0x69726f74732d626cULL
-#define FORMAT_KEY1 0x31762d746d726f66ULL
-
-/* Serialized layout, little-endian:
- *   0  magic "ringlbR\0"     8
- *   8  format version        u32 (RING_FORMAT_VERSION)
- *  12  total length          u32, checksum included
- *  16  vnodes (K)            u32
- *  20  member count          u32
- *  24  point count           u32
- *  28  reserved, zero        u32
- *  32  points digest         u64: SipHash-2-4 of the points, 16 bytes each
- *  40  members, in name order: u8 name length, name bytes, u32 weight
- *  end-8 checksum            u64: SipHash-2-4 of every byte before it
- */
-#define RING_FORMAT_MAGIC "ringlbR"
-#define RING_FORMAT_MAGIC_LEN 8
-#define RING_FORMAT_VERSION 1u
-#define RING_FORMAT_HEADER_LEN 40u
-#define RING_FORMAT_CHECKSUM_LEN 8u
-#define RING_FORMAT_MEMBER_FIXED_LEN 5u /* length byte + u32 weight */
-
-struct member_rec {
-	char name[RING_NAME_MAX + 1];
-	uint32_t weight;
-};
-
-struct ring {
-	uint32_t vnodes;
-	size_t member_count;
-	struct member_rec *members; /* sorted by name */
-	size_t point_count;
-	struct ring_point *points; /* sorted by (position, member, replica) */
-	unsigned int index_bits;
-	struct ring_bucket *index; /* 2^index_bits + 1 entries, NULL when empty */
-	unsigned int search_steps;
-};
-
-static uint64_t load_le64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint32_t load_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static void store_le64(unsigned char *p, uint64_t v)
-{
-	int i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void store_le32(unsigned char *p, uint32_t v)
-{
-	int i;
-
-	for (i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-/* Streaming SipHash over bytes, for names and serialized data. */
-struct byte_hasher {
-	struct siphash_state s;
-	unsigned char tail[8];
-	size_t tail_len;
-	uint64_t total;
-};
-
-static void hasher_init(struct byte_hasher *h, uint64_t k0, uint64_t k1)
-{
-	siphash_init(&h->s, k0, k1);
-	h->tail_len = 0;
-	h->total = 0;
-}
-
-static void hasher_update(struct byte_hasher *h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	h->total += len;
-	while (len > 0) {
-		size_t take = 8 - h->tail_len;
-
-		if (take > len)
-			take = len;
-		memcpy(h->tail + h->tail_len, p, take);
-		h->tail_len += take;
-		p += take;
-		len -= take;
-		if (h->tail_len == 8) {
-			siphash_compress(&h->s, load_le64(h->tail), 2);
-			h->tail_len = 0;
-		}
-	}
-}
-
-static uint64_t hasher_final(struct byte_hasher *h)
-{
-	uint64_t last = (h->total & 0xff) << 56;
-	size_t i;
-
-	for (i = 0; i < h->tail_len; i++)
-		last |= (uint64_t)h->tail[i] << (8 * i);
-	return siphash_finish(&h->s, last, 2, 4);
-}
-
-/* memcpy() that accepts the NULL arrays of an empty ring when n is 0. */
-static void copy_bytes(void *dst, const void *src, size_t n)
-{
-	if (n)
-		memcpy(dst, src, n);
-}
 
 /* A member name absorbed once; each replica then costs only its own bytes. */
 static void name_hasher(struct byte_hasher *h, const char *name)
@@ -181,7 +44,7 @@ uint64_t ring_point_position(const char *name, uint32_t replica)
 	return replica_position(&h, replica);
 }
 
-static int name_check(const char *name)
+int ring__name_check(const char *name)
 {
 	size_t len;
 
@@ -197,7 +60,7 @@ static int name_check(const char *name)
 
 /* Binary search by name: 0 and the index when found, else -ENOENT and the
  * index where it would be inserted. */
-static int member_search(const struct ring *r, const char *name, size_t *at)
+int ring__member_search(const struct ring *r, const char *name, size_t *at)
 {
 	size_t lo = 0, hi = r->member_count;
 
@@ -472,7 +335,7 @@ static int member_name_cmp(const void *a, const void *b)
  * Build a ring's arrays from validated, sorted, unique members in one pass:
  * generate every point in (member, replica) order, then one stable sort.
  */
-static int ring_fill(struct ring *r, struct member_rec *members, size_t member_count,
+int ring__fill(struct ring *r, struct member_rec *members, size_t member_count,
 		     uint64_t point_count)
 {
 	struct ring_point *points = NULL;
@@ -528,7 +391,7 @@ static int members_prepare(uint32_t vnodes, const struct ring_member *members, s
 	if (!recs)
 		return -ENOMEM;
 	for (i = 0; i < count && !err; i++) {
-		err = name_check(members[i].name);
+		err = ring__name_check(members[i].name);
 		if (!err && members[i].weight > RING_WEIGHT_MAX)
 			err = -ERANGE;
 		if (err)
@@ -553,8 +416,6 @@ static int members_prepare(uint32_t vnodes, const struct ring_member *members, s
 	return 0;
 }
 
-static uint64_t fingerprint_of(uint32_t vnodes, const struct member_rec *members, size_t count);
-
 int ring_build(struct ring **out, uint32_t vnodes, const struct ring_member *members,
 	       size_t count)
 {
@@ -568,7 +429,7 @@ int ring_build(struct ring **out, uint32_t vnodes, const struct ring_member *mem
 	if (!err)
 		err = ring_new(&r, vnodes);
 	if (!err)
-		err = ring_fill(r, recs, count, points);
+		err = ring__fill(r, recs, count, points);
 	if (err) {
 		free(recs);
 		ring_free(r);
@@ -589,7 +450,7 @@ int ring_summary(uint32_t vnodes, const struct ring_member *members, size_t coun
 	if (err)
 		return err;
 	*points = (size_t)total;
-	*fingerprint = fingerprint_of(vnodes, recs, count);
+	*fingerprint = ring__fingerprint_of(vnodes, recs, count);
 	free(recs);
 	return 0;
 }
@@ -629,12 +490,12 @@ int ring_add(struct ring *r, const char *name, uint32_t weight)
 	size_t at, i = 0, j = 0, k = 0;
 	int err;
 
-	err = name_check(name);
+	err = ring__name_check(name);
 	if (err)
 		return err;
 	if (weight > RING_WEIGHT_MAX)
 		return -ERANGE;
-	if (member_search(r, name, &at) == 0)
+	if (ring__member_search(r, name, &at) == 0)
 		return -EEXIST;
 	if (r->member_count >= RING_MEMBERS_MAX || r->point_count + new_points > RING_POINTS_MAX)
 		return -E2BIG;
@@ -719,10 +580,10 @@ int ring_remove(struct ring *r, const char *name)
 	size_t at, count;
 	int err;
 
-	err = name_check(name);
+	err = ring__name_check(name);
 	if (err)
 		return err;
-	if (member_search(r, name, &at))
+	if (ring__member_search(r, name, &at))
 		return -ENOENT;
 	members = malloc((r->member_count > 1 ? r->member_count - 1 : 1) * sizeof(*members));
 	if (!members)
@@ -754,10 +615,10 @@ int ring_set_weight(struct ring *r, const char *name, uint32_t weight)
 	size_t at, count;
 	int err;
 
-	err = name_check(name);
+	err = ring__name_check(name);
 	if (err)
 		return err;
-	if (member_search(r, name, &at))
+	if (ring__member_search(r, name, &at))
 		return -ENOENT;
 	if (weight > RING_WEIGHT_MAX)
 		return -ERANGE;
@@ -836,429 +697,14 @@ int ring_member_find(const struct ring *r, const char *name, uint32_t *member)
 	size_t at;
 	int err;
 
-	err = name_check(name);
+	err = ring__name_check(name);
 	if (err)
 		return err;
-	err = member_search(r, name, &at);
+	err = ring__member_search(r, name, &at);
 	if (err)
 		return err;
 	*member = (uint32_t)at;
 	return 0;
-}
-
-/*
- * The search the XDP program runs too. Find the key's bucket. A bucket with
- * at most one point (nine lookups in ten at two buckets per point) answers
- * from the index alone: the key belongs to the bucket's first point if it is
- * at or below that point's position, else to the next bucket's first point.
- *
- * A fuller bucket takes the ring's fixed number of power-of-two strides over
- * its points [first, end): a stride of 2^k moves past 2^k points that are all
- * below the key. A probe past the bucket is clamped to its last point, which
- * keeps every read inside the bucket and the answer exact (a clamped probe
- * only confirms what is already known). When every point of the bucket is
- * below the key, the owner is the next bucket's first point, whose owner that
- * bucket records (wrapping past the last point).
- */
-/* The strides over a bucket of two or more points; kept out of line so the
- * common path stays a leaf with no registers to save. */
-static __attribute__((noinline)) uint32_t bucket_search(const struct ring *r,
-							 const struct ring_bucket *bucket,
-							 uint64_t key, uint32_t *member)
-{
-	uint32_t base = bucket[0].first, end = bucket[1].first, past, i;
-	unsigned int step;
-
-	/* Ask for all of the bucket's lines at once, not one probe at a time. */
-	for (i = base; i < end; i += 4)
-		__builtin_prefetch(&r->points[i]);
-	__builtin_prefetch(&r->points[end - 1]);
-	for (step = r->search_steps; step > 0; step--) {
-		uint32_t probe = base + (1u << (step - 1)) - 1;
-
-		probe = probe < end - 1 ? probe : end - 1;
-		past = -(uint32_t)(r->points[probe].position < key);
-		base = (base & ~past) | ((probe + 1) & past);
-	}
-	past = -(uint32_t)(base == end);
-	*member = (r->points[base].member & ~past) | (bucket[1].owner & past);
-	return base;
-}
-
-int ring_lookup(const struct ring *r, uint64_t key, struct ring_lookup_result *result)
-{
-	const struct ring_bucket *bucket;
-	uint32_t base, end, past;
-
-	if (r->point_count == 0)
-		return -ENOENT;
-	bucket = &r->index[r->index_bits ? key >> (64 - r->index_bits) : 0];
-	base = bucket[0].first;
-	end = bucket[1].first;
-	if (end - base <= 1) {
-		/* Masks, not branches: which side of the point a key falls is a coin toss. */
-		past = -(uint32_t)(key > bucket[0].position);
-		result->member = (bucket[0].owner & ~past) | (bucket[1].owner & past);
-		base = (base & ~past) | (end & past);
-		result->steps = 1;
-	} else {
-		base = bucket_search(r, bucket, key, &result->member);
-		result->steps = r->search_steps;
-	}
-	result->point = base < r->point_count ? base : 0;
-	return 0;
-}
-
-/* How many keys ahead ring_lookup_many() asks for its bucket. */
-#define LOOKUP_PREFETCH_DISTANCE 8
-
-int ring_lookup_many(const struct ring *r, const uint64_t *keys, size_t count,
-		     uint32_t *members)
-{
-	struct ring_lookup_result res;
-	size_t i;
-
-	if (r->point_count == 0)
-		return -ENOENT;
-	for (i = 0; i < count; i++) {
-		if (i + LOOKUP_PREFETCH_DISTANCE < count) {
-			uint64_t ahead = keys[i + LOOKUP_PREFETCH_DISTANCE];
-
-			__builtin_prefetch(&r->index[r->index_bits ? ahead >> (64 - r->index_bits) : 0]);
-		}
-		ring_lookup(r, keys[i], &res);
-		members[i] = res.member;
-	}
-	return 0;
-}
-
-void ring_shares(const struct ring *r, double *shares)
-{
-	size_t i;
-
-	for (i = 0; i < r->member_count; i++)
-		shares[i] = 0.0;
-	if (r->point_count == 0)
-		return;
-	/* Point i owns (position[i - 1], position[i]]; point 0 owns the wrap. */
-	for (i = 0; i < r->point_count; i++) {
-		uint64_t prev = r->points[i ? i - 1 : r->point_count - 1].position;
-		uint64_t arc = r->points[i].position - prev;
-
-		shares[r->points[i].member] += ldexp((double)arc, -64);
-	}
-	/* All points on one position: the wrap arc is the whole circle. */
-	if (r->points[0].position == r->points[r->point_count - 1].position)
-		shares[r->points[0].member] = 1.0;
-}
-
-/* Owner (member index) of the arc ending at point i, wrapping; UINT32_MAX if none. */
-static uint32_t owner_at(const struct ring *r, size_t i)
-{
-	if (r->point_count == 0)
-		return UINT32_MAX;
-	return r->points[i < r->point_count ? i : 0].member;
-}
-
-int ring_diff(const struct ring *before, const struct ring *after, struct ring_diff *out)
-{
-	size_t nb = before->member_count, na = after->member_count;
-	size_t *union_of_before = NULL, *union_of_after = NULL;
-	double *shares_before = NULL, *shares_after = NULL;
-	struct ring_diff_member *members = NULL;
-	size_t i = 0, j = 0, count = 0, pb = 0, pa = 0;
-	uint64_t prev = 0;
-	bool first = true;
-	int err = -ENOMEM;
-
-	memset(out, 0, sizeof(*out));
-	union_of_before = malloc((nb ? nb : 1) * sizeof(size_t));
-	union_of_after = malloc((na ? na : 1) * sizeof(size_t));
-	shares_before = malloc((nb ? nb : 1) * sizeof(double));
-	shares_after = malloc((na ? na : 1) * sizeof(double));
-	members = calloc(nb + na ? nb + na : 1, sizeof(*members));
-	if (!union_of_before || !union_of_after || !shares_before || !shares_after || !members)
-		goto out;
-	ring_shares(before, shares_before);
-	ring_shares(after, shares_after);
-
-	/* The union of both memberships, in name order. */
-	while (i < nb || j < na) {
-		int cmp = i == nb ? 1 : j == na ? -1 :
-			  strcmp(before->members[i].name, after->members[j].name);
-
-		if (cmp <= 0) {
-			strcpy(members[count].name, before->members[i].name);
-			members[count].share_before = shares_before[i];
-			union_of_before[i++] = count;
-		}
-		if (cmp >= 0) {
-			strcpy(members[count].name, after->members[j].name);
-			members[count].share_after = shares_after[j];
-			union_of_after[j++] = count;
-		}
-		count++;
-	}
-
-	/*
-	 * Walk every point position of both rings in order. Between two
-	 * consecutive positions each ring has one owner: the first point at or
-	 * after the arc's end. The first arc starts at 0 and includes it.
-	 */
-	for (;;) {
-		bool more_b = pb < before->point_count, more_a = pa < after->point_count;
-		uint64_t x;
-		double len;
-		uint32_t ob, oa;
-
-		if (!more_b && !more_a)
-			break;
-		if (more_b && (!more_a || before->points[pb].position <= after->points[pa].position))
-			x = before->points[pb].position;
-		else
-			x = after->points[pa].position;
-		len = first ? (double)x + 1.0 : (double)(x - prev);
-		ob = owner_at(before, pb);
-		oa = owner_at(after, pa);
-		if (ob == UINT32_MAX || oa == UINT32_MAX ||
-		    union_of_before[ob] != union_of_after[oa]) {
-			out->moved += len;
-			if (ob != UINT32_MAX)
-				members[union_of_before[ob]].moved_out += len;
-			if (oa != UINT32_MAX)
-				members[union_of_after[oa]].moved_in += len;
-		}
-		while (pb < before->point_count && before->points[pb].position == x)
-			pb++;
-		while (pa < after->point_count && after->points[pa].position == x)
-			pa++;
-		prev = x;
-		first = false;
-	}
-	/* The last arc, past the highest position, wraps to each ring's first point. */
-	if (before->point_count || after->point_count) {
-		uint32_t ob = owner_at(before, 0), oa = owner_at(after, 0);
-		double len = (double)(UINT64_MAX - prev);
-
-		if (ob == UINT32_MAX || oa == UINT32_MAX ||
-		    union_of_before[ob] != union_of_after[oa]) {
-			out->moved += len;
-			if (ob != UINT32_MAX)
-				members[union_of_before[ob]].moved_out += len;
-			if (oa != UINT32_MAX)
-				members[union_of_after[oa]].moved_in += len;
-		}
-	}
-	out->moved = ldexp(out->moved, -64);
-	for (i = 0; i < count; i++) {
-		members[i].moved_out = ldexp(members[i].moved_out, -64);
-		members[i].moved_in = ldexp(members[i].moved_in, -64);
-	}
-	out->members = members;
-	out->count = count;
-	members = NULL;
-	err = 0;
-out:
-	free(members);
-	free(union_of_before);
-	free(union_of_after);
-	free(shares_before);
-	free(shares_after);
-	return err;
-}
-
-void ring_diff_free(struct ring_diff *diff)
-{
-	free(diff->members);
-	diff->members = NULL;
-	diff->count = 0;
-}
-
-static uint64_t points_digest(const struct ring_point *points, size_t count)
-{
-	struct byte_hasher h;
-	unsigned char rec[16];
-	size_t i;
-
-	hasher_init(&h, FORMAT_KEY0, FORMAT_KEY1);
-	for (i = 0; i < count; i++) {
-		store_le64(rec, points[i].position);
-		store_le32(rec + 8, points[i].member);
-		store_le32(rec + 12, points[i].replica);
-		hasher_update(&h, rec, sizeof(rec));
-	}
-	return hasher_final(&h);
-}
-
-static uint64_t bytes_checksum(const unsigned char *buf, size_t len)
-{
-	struct byte_hasher h;
-
-	hasher_init(&h, FORMAT_KEY0, FORMAT_KEY1);
-	hasher_update(&h, buf, len);
-	return hasher_final(&h);
-}
-
-static uint64_t fingerprint_of(uint32_t vnodes, const struct member_rec *members, size_t count)
-{
-	struct byte_hasher h;
-	unsigned char le[4];
-	size_t i;
-
-	/* The points follow from K and the members: hashing those is enough. */
-	hasher_init(&h, FORMAT_KEY1, FORMAT_KEY0);
-	store_le32(le, RING_FORMAT_VERSION);
-	hasher_update(&h, le, 4);
-	store_le32(le, vnodes);
-	hasher_update(&h, le, 4);
-	for (i = 0; i < count; i++) {
-		unsigned char len = (unsigned char)strlen(members[i].name);
-
-		hasher_update(&h, &len, 1);
-		hasher_update(&h, members[i].name, len);
-		store_le32(le, members[i].weight);
-		hasher_update(&h, le, 4);
-	}
-	return hasher_final(&h);
-}
-
-uint64_t ring_fingerprint(const struct ring *r)
-{
-	return fingerprint_of(r->vnodes, r->members, r->member_count);
-}
-
-int ring_serialize(const struct ring *r, void **out, size_t *out_len)
-{
-	size_t len = RING_FORMAT_HEADER_LEN + RING_FORMAT_CHECKSUM_LEN, i;
-	unsigned char *buf, *p;
-
-	*out = NULL;
-	*out_len = 0;
-	for (i = 0; i < r->member_count; i++)
-		len += RING_FORMAT_MEMBER_FIXED_LEN + strlen(r->members[i].name);
-	buf = calloc(1, len);
-	if (!buf)
-		return -ENOMEM;
-	memcpy(buf, RING_FORMAT_MAGIC, RING_FORMAT_MAGIC_LEN);
-	store_le32(buf + 8, RING_FORMAT_VERSION);
-	store_le32(buf + 12, (uint32_t)len);
-	store_le32(buf + 16, r->vnodes);
-	store_le32(buf + 20, (uint32_t)r->member_count);
-	store_le32(buf + 24, (uint32_t)r->point_count);
-	store_le64(buf + 32, points_digest(r->points, r->point_count));
-	p = buf + RING_FORMAT_HEADER_LEN;
-	for (i = 0; i < r->member_count; i++) {
-		size_t name_len = strlen(r->members[i].name);
-
-		*p++ = (unsigned char)name_len;
-		memcpy(p, r->members[i].name, name_len);
-		p += name_len;
-		store_le32(p, r->members[i].weight);
-		p += 4;
-	}
-	store_le64(p, bytes_checksum(buf, len - RING_FORMAT_CHECKSUM_LEN));
-	*out = buf;
-	*out_len = len;
-	return 0;
-}
-
-int ring_restore(struct ring **out, const void *data, size_t len)
-{
-	const unsigned char *buf = data, *p, *end;
-	struct member_rec *members = NULL;
-	struct ring *r = NULL;
-	uint32_t total, member_count, point_count, vnodes, i;
-	uint64_t points = 0;
-	int err;
-
-	*out = NULL;
-	if (len >= RING_FORMAT_MAGIC_LEN && memcmp(buf, RING_FORMAT_MAGIC, RING_FORMAT_MAGIC_LEN))
-		return -EILSEQ;
-	if (len < RING_FORMAT_HEADER_LEN + RING_FORMAT_CHECKSUM_LEN)
-		return -ENODATA;
-	if (load_le32(buf + 8) != RING_FORMAT_VERSION)
-		return -EPROTONOSUPPORT;
-	total = load_le32(buf + 12);
-	if (len < total)
-		return -ENODATA;
-	if (len > total || total < RING_FORMAT_HEADER_LEN + RING_FORMAT_CHECKSUM_LEN)
-		return -EBADMSG;
-	if (bytes_checksum(buf, len - RING_FORMAT_CHECKSUM_LEN) !=
-	    load_le64(buf + len - RING_FORMAT_CHECKSUM_LEN))
-		return -EBADMSG;
-	vnodes = load_le32(buf + 16);
-	member_count = load_le32(buf + 20);
-	point_count = load_le32(buf + 24);
-	if (load_le32(buf + 28) != 0 || member_count > RING_MEMBERS_MAX)
-		return -EBADMSG;
-	err = ring_new(&r, vnodes);
-	if (err)
-		return err;
-	members = calloc(member_count ? member_count : 1, sizeof(*members));
-	if (!members) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	p = buf + RING_FORMAT_HEADER_LEN;
-	end = buf + len - RING_FORMAT_CHECKSUM_LEN;
-	for (i = 0; i < member_count; i++) {
-		size_t name_len;
-
-		if (end - p < 1) {
-			err = -EBADMSG;
-			goto fail;
-		}
-		name_len = *p++;
-		if ((size_t)(end - p) < name_len + 4) {
-			err = -EBADMSG;
-			goto fail;
-		}
-		if (name_len == 0 || memchr(p, '\0', name_len)) {
-			err = -EINVAL;
-			goto fail;
-		}
-		if (name_len > RING_NAME_MAX) {
-			err = -ENAMETOOLONG;
-			goto fail;
-		}
-		memcpy(members[i].name, p, name_len);
-		p += name_len;
-		members[i].weight = load_le32(p);
-		p += 4;
-		if (members[i].weight > RING_WEIGHT_MAX) {
-			err = -ERANGE;
-			goto fail;
-		}
-		/* Canonical order doubles as the duplicate check. */
-		if (i > 0 && strcmp(members[i - 1].name, members[i].name) >= 0) {
-			err = strcmp(members[i - 1].name, members[i].name) ? -EBADMSG : -EEXIST;
-			goto fail;
-		}
-		points += (uint64_t)members[i].weight * vnodes;
-	}
-	if (p != end || points != point_count) {
-		err = -EBADMSG;
-		goto fail;
-	}
-	if (points > RING_POINTS_MAX) {
-		err = -E2BIG;
-		goto fail;
-	}
-	err = ring_fill(r, members, member_count, points);
-	if (err)
-		goto fail;
-	members = NULL;
-	/* The points must be the ones the writer had: same algorithm, same ring. */
-	if (points_digest(r->points, r->point_count) != load_le64(buf + 32)) {
-		err = -EBADMSG;
-		goto fail;
-	}
-	*out = r;
-	return 0;
-fail:
-	free(members);
-	ring_free(r);
-	return err;
 }
 
 const char *ring_strerror(int err)
