@@ -330,33 +330,76 @@ struct lb_backend_counters {
 
 /*
  * Every frame is counted under exactly one reason (map "reason_stats"), so
- * the reasons add up to what the program saw. Verdicts: FORWARDED* are
- * XDP_TX, PASS_* are XDP_PASS (the frame goes to the host stack untouched:
- * it is not ours, or not parseable, and the host decides), DROP_* are
- * XDP_DROP (ours, but there is nowhere to send it).
+ * the reasons add up to what the program saw. The verdict is the reason's
+ * class: FORWARD is XDP_TX, PASS is XDP_PASS (the frame goes to the host
+ * stack untouched: it is not ours, or not parseable, and the host decides),
+ * DROP is XDP_DROP (ours, but there is nowhere to send it).
+ *
+ * LB_REASONS(X) is the one list of reasons: X(ID, name, class, what). The
+ * enum, the program's verdicts, the CLI's names and the metric names all come
+ * from it. The list keeps its classes together, FORWARD then PASS then DROP,
+ * so that a verdict is two comparisons; a static assert below holds it to
+ * that. A new reason goes at the end of its class; the numbers of the others
+ * are map keys only, never stored.
  */
+#define LB_REASONS(X)                                                                    \
+	X(FORWARDED, "forwarded", FORWARD, "TCP/UDP to a VIP, sent to its backend")        \
+	X(FORWARDED_ICMP, "forwarded_icmp", FORWARD,                                       \
+	  "ICMP error about a VIP flow, sent to its backend")                              \
+	X(PASS_NOT_IP, "pass_not_ip", PASS, "not IPv4 or IPv6 (ARP, LLDP, ...)")            \
+	X(PASS_NOT_VIP, "pass_not_vip", PASS, "IP, but not TCP/UDP to a configured VIP")    \
+	X(PASS_FRAGMENT, "pass_fragment", PASS, "IPv4 or IPv6 fragment: no ports to hash")  \
+	X(PASS_ICMP, "pass_icmp", PASS,                                                    \
+	  "ICMP that is not an error about a VIP flow, sent to that VIP")                  \
+	X(PASS_IPV6_EXT, "pass_ipv6_ext", PASS,                                            \
+	  "IPv6 extension header not walked (AH, ESP, more than 4)")                       \
+	X(PASS_VLAN_STACKED, "pass_vlan_stacked", PASS, "more than one VLAN tag")           \
+	X(PASS_TRUNC_ETH, "pass_trunc_eth", PASS, "shorter than an Ethernet header")        \
+	X(PASS_TRUNC_VLAN, "pass_trunc_vlan", PASS, "shorter than its VLAN tag")            \
+	X(PASS_TRUNC_IP, "pass_trunc_ip", PASS,                                            \
+	  "shorter than its IPv4 (with options) or IPv6 header")                           \
+	X(PASS_TRUNC_IPV6_EXT, "pass_trunc_ipv6_ext", PASS,                                \
+	  "shorter than an IPv6 extension header")                                         \
+	X(PASS_TRUNC_L4, "pass_trunc_l4", PASS,                                            \
+	  "frame or IP length shorter than its TCP, UDP or ICMP header")                   \
+	X(PASS_BAD_IPV4, "pass_bad_ipv4", PASS, "IPv4 version, IHL or total length wrong")  \
+	X(PASS_BAD_IPV6, "pass_bad_ipv6", PASS, "IPv6 version or payload length wrong")     \
+	X(PASS_BAD_L4, "pass_bad_l4", PASS,                                                \
+	  "TCP data offset or UDP length wrong or past the IP payload")                    \
+	X(DROP_NO_BACKEND, "drop_no_backend", DROP,                                        \
+	  "VIP whose ring is empty: no backend takes new flows")                           \
+	X(DROP_NO_RING, "drop_no_ring", DROP, "VIP whose ring slot is empty")               \
+	X(DROP_BAD_RING, "drop_bad_ring", DROP,                                            \
+	  "ring that does not match its VIP's description")                                \
+	X(DROP_BACKEND_GONE, "drop_backend_gone", DROP, "ring names a backend slot that is free")
+
+#define LB_REASON_ENUM_ENTRY(id, name, class, what) LB_REASON_##id,
 enum lb_reason {
-	LB_REASON_FORWARDED = 0,      /* TCP/UDP to a VIP, sent to its backend */
-	LB_REASON_FORWARDED_ICMP,     /* ICMP error about a VIP flow, sent to its backend */
-	LB_REASON_PASS_NOT_IP,        /* not IPv4 or IPv6 (ARP, LLDP, ...) */
-	LB_REASON_PASS_NOT_VIP,       /* IP, but not TCP/UDP to a configured VIP */
-	LB_REASON_PASS_FRAGMENT,      /* IPv4 or IPv6 fragment: no ports to hash */
-	LB_REASON_PASS_ICMP,          /* ICMP that is not an error about a VIP flow, sent to that VIP */
-	LB_REASON_PASS_IPV6_EXT,      /* IPv6 extension header not walked (AH, ESP, > 4) */
-	LB_REASON_PASS_VLAN_STACKED,  /* more than one VLAN tag */
-	LB_REASON_PASS_TRUNC_ETH,     /* shorter than an Ethernet header */
-	LB_REASON_PASS_TRUNC_VLAN,    /* shorter than its VLAN tag */
-	LB_REASON_PASS_TRUNC_IP,      /* shorter than its IPv4 (with options) or IPv6 header */
-	LB_REASON_PASS_TRUNC_IPV6_EXT,/* shorter than an IPv6 extension header */
-	LB_REASON_PASS_TRUNC_L4,      /* frame or IP length shorter than its TCP, UDP or ICMP header */
-	LB_REASON_PASS_BAD_IPV4,      /* IPv4 version, IHL or total length wrong */
-	LB_REASON_PASS_BAD_IPV6,      /* IPv6 version or payload length wrong */
-	LB_REASON_PASS_BAD_L4,        /* TCP data offset or UDP length wrong or past the IP payload */
-	LB_REASON_DROP_NO_BACKEND,    /* VIP whose ring is empty: no backend takes new flows */
-	LB_REASON_DROP_NO_RING,       /* VIP whose ring slot is empty */
-	LB_REASON_DROP_BAD_RING,      /* ring that does not match its VIP's description */
-	LB_REASON_DROP_BACKEND_GONE,  /* ring names a backend slot that is free */
+	LB_REASONS(LB_REASON_ENUM_ENTRY)
 	LB_REASON_COUNT
 };
+#undef LB_REASON_ENUM_ENTRY
+
+/** enum lb_verdict - a reason's class: what the program does with the frame. */
+enum lb_verdict {
+	LB_VERDICT_FORWARD, /* XDP_TX */
+	LB_VERDICT_PASS,    /* XDP_PASS */
+	LB_VERDICT_DROP,    /* XDP_DROP */
+};
+
+/* The first reason of the PASS and of the DROP class (the list keeps classes together). */
+#define LB_REASON_PASS_FIRST LB_REASON_PASS_NOT_IP
+#define LB_REASON_DROP_FIRST LB_REASON_DROP_NO_BACKEND
+
+/** LB_REASON_VERDICT() - the class of reason @r, by where it sits in the list. */
+#define LB_REASON_VERDICT(r)                                                              \
+	((r) < LB_REASON_PASS_FIRST ? LB_VERDICT_FORWARD :                                \
+	 (r) < LB_REASON_DROP_FIRST ? LB_VERDICT_PASS : LB_VERDICT_DROP)
+
+#define LB_REASON_CLASS_CHECK(id, name, class, what)                                      \
+	_Static_assert(LB_REASON_VERDICT(LB_REASON_##id) == LB_VERDICT_##class,            \
+		       "LB_REASONS keeps each class together: " #id " is out of place");
+LB_REASONS(LB_REASON_CLASS_CHECK)
+#undef LB_REASON_CLASS_CHECK
 
 #endif /* RINGLB_LB_CONTRACT_H */

@@ -20,7 +20,6 @@
 #include <bpf/bpf_helpers.h>
 
 #include "lb_contract.h"
-#include "siphash.h"
 
 #define ETH_P_8021Q_BE bpf_htons(ETH_P_8021Q)
 #define ETH_P_8021AD_BE bpf_htons(ETH_P_8021AD)
@@ -369,12 +368,6 @@ static __always_inline void vip_key_of(const struct lb_flow_key *key, struct lb_
 	vip->port = key->dst_port;
 	vip->protocol = key->protocol;
 	vip->family = key->family;
-}
-
-/* SipHash-1-3 of the key under the deployment's secret (ring/siphash.h). */
-static __always_inline __u64 flow_hash_with(const struct lb_flow_key *key, __u64 k0, __u64 k1)
-{
-	return siphash13_flow((const uint64_t *)key, k0, k1);
 }
 
 #endif /* RINGLB_LB_PARSE_H */

@@ -26,6 +26,7 @@ struct {
 	__uint(max_entries, LB_BACKENDS_MAX);
 	__type(key, __u32);
 	__type(value, struct lb_backend);
+	LB_PINNED;
 } backends SEC(".maps");
 
 /*
@@ -40,6 +41,7 @@ struct {
 		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);                           \
 		__uint(max_entries, LB_VIPS_MAX * LB_RING_SLOTS_PER_VIP);           \
 		__type(key, __u32);                                                 \
+		LB_PINNED;                                                          \
 		__array(values, struct {                                            \
 			__uint(type, BPF_MAP_TYPE_ARRAY);                           \
 			__uint(max_entries, slots);                                 \

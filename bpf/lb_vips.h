@@ -14,6 +14,19 @@
 #include "lb_contract.h"
 
 /*
+ * LB_PINNED - the maps every instance of the data path shares are pinned by
+ * name: libbpf reuses the map pinned under the loader's pin root (after
+ * checking it has the same type, sizes and flags) or creates and pins it.
+ * A program that only borrows these definitions (a test or a benchmark)
+ * defines LB_MAPS_PRIVATE before including this, and keeps its own.
+ */
+#ifdef LB_MAPS_PRIVATE
+#define LB_PINNED __uint(pinning, LIBBPF_PIN_NONE)
+#else
+#define LB_PINNED __uint(pinning, LIBBPF_PIN_BY_NAME)
+#endif
+
+/*
  * A replaced or deleted VIP value's element is reused by the next update at
  * once (the BPF memory allocator, Linux 6.1 and later; a preallocated map
  * reuses it at once too), even while a packet still reads it. The
@@ -27,6 +40,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct lb_vip_key);
 	__type(value, struct lb_vip);
+	LB_PINNED;
 } vips SEC(".maps");
 
 #endif /* RINGLB_LB_VIPS_H */

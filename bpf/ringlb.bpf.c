@@ -17,6 +17,7 @@
  * the controller compiles too: read the key's bucket entry, answer from it
  * when the hash is at or before its first point, else halve the bucket's run.
  */
+#include "lb_flow_hash.h"
 #include "lb_parse.h"
 #include "lb_ring.h"
 
@@ -35,6 +36,7 @@ struct {
 	__uint(max_entries, LB_FLOWS_DEFAULT);
 	__type(key, struct lb_flow_key);
 	__type(value, struct lb_flow);
+	LB_PINNED;
 } flows SEC(".maps");
 
 /* The controller's record of what the maps hold; the program never reads it. */
@@ -43,6 +45,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct lb_control);
+	LB_PINNED;
 } control SEC(".maps");
 
 struct {
@@ -50,6 +53,7 @@ struct {
 	__uint(max_entries, LB_VIPS_MAX);
 	__type(key, __u32);
 	__type(value, struct lb_counters);
+	LB_PINNED;
 } vip_stats SEC(".maps");
 
 struct {
@@ -57,6 +61,7 @@ struct {
 	__uint(max_entries, LB_BACKENDS_MAX);
 	__type(key, __u32);
 	__type(value, struct lb_backend_counters);
+	LB_PINNED;
 } backend_stats SEC(".maps");
 
 struct {
@@ -64,6 +69,7 @@ struct {
 	__uint(max_entries, LB_REASON_COUNT);
 	__type(key, __u32);
 	__type(value, struct lb_counters);
+	LB_PINNED;
 } reason_stats SEC(".maps");
 
 /* --- backend choice ------------------------------------------------------------ */
@@ -213,11 +219,14 @@ static __always_inline void count(__u32 reason, __u64 bytes)
 static __always_inline int verdict(__u32 reason, __u64 bytes)
 {
 	count(reason, bytes);
-	if (reason <= LB_REASON_FORWARDED_ICMP)
+	switch (LB_REASON_VERDICT(reason)) {
+	case LB_VERDICT_FORWARD:
 		return XDP_TX;
-	if (reason >= LB_REASON_DROP_NO_BACKEND)
+	case LB_VERDICT_DROP:
 		return XDP_DROP;
-	return XDP_PASS;
+	default:
+		return XDP_PASS;
+	}
 }
 
 SEC("xdp")

@@ -23,7 +23,10 @@
  * thousands of distinct flows; the driver's own cost is measured by
  * tail-calling bench_empty and subtracted.
  */
+/* Maps of its own: nothing is pinned (lb_vips.h). */
+#define LB_MAPS_PRIVATE
 #include "bench_xdp.h"
+#include "lb_flow_hash.h"
 #include "lb_parse.h"
 #include "lb_ring.h"
 

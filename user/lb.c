@@ -38,23 +38,42 @@ struct lb_prog {
 	struct lb_maps maps;
 };
 
-/* The maps every instance shares through pins, in struct lb_maps order. */
-static const char *const pinned_map_names[] = {
-	"vips", "backends", "rings_0", "rings_1", "rings_2", "rings_3", "flows", "control",
-	"vip_stats", "backend_stats", "reason_stats",
+#define LB_REASON_INFO(id, name, class, what) \
+	[LB_REASON_##id] = { name, LB_VERDICT_##class, what },
+const struct lb_reason_info lb_reasons[LB_REASON_COUNT] = { LB_REASONS(LB_REASON_INFO) };
+#undef LB_REASON_INFO
+
+/*
+ * The maps every instance shares: the program pins them by name (LB_PINNED,
+ * bpf/lb_vips.h), and this is where each lands in struct lb_maps. It is the
+ * one list of them; lb_prog_load() checks it against the maps the program
+ * pins, so a map added to one and not the other fails every load.
+ */
+static const struct {
+	const char *name;
+	size_t fd;
+} shared_maps[] = {
+	{ "vips", offsetof(struct lb_maps, vips) },
+	{ "backends", offsetof(struct lb_maps, backends) },
+	{ "rings_0", offsetof(struct lb_maps, rings[0]) },
+	{ "rings_1", offsetof(struct lb_maps, rings[1]) },
+	{ "rings_2", offsetof(struct lb_maps, rings[2]) },
+	{ "rings_3", offsetof(struct lb_maps, rings[3]) },
+	{ "flows", offsetof(struct lb_maps, flows) },
+	{ "control", offsetof(struct lb_maps, control) },
+	{ "vip_stats", offsetof(struct lb_maps, vip_stats) },
+	{ "backend_stats", offsetof(struct lb_maps, backend_stats) },
+	{ "reason_stats", offsetof(struct lb_maps, reason_stats) },
 };
 
-#define PINNED_MAPS (sizeof(pinned_map_names) / sizeof(pinned_map_names[0]))
+#define SHARED_MAPS (sizeof(shared_maps) / sizeof(shared_maps[0]))
 
-/* The descriptors of struct lb_maps, in pinned_map_names order. */
-static void maps_fds(struct lb_maps *m, int *fds[PINNED_MAPS])
+_Static_assert(SHARED_MAPS * sizeof(int) == sizeof(struct lb_maps),
+	       "every descriptor of struct lb_maps is a shared map");
+
+static int *map_fd(struct lb_maps *m, size_t i)
 {
-	int *all[PINNED_MAPS] = {
-		&m->vips, &m->backends, &m->rings[0], &m->rings[1], &m->rings[2], &m->rings[3],
-		&m->flows, &m->control, &m->vip_stats, &m->backend_stats, &m->reason_stats,
-	};
-
-	memcpy(fds, all, sizeof(all));
+	return (int *)((char *)m + shared_maps[i].fd);
 }
 
 /* max_entries of the map pinned at pin_dir/name: 0 and the size, or -errno. */
@@ -162,33 +181,36 @@ static int vip_value_delete(const struct lb_maps *maps, const struct lb_vip_key 
 	return 0;
 }
 
-static void maps_from_skel(struct lb_maps *m, struct ringlb_bpf *skel)
+/* -EPROTO unless the maps the program pins are exactly shared_maps[]. */
+static int shared_maps_check(struct bpf_object *obj)
 {
-	m->vips = bpf_map__fd(skel->maps.vips);
-	m->backends = bpf_map__fd(skel->maps.backends);
-	m->rings[0] = bpf_map__fd(skel->maps.rings_0);
-	m->rings[1] = bpf_map__fd(skel->maps.rings_1);
-	m->rings[2] = bpf_map__fd(skel->maps.rings_2);
-	m->rings[3] = bpf_map__fd(skel->maps.rings_3);
-	m->flows = bpf_map__fd(skel->maps.flows);
-	m->control = bpf_map__fd(skel->maps.control);
-	m->vip_stats = bpf_map__fd(skel->maps.vip_stats);
-	m->backend_stats = bpf_map__fd(skel->maps.backend_stats);
-	m->reason_stats = bpf_map__fd(skel->maps.reason_stats);
+	struct bpf_map *map;
+	size_t i, pinned = 0;
+
+	for (i = 0; i < SHARED_MAPS; i++) {
+		map = bpf_object__find_map_by_name(obj, shared_maps[i].name);
+		if (!map || !bpf_map__pin_path(map))
+			return -EPROTO;
+	}
+	bpf_object__for_each_map(map, obj)
+		pinned += bpf_map__pin_path(map) != NULL;
+	return pinned == SHARED_MAPS ? 0 : -EPROTO;
 }
 
 int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .pin_root_path = opts->pin_dir);
 	struct lb_prog *prog;
 	struct bpf_map *map;
 	__u32 flow_entries = 0;
+	size_t i;
 	int err;
 
 	*out = NULL;
 	prog = calloc(1, sizeof(*prog));
 	if (!prog)
 		return -ENOMEM;
-	prog->skel = ringlb_bpf__open();
+	prog->skel = ringlb_bpf__open_opts(&open_opts);
 	if (!prog->skel) {
 		err = -errno;
 		goto fail;
@@ -202,24 +224,19 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	err = bpf_map__set_max_entries(prog->skel->maps.flows, flow_entries);
 	if (err)
 		goto fail;
-	if (opts->pin_dir) {
-		size_t i;
-
-		/* The shared maps only: .rodata and the ring template are per instance. */
-		for (i = 0; i < PINNED_MAPS; i++) {
-			char path[PATH_MAX];
-
-			map = bpf_object__find_map_by_name(prog->skel->obj, pinned_map_names[i]);
-			snprintf(path, sizeof(path), "%s/%s", opts->pin_dir, pinned_map_names[i]);
-			err = map ? bpf_map__set_pin_path(map, path) : -ENOENT;
-			if (err)
-				goto fail;
-		}
-	}
+	err = shared_maps_check(prog->skel->obj);
+	if (err)
+		goto fail;
+	/* Private maps: without a pin root libbpf would pin under /sys/fs/bpf itself. */
+	if (!opts->pin_dir)
+		bpf_object__for_each_map(map, prog->skel->obj)
+			bpf_map__set_pin_path(map, NULL);
 	err = ringlb_bpf__load(prog->skel);
 	if (err)
 		goto fail;
-	maps_from_skel(&prog->maps, prog->skel);
+	for (i = 0; i < SHARED_MAPS; i++)
+		*map_fd(&prog->maps, i) =
+			bpf_map__fd(bpf_object__find_map_by_name(prog->skel->obj, shared_maps[i].name));
 	*out = prog;
 	return 0;
 fail:
@@ -285,19 +302,16 @@ int lb_detach(const char *link_path, int ifindex)
 
 int lb_maps_open_pinned(struct lb_maps *maps, const char *pin_dir)
 {
-	int *fds[PINNED_MAPS];
 	size_t i;
 	int err;
 
-	maps_fds(maps, fds);
-	for (i = 0; i < PINNED_MAPS; i++)
-		*fds[i] = -1;
-	for (i = 0; i < PINNED_MAPS; i++) {
+	lb_maps_init(maps);
+	for (i = 0; i < SHARED_MAPS; i++) {
 		char path[PATH_MAX];
 
-		snprintf(path, sizeof(path), "%s/%s", pin_dir, pinned_map_names[i]);
-		*fds[i] = bpf_obj_get(path);
-		if (*fds[i] < 0) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, shared_maps[i].name);
+		*map_fd(maps, i) = bpf_obj_get(path);
+		if (*map_fd(maps, i) < 0) {
 			err = -errno;
 			lb_maps_close(maps);
 			return err;
@@ -308,25 +322,21 @@ int lb_maps_open_pinned(struct lb_maps *maps, const char *pin_dir)
 
 void lb_maps_close(struct lb_maps *maps)
 {
-	int *fds[PINNED_MAPS];
 	size_t i;
 
-	maps_fds(maps, fds);
-	for (i = 0; i < PINNED_MAPS; i++) {
-		if (*fds[i] >= 0)
-			close(*fds[i]);
-		*fds[i] = -1;
+	for (i = 0; i < SHARED_MAPS; i++) {
+		if (*map_fd(maps, i) >= 0)
+			close(*map_fd(maps, i));
+		*map_fd(maps, i) = -1;
 	}
 }
 
 void lb_maps_init(struct lb_maps *maps)
 {
-	int *fds[PINNED_MAPS];
 	size_t i;
 
-	maps_fds(maps, fds);
-	for (i = 0; i < PINNED_MAPS; i++)
-		*fds[i] = -1;
+	for (i = 0; i < SHARED_MAPS; i++)
+		*map_fd(maps, i) = -1;
 }
 
 static int backend_id_check(__u32 id)

@@ -19,6 +19,22 @@
 
 struct ring;
 
+/**
+ * struct lb_reason_info - what a frame counted under a reason was, and what
+ * the program did with it; from LB_REASONS (lb_contract.h).
+ * @name: the reason's name in the CLI's output and in metrics
+ * @verdict: its class
+ * @what: one line that explains it
+ */
+struct lb_reason_info {
+	const char *name;
+	enum lb_verdict verdict;
+	const char *what;
+};
+
+/** lb_reasons - every reason, indexed by enum lb_reason. */
+extern const struct lb_reason_info lb_reasons[LB_REASON_COUNT];
+
 /** LB_PIN_DIR_DEFAULT - where `ringlb` pins its maps and links. */
 #define LB_PIN_DIR_DEFAULT "/sys/fs/bpf/ringlb"
 

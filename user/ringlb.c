@@ -1200,29 +1200,6 @@ static int cmd_show(struct cli *c)
 
 /* --- stats --------------------------------------------------------------------------- */
 
-static const char *const reason_names[LB_REASON_COUNT] = {
-	[LB_REASON_FORWARDED] = "forwarded",
-	[LB_REASON_FORWARDED_ICMP] = "forwarded_icmp",
-	[LB_REASON_PASS_NOT_IP] = "pass_not_ip",
-	[LB_REASON_PASS_NOT_VIP] = "pass_not_vip",
-	[LB_REASON_PASS_FRAGMENT] = "pass_fragment",
-	[LB_REASON_PASS_ICMP] = "pass_icmp",
-	[LB_REASON_PASS_IPV6_EXT] = "pass_ipv6_ext",
-	[LB_REASON_PASS_VLAN_STACKED] = "pass_vlan_stacked",
-	[LB_REASON_PASS_TRUNC_ETH] = "pass_trunc_eth",
-	[LB_REASON_PASS_TRUNC_VLAN] = "pass_trunc_vlan",
-	[LB_REASON_PASS_TRUNC_IP] = "pass_trunc_ip",
-	[LB_REASON_PASS_TRUNC_IPV6_EXT] = "pass_trunc_ipv6_ext",
-	[LB_REASON_PASS_TRUNC_L4] = "pass_trunc_l4",
-	[LB_REASON_PASS_BAD_IPV4] = "pass_bad_ipv4",
-	[LB_REASON_PASS_BAD_IPV6] = "pass_bad_ipv6",
-	[LB_REASON_PASS_BAD_L4] = "pass_bad_l4",
-	[LB_REASON_DROP_NO_BACKEND] = "drop_no_backend",
-	[LB_REASON_DROP_NO_RING] = "drop_no_ring",
-	[LB_REASON_DROP_BAD_RING] = "drop_bad_ring",
-	[LB_REASON_DROP_BACKEND_GONE] = "drop_backend_gone",
-};
-
 /* Sum a per-CPU value of @words 64-bit counters. */
 static int percpu_sum(int fd, __u32 key, size_t words, __u64 *sum)
 {
@@ -1320,11 +1297,11 @@ static int cmd_stats(struct cli *c)
 
 		percpu_sum(maps.reason_stats, r, 2, rc);
 		if (c->json)
-			json_object_set_new(jreasons, reason_names[r],
+			json_object_set_new(jreasons, lb_reasons[r].name,
 					    json_pack("{s:I, s:I}", "packets", (json_int_t)rc[0],
 						      "bytes", (json_int_t)rc[1]));
 		else if (rc[0])
-			printf("  %-22s %12llu packets %14llu bytes\n", reason_names[r],
+			printf("  %-22s %12llu packets %14llu bytes\n", lb_reasons[r].name,
 			       (unsigned long long)rc[0], (unsigned long long)rc[1]);
 	}
 	if (c->json)

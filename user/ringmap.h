@@ -19,6 +19,15 @@
 #include <linux/types.h>
 
 #include "lb_contract.h"
+#include "ring.h"
+
+/* The library's limits are the contract's: every ring it builds has a map. */
+_Static_assert(RING_POINTS_MAX == LB_RING_POINTS_MAX,
+	       "a ring of the library's largest size fits the largest ring map class");
+_Static_assert(RING_INDEX_BITS_MAX <= LB_RING_BITS_MAX,
+	       "a ring's bucket index is no finer than a ring map's");
+_Static_assert(LB_BACKENDS_MAX - 1 <= RING_MEMBERS_MAX,
+	       "every backend slot can be a member of one ring");
 
 struct ring;
 
