@@ -31,7 +31,7 @@ BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E -x c /dev/null -o /dev/null 2>&1 | \
 	     on { printf "-idirafter %s ", $$1 }')
 # -ffreestanding: clang's own <stdint.h>, not glibc's (which wants gnu/stubs-32.h).
 BPF_CFLAGS := -g -O2 -target bpf -ffreestanding $(BPF_SYS_INCLUDES) -Ibpf -Iring $(WARNINGS)
-INCLUDES := -I$(OUTPUT) -Iring -Ibpf -Iuser -Itests
+INCLUDES := -I$(OUTPUT) -Iring -Ibpf -Iuser -Iuser/cli -Itests -Itests/prog
 LDLIBS_RING := -lm
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap
@@ -53,12 +53,12 @@ endif
 # The ring library: pure C11, usable on its own.
 RING_SRCS := $(sort $(wildcard ring/*.c))
 # The controller core: state, sync and maps, a library for every front end.
-CORE_SRCS := user/addr.c user/host.c user/lb.c user/ringmap.c user/state.c user/ctl.c
+CORE_SRCS := user/addr.c user/host.c user/lb.c user/ringmap.c user/state.c user/ctl.c user/change.c
 # The ringlb command.
-CLI_SRCS := user/ringlb.c
+CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 # Program tests and benchmarks: their shared harness.
-HARNESS_SRCS := tests/packets.c
-PROG_TEST_SRCS := tests/test_xdp.c
+HARNESS_SRCS := tests/packets.c tests/harness.c
+PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
 SKELS := $(OUTPUT)/ringlb.skel.h $(OUTPUT)/vip_reader.skel.h $(OUTPUT)/bench_xdp.skel.h
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
@@ -223,7 +223,7 @@ soak: deps
 # --- benchmark ----------------------------------------------------------------
 $(eval $(call program,bench_ring,tests/bench_ring.c $(RING_SRCS),$(LDLIBS_RING)))
 $(eval $(call program,bench_xdp,tests/bench_xdp.c $(HARNESS_SRCS) $(PROG_LIBS),\
-	$(LDLIBS_BPF) $(LDLIBS_RING)))
+	-lcmocka $(LDLIBS_BPF) $(LDLIBS_RING)))
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring $(OUTPUT)/bench_xdp \

@@ -38,7 +38,13 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
 #include "bench_xdp.h"
+#include "harness.h"
 #include "bench_xdp.skel.h"
 #include "lb.h"
 #include "packets.h"
@@ -192,21 +198,18 @@ static double run_ns(struct bench_xdp_bpf *skel, const struct pkt *frame, __u32 
 		     __u32 fresh, __u32 flows)
 {
 	struct bench_config cfg = { target, fresh, flows };
-	unsigned char out[PKT_MAX];
-	__u32 zero = 0;
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame->data,
-		    .data_size_in = (__u32)frame->len, .data_out = out,
-		    .data_size_out = sizeof(out), .repeat = PACKETS_PER_RUN);
+	__u32 zero = 0, verdict, duration;
 
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.config), &zero, &cfg, BPF_ANY) ||
-	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.bench_driver), &o))
-		die("BPF_PROG_TEST_RUN", -errno);
-	if (o.retval != XDP_TX) {
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.config), &zero, &cfg, BPF_ANY))
+		die("the benchmark's configuration", -errno);
+	verdict = harness_run(bpf_program__fd(skel->progs.bench_driver), frame->data, frame->len,
+			      NULL, NULL, PACKETS_PER_RUN, &duration);
+	if (verdict != XDP_TX) {
 		fprintf(stderr, "bench: program %u (%u flows%s) returned %u, not XDP_TX\n", target,
-			flows, fresh ? ", fresh" : "", o.retval);
+			flows, fresh ? ", fresh" : "", verdict);
 		die("a benchmark packet was not forwarded", -EPROTO);
 	}
-	return o.duration;
+	return duration;
 }
 
 static struct lb_vip_key bench_vip_key(__u8 protocol, __u16 port)
@@ -252,8 +255,9 @@ static void bench_maps_of(struct bench_xdp_bpf *skel, struct lb_maps *maps)
  */
 static struct bench_xdp_bpf *bench_open(struct pkt *frame)
 {
-	static const struct pkt_spec spec = { LB_FAMILY_IPV4, IPPROTO_TCP, "198.18.1.1",
-					      "198.18.0.100", 40000, 80, 0, 0x10, 0, 0 };
+	static const struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,
+					      .src = "198.18.1.1", .dst = "198.18.0.100",
+					      .sport = 40000, .dport = 80, .tcp_flags = 0x10 };
 	struct test_rng rng = { SEED };
 	struct bench_xdp_bpf *skel;
 	int fds[T_SHIPPED], t;
@@ -456,18 +460,6 @@ static void memory_reach(void)
 
 /* --- 2. forwarding rate --------------------------------------------------------------- */
 
-static __u64 percpu_total(int fd, __u32 key, size_t words, size_t word)
-{
-	int cpus = libbpf_num_possible_cpus(), c;
-	__u64 *v = calloc((size_t)cpus * words, sizeof(__u64)), sum = 0;
-
-	if (v && bpf_map_lookup_elem(fd, &key, v) == 0)
-		for (c = 0; c < cpus; c++)
-			sum += v[(size_t)c * words + word];
-	free(v);
-	return sum;
-}
-
 /* Attach @prog_fd natively, blast for FORWARD_SECONDS, return frames sent per second. */
 static double forward_pps(int ifindex, int prog_fd, int counter_fd, __u32 key, size_t words,
 			  size_t word, const char *trafgen_conf)
@@ -478,7 +470,7 @@ static double forward_pps(int ifindex, int prog_fd, int counter_fd, __u32 key, s
 
 	if (bpf_xdp_attach(ifindex, prog_fd, XDP_FLAGS_DRV_MODE, NULL))
 		die("attach for the forwarding test", -errno);
-	before = percpu_total(counter_fd, key, words, word);
+	before = harness_percpu_sum(counter_fd, key, words, word);
 	snprintf(cmd, sizeof(cmd), "ip netns exec " FORWARD_PREFIX "c1 timeout -s INT %d "
 		 "trafgen -o eth0 -c %s --cpus 1 -q >/dev/null 2>&1", FORWARD_SECONDS, trafgen_conf);
 	t0 = now_ms();
@@ -486,7 +478,7 @@ static double forward_pps(int ifindex, int prog_fd, int counter_fd, __u32 key, s
 		die("trafgen", -errno);
 	t1 = now_ms();
 	usleep(200000); /* let the queues drain into the counters */
-	after = percpu_total(counter_fd, key, words, word);
+	after = harness_percpu_sum(counter_fd, key, words, word);
 	bpf_xdp_detach(ifindex, XDP_FLAGS_DRV_MODE, NULL);
 	return (double)(after - before) / ((t1 - t0) / 1e3);
 }

@@ -188,6 +188,22 @@ else
 	fail "valgrind: $((vg_runs - vg_ok)) of $vg_runs CLI runs had memory errors or leaks"
 fi
 
+# A program the verifier refuses: without CAP_PERFMON (or CAP_SYS_ADMIN) it
+# rejects the data path's pointer arithmetic. One line without -v; with -v,
+# libbpf's messages and the verifier's log too.
+no_perfmon() {
+	nsenter --net="/run/netns/$NS" setpriv --bounding-set=-perfmon,-sys_admin \
+		--inh-caps=-perfmon,-sys_admin "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" "$@"
+}
+refused "attach the verifier refuses" "the verifier needs CAP_PERFMON" -- no_perfmon attach eth1 --mode generic
+no_perfmon -v attach eth1 --mode generic >/dev/null 2>"$W/verbose"
+if grep -q "BEGIN PROG LOAD LOG" "$W/verbose" && grep -q "processed [0-9]* insns" "$W/verbose" &&
+	[ "$(grep -c '^ringlb: attach: ' "$W/verbose")" -eq 1 ] && ! grep -q "ringlb -v shows" "$W/verbose"; then
+	pass "attach -v the verifier refuses: the verifier's log ($(grep -c . "$W/verbose") lines), then the one line"
+else
+	fail "attach -v: no verifier log: $(head -5 "$W/verbose")"
+fi
+
 ringlb detach eth0 || fail "detach"
 echo "cli: $FAILS failed"
 [ $FAILS -eq 0 ]

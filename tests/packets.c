@@ -123,7 +123,8 @@ void pkt_build_icmp_error(struct pkt *pkt, const struct pkt_spec *quoted, const 
 			  const char *dst, uint8_t type, uint8_t code)
 {
 	struct pkt q;
-	struct pkt_spec outer = { quoted->family, IPPROTO_TCP, src, dst, 0, 0, 0, 0, 0, 0 };
+	struct pkt_spec outer = { .family = quoted->family, .protocol = IPPROTO_TCP, .src = src,
+				  .dst = dst };
 	unsigned char *p = pkt->data;
 	size_t quote_len;
 

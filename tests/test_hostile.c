@@ -24,14 +24,10 @@
 
 #include <cmocka.h>
 
-#include "check.h"
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "lb.h"
-#include "packets.h"
-#include "ring.h"
-#include "testutil.h"
+#include "harness.h"
 
 #define FRAMES_DEFAULT 1000000
 #define SEED 0x686f7374696c65ULL
@@ -342,17 +338,14 @@ static void random_frame(struct test_rng *rng, struct pkt *pkt)
 
 static int group_setup(void **state)
 {
-	struct lb_load_opts opts = { .secret = { 0xfeed, 0xbeef } };
+	static const __u64 key[2] = { 0xfeed, 0xbeef };
 	__u32 id = 1;
 	size_t v;
 
 	(void)state;
-	skip_reason = root_rule("test_hostile");
+	skip_reason = harness_load("test_hostile", key, iface_mac, &prog);
 	if (skip_reason)
 		return skip_reason < 0 ? -1 : 0;
-	memcpy(opts.iface_mac, iface_mac, 6);
-	if (lb_prog_load(&prog, &opts))
-		return -1;
 	for (v = 0; v < VIP_COUNT; v++) {
 		const struct lb_maps *maps = lb_prog_maps(prog);
 		struct lb_vip_key key = { .port = htons(vips[v].port), .protocol = vips[v].protocol,
@@ -396,20 +389,13 @@ static int group_teardown(void **state)
 
 static void reasons_read(__u64 *packets, __u64 *bytes)
 {
-	int cpus = libbpf_num_possible_cpus(), c;
-	struct lb_counters *v = calloc((size_t)cpus, sizeof(*v));
 	__u32 r;
 
-	assert_non_null(v);
 	*packets = *bytes = 0;
 	for (r = 0; r < LB_REASON_COUNT; r++) {
-		assert_int_equal(bpf_map_lookup_elem(lb_prog_maps(prog)->reason_stats, &r, v), 0);
-		for (c = 0; c < cpus; c++) {
-			*packets += v[c].packets;
-			*bytes += v[c].bytes;
-		}
+		*packets += harness_percpu_sum(lb_prog_maps(prog)->reason_stats, r, 2, 0);
+		*bytes += harness_percpu_sum(lb_prog_maps(prog)->reason_stats, r, 2, 1);
 	}
-	free(v);
 }
 
 static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(void **state)
@@ -420,6 +406,7 @@ static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(v
 	__u64 packets0, bytes0, packets1, bytes1, bytes_sent = 0;
 	long verdicts[3] = { 0 }, kinds[3] = { 0 };
 	unsigned char out[PKT_MAX];
+	size_t out_len;
 
 	(void)state;
 	if (skip_reason)
@@ -448,16 +435,8 @@ static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(v
 			}
 		}
 		want = oracle(pkt.data, pkt.len);
-		{
-			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = pkt.data,
-				    .data_size_in = (__u32)pkt.len, .data_out = out,
-				    .data_size_out = sizeof(out), .repeat = 1);
-
-			check(bpf_prog_test_run_opts(lb_prog_fd(prog), &o) == 0,
-			      "frame %ld: BPF_PROG_TEST_RUN: %s", n, strerror(errno));
-			verdict = o.retval;
-			check(o.data_size_out == pkt.len, "frame %ld: length changed", n);
-		}
+		verdict = harness_run(lb_prog_fd(prog), pkt.data, pkt.len, out, &out_len, 1, NULL);
+		check(out_len == pkt.len, "frame %ld: length changed", n);
 		bytes_sent += pkt.len;
 		switch (want) {
 		case ORACLE_FORWARD:

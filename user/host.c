@@ -339,6 +339,20 @@ int host_privileged(void)
 	return (bpf == CAP_SET || sys_admin == CAP_SET) && net_admin == CAP_SET;
 }
 
+int host_may_verify(void)
+{
+	cap_flag_value_t perfmon = CAP_CLEAR, sys_admin = CAP_CLEAR;
+	cap_t caps = cap_get_proc();
+
+	if (!caps)
+		return 0;
+	if (CAP_IS_SUPPORTED(CAP_PERFMON))
+		cap_get_flag(caps, CAP_PERFMON, CAP_EFFECTIVE, &perfmon);
+	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &sys_admin);
+	cap_free(caps);
+	return perfmon == CAP_SET || sys_admin == CAP_SET;
+}
+
 int host_bpffs(const char *dir)
 {
 	struct statfs st;

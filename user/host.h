@@ -59,6 +59,13 @@ int host_secret_write(const char *path, const __u64 secret[2], char why[HOST_WHY
 int host_privileged(void);
 
 /**
+ * host_may_verify() - may this process have the verifier accept the data
+ * path? Without CAP_PERFMON (or CAP_SYS_ADMIN) the verifier refuses pointer
+ * arithmetic the program does (docs/traps.md).
+ */
+int host_may_verify(void);
+
+/**
  * host_bpffs() - is @dir on a mounted BPF filesystem?
  * Return: 1, 0 when it is not (or does not exist).
  */

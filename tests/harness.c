@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The harness of every BPF program test: see harness.h.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/mount.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "harness.h"
+
+/* --- any program ------------------------------------------------------------------------ */
+
+__u32 harness_run(int prog_fd, const unsigned char *in, size_t len, unsigned char *out,
+		  size_t *out_len, __u32 repeat, __u32 *duration)
+{
+	unsigned char scratch[PKT_MAX];
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = (__u32)len,
+		    .data_out = out ? out : scratch, .data_size_out = PKT_MAX, .repeat = repeat);
+	int err = bpf_prog_test_run_opts(prog_fd, &opts);
+
+	check(err == 0, "BPF_PROG_TEST_RUN: %s", strerror(errno));
+	if (out_len)
+		*out_len = opts.data_size_out;
+	if (duration)
+		*duration = opts.duration;
+	return opts.retval;
+}
+
+__u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word)
+{
+	int cpus = libbpf_num_possible_cpus(), c;
+	__u64 *v = calloc((size_t)(cpus > 0 ? cpus : 1) * words, sizeof(__u64)), sum = 0;
+
+	check(v && cpus > 0, "out of memory");
+	check(bpf_map_lookup_elem(map_fd, &key, v) == 0, "per-CPU value %u: %s", key,
+	      strerror(errno));
+	for (c = 0; c < cpus; c++)
+		sum += v[(size_t)c * words + word];
+	free(v);
+	return sum;
+}
+
+int harness_load(const char *test, const __u64 key[2], const __u8 mac[6], struct lb_prog **out)
+{
+	struct lb_load_opts opts = { .secret = { key[0], key[1] } };
+	struct bpf_prog_info info = {};
+	__u32 info_len = sizeof(info);
+	int rule = root_rule(test), err;
+
+	if (rule)
+		return rule;
+	memcpy(opts.iface_mac, mac, 6);
+	err = lb_prog_load(out, &opts);
+	if (err) {
+		fprintf(stderr, "%s: loading the program: %s\n", test, strerror(-err));
+		return -1;
+	}
+	if (bpf_obj_get_info_by_fd(lb_prog_fd(*out), &info, &info_len) == 0)
+		printf("verifier: ringlb_xdp loaded, %u instructions processed, %u xlated bytes\n",
+		       info.verified_insns, info.xlated_prog_len);
+	return 0;
+}

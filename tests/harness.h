@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The harness every test of a BPF program shares (the program tests of
+ * tests/prog/, test_hostile, the benchmark): loading the data path with
+ * private maps, running a frame through a program with BPF_PROG_TEST_RUN,
+ * summing per-CPU counters, and an equality check that prints both values.
+ *
+ * Include after <cmocka.h>.
+ */
+#ifndef RINGLB_TESTS_HARNESS_H
+#define RINGLB_TESTS_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <linux/types.h>
+
+#include "check.h"
+#include "lb.h"
+#include "packets.h"
+#include "ring.h"
+#include "testutil.h"
+
+/*
+ * check_eq() - an equality assertion that prints what it got and what it
+ * wanted, each with the expression that gave it.
+ */
+#define check_eq(got, want)                                                               \
+	do {                                                                              \
+		unsigned long long got_ = (unsigned long long)(got);                      \
+		unsigned long long want_ = (unsigned long long)(want);                    \
+		if (got_ != want_)                                                        \
+			fail_msg("%s = %llu, want %s = %llu", #got, got_, #want, want_);  \
+	} while (0)
+
+/* --- any program: load, run, count ------------------------------------------------------ */
+
+/**
+ * harness_run() - one BPF_PROG_TEST_RUN of @prog_fd on @in.
+ * @out: the frame the program leaves (PKT_MAX bytes), or NULL
+ * @out_len: its length, or NULL
+ * @repeat: runs (1 for a test; many for a benchmark)
+ * @duration: mean nanoseconds per run, or NULL
+ * Return: the program's verdict; a failed run fails the test.
+ */
+__u32 harness_run(int prog_fd, const unsigned char *in, size_t len, unsigned char *out,
+		  size_t *out_len, __u32 repeat, __u32 *duration);
+
+/** harness_percpu_sum() - word @word of a per-CPU value of @words 64-bit words, summed. */
+__u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word);
+
+/**
+ * harness_load() - the data path with private maps, on @secret and with
+ * @mac as its interface's MAC; the verifier's figures printed once.
+ * Return: 0; 1 to skip (not root, said on stderr); -1 on failure.
+ */
+int harness_load(const char *test, const __u64 secret[2], const __u8 mac[6],
+		 struct lb_prog **prog);
+
+#endif /* RINGLB_TESTS_HARNESS_H */

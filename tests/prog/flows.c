@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Flows and rings: a swap serves the new ring and keeps pinned flows; a
+ * draining backend keeps its flows and gets no new one; FIN, SYN and RST on
+ * pinned flows; a pin never reaches a later occupant of its slot; counters
+ * per backend and VIP; a failed swap leaves the old ring serving.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "prog.h"
+
+
+#define SWAP_FLOWS 3000
+
+static void test_swap_serves_new_ring_and_keeps_pinned_flows(void **state)
+{
+	static __u32 pinned[SWAP_FLOWS];
+	struct pool a, b;
+	int i, moved_new = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&a, VIP_V4_TCP, ring_weighted(100, 4, NULL, "old"));
+	for (i = 0; i < SWAP_FLOWS; i++)
+		pinned[i] = send_flow(i, 0);
+	/* A whole new set of backends; the old ones stay installed and active. */
+	pool_install(&b, VIP_V4_TCP, ring_weighted(100, 4, NULL, "new"));
+	for (i = 0; i < SWAP_FLOWS; i++)
+		check(send_flow(i, 0x10) == pinned[i],
+		      "established flow %d left its backend after the swap", i);
+	for (i = SWAP_FLOWS; i < 2 * SWAP_FLOWS; i++) {
+		char client[64];
+		struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+		__u32 got = send_flow(i, 0);
+
+		check(got == expected_backend(&b, &spec), "new flow %d not placed by the new ring", i);
+		moved_new++;
+	}
+	check(moved_new == SWAP_FLOWS, "not every new flow was checked");
+	pool_release(&a);
+	pool_release(&b);
+}
+
+/*
+ * Drain member @m of @pool as the controller does: the ring without it
+ * serves first, then its state says draining. @after gets that ring and its
+ * backend ids. Return: the drained backend's id.
+ */
+static __u32 pool_drain(struct pool *pool, size_t m, struct pool *after)
+{
+	struct lb_vip_key key = vip_key_of_test(pool->vip);
+	size_t i;
+
+	after->vip = pool->vip;
+	after->count = 0;
+	assert_int_equal(ring_clone(&after->ring, pool->ring), 0);
+	assert_int_equal(ring_remove(after->ring, ring_member_name(pool->ring, (__u32)m)), 0);
+	for (i = 0; i < pool->count; i++)
+		if (i != m)
+			after->ids[after->count++] = pool->ids[i];
+	check(lb_vip_install(maps, &key, (__u32)pool->vip, after->ring, after->ids) == 0,
+	      "the ring without the drained backend swaps in");
+	check(lb_backend_set_state(maps, pool->ids[m], LB_BACKEND_DRAINING) == 0,
+	      "the backend is marked draining");
+	return pool->ids[m];
+}
+
+static void test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones(void **state)
+{
+	static __u32 pinned[SWAP_FLOWS];
+	struct pool pool, after;
+	__u32 drained;
+	int i, kept = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, "drain"));
+	for (i = 0; i < SWAP_FLOWS; i++)
+		pinned[i] = send_flow(i, 0);
+	drained = pool_drain(&pool, 1, &after);
+	for (i = 0; i < SWAP_FLOWS; i++) {
+		__u32 got = send_flow(i, 0x10);
+
+		check(got == pinned[i], "flow %d moved from %u to %u during the drain", i, pinned[i],
+		      got);
+		kept += pinned[i] == drained;
+	}
+	check(kept > SWAP_FLOWS / 10, "only %d flows were pinned to the drained backend", kept);
+	for (i = SWAP_FLOWS; i < 3 * SWAP_FLOWS; i++)
+		check(send_flow(i, 0) != drained, "new flow %d reached the draining backend", i);
+	/* Removed: its flows are placed again by the ring, never sent to a free slot. */
+	assert_int_equal(lb_backend_set_state(maps, drained, LB_BACKEND_UNUSED), 0);
+	for (i = 0; i < SWAP_FLOWS; i++)
+		check(send_flow(i, 0x10) != drained, "flow %d still reaches a removed backend", i);
+	ring_free(after.ring);
+	pool_release(&pool);
+}
+
+#define TCP_SYN 0x02
+#define TCP_FIN_ACK 0x11
+#define TCP_RST 0x04
+#define TCP_ACK 0x10
+
+static void test_fin_marks_the_flow_closing_and_a_new_connection_clears_it(void **state)
+{
+	char client[64];
+	struct pkt_spec spec = flow_spec(7, client, sizeof(client));
+	struct lb_flow_key key;
+	struct lb_flow flow;
+	struct pool pool;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(10, 3, NULL, "fin"));
+	key_of_spec(&spec, &key);
+	send_flow(7, TCP_SYN);
+	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0, "SYN did not pin the flow");
+	check(!(flow.flags & LB_FLOW_FIN), "a fresh flow is marked closing");
+	send_flow(7, TCP_FIN_ACK);
+	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && (flow.flags & LB_FLOW_FIN),
+	      "FIN did not mark the flow closing");
+	/* The client opens a new connection from the same address and port. */
+	send_flow(7, TCP_SYN);
+	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && !(flow.flags & LB_FLOW_FIN),
+	      "a new connection on a tuple whose last connection sent FIN still counts as closing "
+	      "(flags %#x)", flow.flags);
+	pool_release(&pool);
+}
+
+#define RESYN_FLOWS 400
+
+/*
+ * RESYN_FLOWS connections opened (SYN) on a ring of 4, then member @m drained:
+ * @after gets the ring without it. Return: the drained backend's id.
+ */
+static __u32 pinned_then_drained(struct pool *pool, const char *name, size_t m,
+				  struct pool *after)
+{
+	int i;
+
+	flows_clear();
+	pool_install(pool, VIP_V4_TCP, ring_weighted(200, 4, NULL, name));
+	for (i = 0; i < RESYN_FLOWS; i++)
+		send_flow(i, TCP_SYN);
+	return pool_drain(pool, m, after);
+}
+
+/*
+ * Clients behind NAT, or reconnecting from the same port, reuse a 4-tuple:
+ * a SYN without ACK is a new connection, and a draining backend takes none.
+ */
+static void test_syn_on_a_tuple_pinned_to_a_draining_backend_is_placed_by_the_ring(void **state)
+{
+	struct pool pool, after;
+	__u32 drained;
+	int i, reused = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	drained = pinned_then_drained(&pool, "resyn", 1, &after);
+	for (i = 0; i < RESYN_FLOWS; i++) {
+		char client[64];
+		struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+		__u32 got, want = expected_backend(&after, &spec);
+
+		if (send_flow(i, TCP_ACK) != drained)
+			continue;
+		reused++;
+		got = send_flow(i, TCP_SYN);
+		check(got == want, "flow %d: a new connection on a tuple pinned to draining backend "
+		      "%u went to %u, not the ring's %u", i, drained, got, want);
+		check(send_flow(i, TCP_ACK) == want,
+		      "flow %d: the new connection's next packet did not follow its SYN", i);
+	}
+	check(reused >= RESYN_FLOWS / 10, "only %d flows were pinned to the drained backend", reused);
+	ring_free(after.ring);
+	pool_release(&pool);
+}
+
+/*
+ * A RST may be spoofed or out of window, and then the backend ignores it
+ * (RFC 5961): it goes to the flow's backend, which judges it, and the flow
+ * stays where it is, even when that backend drains.
+ */
+static void test_reset_goes_to_the_pinned_backend_and_keeps_the_pin(void **state)
+{
+	struct pool pool, after;
+	__u32 drained;
+	int i, kept = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	drained = pinned_then_drained(&pool, "rst", 2, &after);
+	for (i = 0; i < RESYN_FLOWS; i++) {
+		char client[64];
+		struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+		struct lb_flow_key key;
+		struct lb_flow flow;
+		__u32 got;
+
+		if (send_flow(i, TCP_ACK) != drained)
+			continue;
+		kept++;
+		got = send_flow(i, TCP_RST);
+		check(got == drained, "flow %d: a RST went to %u, not its pinned backend %u", i, got,
+		      drained);
+		key_of_spec(&spec, &key);
+		check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && flow.backend_id == drained,
+		      "flow %d: a RST unpinned the flow", i);
+		got = send_flow(i, TCP_ACK);
+		check(got == drained, "flow %d: after a RST its next packet went to %u, not %u", i,
+		      got, drained);
+	}
+	check(kept >= RESYN_FLOWS / 10, "only %d flows were pinned to the drained backend", kept);
+	/* A RST of a flow nobody pinned goes where the ring says, and pins nothing. */
+	{
+		char client[64];
+		struct pkt_spec spec = flow_spec(5 * RESYN_FLOWS, client, sizeof(client));
+		struct lb_flow_key key;
+		struct lb_flow flow;
+
+		check(send_flow(5 * RESYN_FLOWS, TCP_RST) == expected_backend(&after, &spec),
+		      "a RST of an unknown flow did not go where the ring says");
+		key_of_spec(&spec, &key);
+		check(bpf_map_lookup_elem(maps->flows, &key, &flow) != 0,
+		      "a RST of an unknown flow pinned it");
+	}
+	ring_free(after.ring);
+	pool_release(&pool);
+}
+
+/*
+ * A pinned flow whose backend slot went to another backend (same VIP) must
+ * not reach the new occupant, whatever the ring says: here the VIP's ring is
+ * gone, so the packet has nowhere to go and is dropped.
+ */
+static void test_pin_to_a_reused_slot_never_reaches_the_new_occupant(void **state)
+{
+	struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,
+				 .src = "198.18.1.77", .dst = V4_VIP_NO_RING, .sport = 41234,
+				 .dport = VIP_TCP_PORT, .tcp_flags = TCP_ACK };
+	struct lb_backend first = { .family = LB_FAMILY_IPV4, .state = LB_BACKEND_ACTIVE,
+				    .vip_id = VIP_NO_RING, .cookie = 0x1111,
+				    .mac = { 0x02, 0xbe, 0, 0, 0x0f, 0x01 } };
+	struct lb_backend second = first;
+	__u64 before[LB_REASON_COUNT], after[LB_REASON_COUNT];
+	__u32 id = LB_BACKENDS_MAX - 2, verdict;
+	unsigned char out[PKT_MAX];
+	struct lb_flow_key key;
+	struct lb_flow pin = { 0 }, now;
+	struct pkt pkt;
+	size_t out_len;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	check(lb_backend_install(maps, id, &first) == 0, "install the first backend");
+	key_of_spec(&spec, &key);
+	pin.backend_id = id;
+	pin.backend_cookie = first.cookie;
+	pin.vip_id = VIP_NO_RING;
+	check(bpf_map_update_elem(maps->flows, &key, &pin, BPF_ANY) == 0, "pin the flow");
+	/* The slot is given to another backend of the same VIP. */
+	second.cookie = 0x2222;
+	second.mac[5] = 0x02;
+	check(lb_backend_set_state(maps, id, LB_BACKEND_UNUSED) == 0 &&
+	      lb_backend_install(maps, id, &second) == 0, "give the slot to another backend");
+	pkt_build(&pkt, &spec);
+	reasons_snapshot(before);
+	verdict = run_frame(pkt.data, pkt.len, out, &out_len);
+	reasons_snapshot(after);
+	check(verdict == XDP_DROP && after[LB_REASON_DROP_NO_RING] - before[LB_REASON_DROP_NO_RING] == 1,
+	      "a flow pinned to a reused slot got verdict %u (sent to %02x:%02x), not a drop for "
+	      "its missing ring", verdict, out[4], out[5]);
+	check(bpf_map_lookup_elem(maps->flows, &key, &now) == 0 &&
+	      now.backend_cookie == first.cookie, "the flow was pinned to the slot's new occupant");
+	lb_backend_set_state(maps, id, LB_BACKEND_UNUSED);
+}
+
+/* An ICMP error follows its flow but is not a sign of the flow's life. */
+static void test_icmp_error_does_not_refresh_its_flow(void **state)
+{
+	struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,
+				 .src = "198.18.1.9", .dst = V4_VIP, .sport = 41000,
+				 .dport = VIP_TCP_PORT, .tcp_flags = TCP_SYN };
+	struct lb_flow_key key;
+	struct lb_flow flow;
+	struct pool pool;
+	struct pkt pkt, icmp;
+	__u32 backend;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(100, 8, NULL, "icmplive"));
+	pkt_build(&pkt, &spec);
+	backend = forward(&pkt);
+	key_of_spec(&spec, &key);
+	assert_int_equal(bpf_map_lookup_elem(maps->flows, &key, &flow), 0);
+	flow.last_seen_ns = 1; /* long idle */
+	assert_int_equal(bpf_map_update_elem(maps->flows, &key, &flow, BPF_EXIST), 0);
+	icmp_frag_needed_for_vip_flow(&icmp);
+	check(forward(&icmp) == backend, "the ICMP error did not follow its flow");
+	assert_int_equal(bpf_map_lookup_elem(maps->flows, &key, &flow), 0);
+	check(flow.last_seen_ns == 1, "an ICMP error made an idle flow look live (last seen %llu)",
+	      (unsigned long long)flow.last_seen_ns);
+	pool_release(&pool);
+}
+
+static void test_new_flows_and_bytes_are_counted_per_backend_and_vip(void **state)
+{
+	int cpus = libbpf_num_possible_cpus(), c, i;
+	struct lb_backend_counters *bc = calloc((size_t)cpus, sizeof(*bc));
+	struct lb_counters *vc = calloc((size_t)cpus, sizeof(*vc));
+	__u64 new_flows = 0, packets = 0, vip_packets = 0;
+	struct pool pool;
+	__u32 vip = VIP_V4_TCP;
+	size_t m;
+
+	(void)state;
+	NEEDS_ROOT();
+	assert_non_null(bc);
+	assert_non_null(vc);
+	flows_clear();
+	assert_int_equal(bpf_map_lookup_elem(maps->vip_stats, &vip, vc), 0);
+	for (c = 0; c < cpus; c++)
+		vip_packets -= vc[c].packets;
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(10, 3, NULL, "count"));
+	for (i = 0; i < 100; i++) {
+		send_flow(i, 0x02);
+		send_flow(i, 0x10);
+	}
+	for (m = 0; m < pool.count; m++) {
+		assert_int_equal(bpf_map_lookup_elem(maps->backend_stats, &pool.ids[m], bc), 0);
+		for (c = 0; c < cpus; c++) {
+			new_flows += bc[c].new_flows;
+			packets += bc[c].packets;
+		}
+	}
+	assert_int_equal(bpf_map_lookup_elem(maps->vip_stats, &vip, vc), 0);
+	for (c = 0; c < cpus; c++)
+		vip_packets += vc[c].packets;
+	check_eq(new_flows, 100);
+	check_eq(packets, 200);
+	check_eq(vip_packets, 200);
+	free(bc);
+	free(vc);
+	pool_release(&pool);
+}
+
+static void test_failed_swap_leaves_old_ring_serving(void **state)
+{
+	struct lb_vip_key key = vip_key_of_test(VIP_V4_TCP);
+	struct lb_maps broken;
+	int c;
+	struct pool pool;
+	struct ring *other;
+	__u32 before[200];
+	int i;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(50, 5, NULL, "keep"));
+	for (i = 0; i < 200; i++)
+		before[i] = send_flow(i, 0);
+	other = ring_weighted(50, 2, NULL, "never");
+	check(lb_vip_install(maps, &key, LB_VIPS_MAX, other, pool.ids) == -ERANGE,
+	      "swap into a slot past the rings map was not refused");
+	/* Closed rings descriptors: the ring is built and filled, the swap fails. */
+	broken = *maps;
+	for (c = 0; c < LB_RING_CLASSES; c++)
+		broken.rings[c] = -1;
+	check(lb_vip_install(&broken, &key, VIP_V4_TCP, other, pool.ids) < 0,
+	      "swap through a broken rings map did not fail");
+	flows_clear();
+	for (i = 0; i < 200; i++)
+		check(send_flow(i, 0) == before[i], "flow %d changed backend after a failed swap", i);
+	ring_free(other);
+	pool_release(&pool);
+}
+
+HARNESS_GROUP(flows,
+	cmocka_unit_test(test_swap_serves_new_ring_and_keeps_pinned_flows),
+	cmocka_unit_test(test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones),
+	cmocka_unit_test(test_fin_marks_the_flow_closing_and_a_new_connection_clears_it),
+	cmocka_unit_test(test_syn_on_a_tuple_pinned_to_a_draining_backend_is_placed_by_the_ring),
+	cmocka_unit_test(test_reset_goes_to_the_pinned_backend_and_keeps_the_pin),
+	cmocka_unit_test(test_pin_to_a_reused_slot_never_reaches_the_new_occupant),
+	cmocka_unit_test(test_icmp_error_does_not_refresh_its_flow),
+	cmocka_unit_test(test_new_flows_and_bytes_are_counted_per_backend_and_vip),
+	cmocka_unit_test(test_failed_swap_leaves_old_ring_serving));

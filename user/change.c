@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The change pipeline: see change.h. Every step that can fail says why in
+ * one line and returns -errno; the order of the steps is what keeps the
+ * kernel serving a committed state whatever happens between them.
+ */
+#define _GNU_SOURCE
+#include "change.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "host.h"
+
+/* --- where a deployment lives -------------------------------------------------------- */
+
+void ctl_site_path(const struct ctl_site *site, const char *file, char *out, size_t len)
+{
+	char copy[PATH_MAX];
+
+	snprintf(copy, sizeof(copy), "%s", site->state_path);
+	snprintf(out, len, "%s/%s", dirname(copy), file);
+}
+
+static int state_dir_ensure(const struct ctl_site *site, char why[CTL_WHY_MAX])
+{
+	char copy[PATH_MAX], *dir;
+
+	snprintf(copy, sizeof(copy), "%s", site->state_path);
+	dir = dirname(copy);
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		snprintf(why, CTL_WHY_MAX, "cannot create the state directory %s: %s", dir,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* The lock serialises every operator of this state file. */
+int ctl_lock(const struct ctl_site *site, int exclusive, char why[CTL_WHY_MAX])
+{
+	char path[PATH_MAX];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s.lock", site->state_path);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, CTL_WHY_MAX, "cannot open the lock %s: %s", path, strerror(errno));
+		return err;
+	}
+	while (flock(fd, exclusive ? LOCK_EX : LOCK_SH)) {
+		if (errno != EINTR) {
+			err = -errno;
+			snprintf(why, CTL_WHY_MAX, "cannot lock %s: %s", path, strerror(errno));
+			close(fd);
+			return err;
+		}
+	}
+	return fd;
+}
+
+int ctl_state_read(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX])
+{
+	char swhy[STATE_WHY_MAX] = "";
+	int err = state_load(s, site->state_path, swhy);
+
+	if (err)
+		snprintf(why, CTL_WHY_MAX, "state file %s: %s", site->state_path, swhy);
+	return err;
+}
+
+int ctl_state_read_shared(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX])
+{
+	int lock = ctl_lock(site, 0, why), err;
+
+	if (lock < 0)
+		return lock;
+	err = ctl_state_read(site, s, why);
+	close(lock);
+	return err;
+}
+
+int ctl_privileged(char why[CTL_WHY_MAX])
+{
+	if (host_privileged())
+		return 0;
+	snprintf(why, CTL_WHY_MAX, "needs root, or CAP_BPF and CAP_NET_ADMIN");
+	return -EPERM;
+}
+
+int ctl_maps_pinned(const struct ctl_site *site)
+{
+	char path[PATH_MAX], copy[PATH_MAX];
+
+	snprintf(copy, sizeof(copy), "%s", site->pin_dir);
+	if (!host_bpffs(dirname(copy)) && !host_bpffs(site->pin_dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/vips", site->pin_dir);
+	return access(path, F_OK) == 0;
+}
+
+int ctl_maps_open(const struct ctl_site *site, struct lb_maps *maps, char why[CTL_WHY_MAX])
+{
+	int pinned = ctl_maps_pinned(site), err;
+
+	if (pinned < 0) {
+		snprintf(why, CTL_WHY_MAX, "no BPF filesystem at %s; mount one with: mount -t bpf "
+			 "bpf " CTL_BPFFS_ROOT " (or run ringlb attach, which mounts it)",
+			 site->pin_dir);
+		return -ENOENT;
+	}
+	if (!pinned) {
+		snprintf(why, CTL_WHY_MAX, "not attached (no maps under %s); run 'ringlb attach "
+			 "IFACE' first", site->pin_dir);
+		return -ENOENT;
+	}
+	err = lb_maps_open_pinned(maps, site->pin_dir);
+	if (err)
+		snprintf(why, CTL_WHY_MAX, "cannot open the maps under %s: %s", site->pin_dir,
+			 strerror(-err));
+	return err;
+}
+
+static int dir_ensure(const char *dir, char why[CTL_WHY_MAX])
+{
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		snprintf(why, CTL_WHY_MAX, "cannot create %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int ctl_bpffs_ensure(const struct ctl_site *site, int *mounted, char why[CTL_WHY_MAX])
+{
+	char copy[PATH_MAX], *parent;
+	int err;
+
+	*mounted = 0;
+	snprintf(copy, sizeof(copy), "%s", site->pin_dir);
+	parent = dirname(copy);
+	if (!host_bpffs(parent) && !host_bpffs(site->pin_dir)) {
+		if (strcmp(parent, CTL_BPFFS_ROOT)) {
+			snprintf(why, CTL_WHY_MAX, "%s is not on a BPF filesystem; mount one with: "
+				 "mount -t bpf bpf %s", site->pin_dir, parent);
+			return -ENOENT;
+		}
+		if ((mkdir(CTL_BPFFS_ROOT, 0700) && errno != EEXIST) ||
+		    mount("bpf", CTL_BPFFS_ROOT, "bpf", 0, "mode=0700")) {
+			err = -errno;
+			snprintf(why, CTL_WHY_MAX, "cannot mount the BPF filesystem at "
+				 CTL_BPFFS_ROOT ": %s", strerror(errno));
+			return err;
+		}
+		*mounted = 1;
+	}
+	snprintf(copy, sizeof(copy), "%s/links", site->pin_dir);
+	return dir_ensure(site->pin_dir, why) ?: dir_ensure(copy, why);
+}
+
+/* --- the deployment secret and the programs on it ------------------------------------ */
+
+int ctl_file_secret(const struct ctl_site *site, int create, __u64 secret[2],
+		    char why[CTL_WHY_MAX])
+{
+	char path[PATH_MAX], hwhy[HOST_WHY_MAX] = "";
+	int err;
+
+	ctl_site_path(site, "secret", path, sizeof(path));
+	err = host_secret(path, create, secret, hwhy);
+	if (err)
+		snprintf(why, CTL_WHY_MAX, "deployment secret: %s%s", hwhy,
+			 err == -ENOENT ? " (it is made by the first attach)" : "");
+	return err;
+}
+
+int ctl_served_secret(const struct ctl_site *site, int attached, __u64 secret[2],
+		      char why[CTL_WHY_MAX])
+{
+	if (attached && ctl_kernel_secret(site->pin_dir, secret) == 0)
+		return 0;
+	return ctl_file_secret(site, 0, secret, why);
+}
+
+int ctl_links_converge(const struct ctl_site *site, const struct state *want, int *fixed,
+		       char why[CTL_WHY_MAX])
+{
+	__u64 secret[2];
+	int err;
+
+	*fixed = 0;
+	err = ctl_file_secret(site, 0, secret, why);
+	if (err == -ENOENT && ctl_kernel_secret(site->pin_dir, secret) == -ENOENT)
+		return 0;
+	if (!err)
+		err = ctl_links_sync(site->pin_dir, want, secret, fixed, why);
+	memset(secret, 0, sizeof(secret));
+	return err;
+}
+
+/* Make the kernel hold @want: maps (from @applied, or compared whole when NULL), then programs. */
+static int converge(const struct ctl_site *site, const struct lb_maps *maps,
+		    const struct state *applied, const struct state *want, char why[CTL_WHY_MAX])
+{
+	int fixed;
+
+	return ctl_sync(maps, applied, want, why) ?: ctl_links_converge(site, want, &fixed, why);
+}
+
+void ctl_load_failure(int err, char why[CTL_WHY_MAX])
+{
+	snprintf(why, CTL_WHY_MAX, "cannot load the XDP program: %s%s", strerror(-err),
+		 (err == -EPERM || err == -EACCES) && !host_may_verify() ?
+			 "; the verifier needs CAP_PERFMON too, or root" : "");
+}
+
+/* --- sessions -------------------------------------------------------------------------- */
+
+/* Create and pin the maps when there are none (attach after a reboot, a first attach). */
+static int maps_create(const struct ctl_session *ss, char why[CTL_WHY_MAX])
+{
+	struct lb_load_opts opts = {
+		.pin_dir = ss->site->pin_dir,
+		.flow_entries = ss->flow_entries ? ss->flow_entries : ss->applied.flow_entries,
+	};
+	struct lb_prog *prog;
+	int err;
+
+	err = ctl_file_secret(ss->site, 1, opts.secret, why);
+	if (err)
+		return err;
+	err = lb_prog_load(&prog, &opts);
+	memset(opts.secret, 0, sizeof(opts.secret));
+	if (err) {
+		ctl_load_failure(err, why);
+		return err;
+	}
+	lb_prog_close(prog);
+	return 0;
+}
+
+int ctl_session_begin(const struct ctl_site *site, struct ctl_session *ss,
+		      char why[CTL_WHY_MAX])
+{
+	char secret_path[PATH_MAX];
+	int pinned, err, repaired = 0, fixed = 0, created = 0;
+	__u64 secret[2];
+
+	ss->site = site;
+	ss->lock = -1;
+	ss->have_maps = 0;
+	ss->note[0] = '\0';
+	lb_maps_init(&ss->maps);
+	state_init(&ss->applied);
+	err = ctl_privileged(why) ?: state_dir_ensure(site, why);
+	if (err)
+		return err;
+	ss->lock = ctl_lock(site, 1, why);
+	if (ss->lock < 0)
+		return ss->lock;
+	state_tmp_sweep(site->state_path);
+	ctl_site_path(site, "secret", secret_path, sizeof(secret_path));
+	state_tmp_sweep(secret_path);
+	err = ctl_state_read(site, &ss->applied, why);
+	if (err)
+		return err;
+	pinned = ctl_maps_pinned(site);
+	if (pinned == 0 && (ss->flags & CTL_CREATE_MAPS)) {
+		err = maps_create(ss, why);
+		if (err)
+			return err;
+		pinned = 1;
+		created = 1;
+	}
+	if (!(ss->flags & CTL_NEEDS_MAPS) && pinned != 1)
+		return 0;
+	/* A secret file that is there but unusable stops everything, said as it is. */
+	err = ctl_file_secret(site, 0, secret, why);
+	memset(secret, 0, sizeof(secret));
+	if (err && err != -ENOENT)
+		return err;
+	err = ctl_maps_open(site, &ss->maps, why);
+	if (err)
+		return err;
+	ss->have_maps = 1;
+	err = ctl_repair(&ss->maps, &ss->applied, &repaired, why) ?:
+	      ctl_links_converge(site, &ss->applied, &fixed, why);
+	if (err) {
+		char cause[CTL_WHY_MAX];
+
+		snprintf(cause, sizeof(cause), "%s", why);
+		snprintf(why, CTL_WHY_MAX, "the kernel does not hold the committed state and "
+			 "repairing it failed: %s; nothing changed (ringlb verify shows what "
+			 "differs)", cause);
+		return err;
+	}
+	/* Maps just created are filled from the state: no repair to speak of. */
+	if ((repaired && !created) || fixed)
+		snprintf(ss->note, sizeof(ss->note),
+			 "first repaired the kernel to the committed state (generation %llu)%s",
+			 (unsigned long long)ss->applied.generation,
+			 fixed ? ", the programs on the interfaces included" : "");
+	return 0;
+}
+
+void ctl_session_end(struct ctl_session *ss)
+{
+	state_free(&ss->applied);
+	lb_maps_close(&ss->maps);
+	if (ss->lock >= 0)
+		close(ss->lock);
+	ss->lock = -1;
+}
+
+/* --- the change ------------------------------------------------------------------------ */
+
+/* @why with "; nothing changed" after it. */
+static void nothing_changed(char why[CTL_WHY_MAX])
+{
+	char cause[CTL_WHY_MAX];
+
+	snprintf(cause, sizeof(cause), "%s", why);
+	snprintf(why, CTL_WHY_MAX, "%s; nothing changed", cause);
+}
+
+int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entries,
+	       ctl_apply_fn apply, const void *args, struct ctl_outcome *out)
+{
+	struct ctl_session ss = { .flags = flags, .flow_entries = flow_entries };
+	struct ctl_apply ctx = { .site = site };
+	struct state want;
+	char *why = out->why, *undo = out->undo;
+	int err, fixed;
+
+	memset(out, 0, sizeof(*out));
+	state_init(&want);
+	err = ctl_session_begin(site, &ss, why);
+	if (err)
+		goto out;
+	if (state_clone(&want, &ss.applied)) {
+		snprintf(why, CTL_WHY_MAX, "out of memory");
+		err = -ENOMEM;
+		goto out;
+	}
+	err = apply(&ctx, args, &want, why);
+	if (err)
+		goto undo_links; /* attach may have made its link already */
+	want.generation = ss.applied.generation + 1;
+	if (ss.have_maps) {
+		err = ctl_record(&ss.maps, &ss.applied, 1);
+		if (err) {
+			snprintf(why, CTL_WHY_MAX, "cannot write the kernel's record: %s; nothing "
+				 "changed", strerror(-err));
+			goto undo_links;
+		}
+	}
+	/* The commit. */
+	err = state_save(&want, site->state_path);
+	if (err) {
+		snprintf(why, CTL_WHY_MAX, "cannot write %s: %s; nothing changed",
+			 site->state_path, strerror(-err));
+		goto undo_record;
+	}
+	if (!ss.have_maps)
+		goto out;
+	err = converge(site, &ss.maps, &ss.applied, &want, why) ?:
+	      ctl_record(&ss.maps, &want, 0);
+	if (!err)
+		goto out;
+	if (!why[0])
+		snprintf(why, CTL_WHY_MAX, "%s", strerror(-err));
+	nothing_changed(why);
+	/* If the old state cannot be written back, the new one stays: the next command repairs. */
+	if (state_save(&ss.applied, site->state_path))
+		goto out;
+	if (converge(site, &ss.maps, NULL, &ss.applied, undo) ||
+	    ctl_record(&ss.maps, &ss.applied, 0))
+		goto undo_failed;
+	goto out;
+undo_record:
+	if (ss.have_maps && ctl_record(&ss.maps, &ss.applied, 0)) {
+		snprintf(undo, CTL_WHY_MAX, "cannot write the kernel's record");
+		goto undo_failed;
+	}
+undo_links:
+	if (ss.have_maps && ctl_links_converge(site, &ss.applied, &fixed, undo))
+		goto undo_failed;
+	goto out;
+undo_failed:
+	if (!undo[0])
+		snprintf(undo, CTL_WHY_MAX, "cannot write the kernel's record");
+out:
+	if (!err)
+		snprintf(out->note, sizeof(out->note), "%s", ss.note);
+	state_free(&want);
+	ctl_session_end(&ss);
+	return err;
+}
+
+/* --- the audit log --------------------------------------------------------------------- */
+
+/* The login uid the kernel keeps for this session (set at login, kept by sudo), or -1. */
+static long login_uid(void)
+{
+	char text[32] = "";
+	long uid = -1;
+	FILE *f = fopen("/proc/self/loginuid", "re");
+
+	if (f) {
+		if (fgets(text, sizeof(text), f))
+			uid = strtol(text, NULL, 10);
+		fclose(f);
+	}
+	return uid == 4294967295L ? -1 : uid;
+}
+
+/*
+ * A word of the command line as a JSON string: printable ASCII as it is,
+ * every other byte as the four characters \xNN, so what is logged is valid
+ * JSON whatever bytes the caller passed.
+ */
+static json_t *audit_word(const char *word)
+{
+	size_t len = strlen(word), i, n = 0;
+	char *text = malloc(4 * len + 1);
+	json_t *j;
+
+	if (!text)
+		return json_string("?");
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)word[i];
+
+		if (ch >= 0x20 && ch < 0x7f)
+			text[n++] = (char)ch;
+		else
+			n += (size_t)sprintf(text + n, "\\x%02x", ch);
+	}
+	text[n] = '\0';
+	j = json_string(text);
+	free(text);
+	return j;
+}
+
+void ctl_audit(const struct ctl_site *site, char *const *words, int count, int ok,
+	       const char *error)
+{
+	char path[PATH_MAX], when[32];
+	struct passwd *pw = getpwuid(getuid());
+	const char *sudo_user = getenv("SUDO_USER");
+	time_t now = time(NULL);
+	json_t *line, *jwords;
+	long luid = login_uid();
+	struct tm tm;
+	char *text;
+	int fd, i;
+
+	jwords = json_array();
+	for (i = 0; i < count; i++)
+		json_array_append_new(jwords, audit_word(words[i]));
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	line = json_pack("{s:s, s:I, s:s, s:o, s:s}", "time", when, "uid", (json_int_t)getuid(),
+			 "user", pw ? pw->pw_name : "?", "command", jwords, "result",
+			 ok ? "ok" : "error");
+	if (!line)
+		return;
+	if (sudo_user)
+		json_object_set_new(line, "sudo_user", audit_word(sudo_user));
+	if (luid >= 0)
+		json_object_set_new(line, "login_uid", json_integer(luid));
+	if (!ok && error && error[0])
+		json_object_set_new(line, "error", audit_word(error));
+	text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(line);
+	if (!text)
+		return;
+	ctl_site_path(site, "audit.log", path, sizeof(path));
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		size_t len = strlen(text);
+
+		text[len] = '\n';
+		if (write(fd, text, len + 1) < 0) {
+			/* Nothing to do: the change itself stands or fell already. */
+		}
+		close(fd);
+	}
+	free(text);
+}

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * backend add, weight, drain and remove: a VIP's members. Each is a change
+ * of the desired state (an apply function); plan runs the same functions on
+ * a copy to measure them. Only add asks the host anything (a backend's MAC
+ * from the neighbour table), and not in a dry run.
+ */
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "host.h"
+
+/* How long backend add waits for the neighbour table to resolve a MAC. */
+#define NEIGH_TIMEOUT_MS 3000
+/* Interfaces whose neighbour tables are asked. */
+#define NEIGH_IFACES_MAX 16
+
+static int backend_mac_set(struct cli *c, void *args, const char *value)
+{
+	struct backend_args *a = args;
+	const char *why = NULL;
+
+	if (mac_parse(value, a->mac, &why))
+		return cli_report(c, "malformed MAC '%s': %s", value, why);
+	a->mac_given = 1;
+	return 0;
+}
+
+static int backend_weight_set(struct cli *c, void *args, const char *value)
+{
+	struct backend_args *a = args;
+
+	a->weight_given = 1;
+	return cli_weight_arg(c, value, &a->weight);
+}
+
+/* VIP NAME: what every backend command starts with. */
+static int backend_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct backend_args *a = args;
+
+	(void)count;
+	return cli_vip_arg(c, operands[0], &a->vip) ?: cli_name_arg(c, operands[1], &a->name);
+}
+
+/* VIP NAME ADDR, weight 1 unless --weight says otherwise. */
+static int backend_add_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct backend_args *a = args;
+	const char *why = NULL;
+	int err = backend_parse(c, args, operands, count);
+
+	if (err)
+		return err;
+	if (!a->weight_given)
+		a->weight = 1;
+	if (addr_parse(operands[2], &a->addr, &why))
+		return cli_report(c, "malformed address '%s': %s", operands[2], why);
+	return 0;
+}
+
+/* The MAC of @a's address, from the neighbour tables of the attached interfaces. */
+static int backend_mac_resolve(const struct state *want, const struct backend_args *a,
+			       __u8 mac[6], char why[CTL_WHY_MAX])
+{
+	int ifindexes[NEIGH_IFACES_MAX], err;
+	char hwhy[HOST_WHY_MAX] = "", addr[ADDR_TEXT_MAX];
+	size_t n = 0, i;
+
+	for (i = 0; i < want->iface_count && n < NEIGH_IFACES_MAX; i++) {
+		int ifindex = (int)if_nametoindex(want->ifaces[i].name);
+
+		if (ifindex)
+			ifindexes[n++] = ifindex;
+	}
+	err = host_neigh_mac(&a->addr, ifindexes, n, mac, NEIGH_TIMEOUT_MS, hwhy);
+	if (err) {
+		addr_format(&a->addr, addr);
+		snprintf(why, CTL_WHY_MAX, "cannot resolve the MAC of %s: %s", addr, hwhy);
+	}
+	return err;
+}
+
+static int backend_add_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
+			     char why[CTL_WHY_MAX])
+{
+	const struct backend_args *a = args;
+	struct state_backend b = { .addr = a->addr, .weight = a->weight };
+	struct state_vip *v = cli_vip_find(want, &a->vip, why);
+	char vip[ADDR_TEXT_MAX];
+	int err;
+
+	if (!v)
+		return -ENOENT;
+	vip_format(&v->spec, vip);
+	if (state_backend_find(v, a->name)) {
+		snprintf(why, CTL_WHY_MAX, "backend '%s' already exists on VIP %s", a->name, vip);
+		return -EEXIST;
+	}
+	snprintf(b.name, sizeof(b.name), "%s", a->name);
+	if (a->mac_given) {
+		memcpy(b.mac, a->mac, sizeof(b.mac));
+	} else if (!ctx->dry_run) {
+		err = backend_mac_resolve(want, a, b.mac, why);
+		if (err)
+			return err;
+	}
+	err = state_backend_add(want, v, &b);
+	if (err == -ENOSPC)
+		snprintf(why, CTL_WHY_MAX, "all %d backend slots are in use", LB_BACKENDS_MAX - 1);
+	else if (err)
+		snprintf(why, CTL_WHY_MAX, "%s", strerror(-err));
+	return err ?: cli_ring_fits(v, why);
+}
+
+static int backend_weight_parse(struct cli *c, void *args, char **operands, int count)
+{
+	return backend_parse(c, args, operands, count) ?:
+	       cli_weight_arg(c, operands[2], &((struct backend_args *)args)->weight);
+}
+
+static int backend_weight_apply(const struct ctl_apply *ctx, const void *args,
+				struct state *want, char why[CTL_WHY_MAX])
+{
+	const struct backend_args *a = args;
+	struct state_vip *v = cli_vip_find(want, &a->vip, why);
+	struct state_backend *b = v ? cli_backend_find(v, a->name, why) : NULL;
+
+	(void)ctx;
+	if (!b)
+		return -ENOENT;
+	b->weight = a->weight;
+	return cli_ring_fits(v, why);
+}
+
+static int backend_drain_apply(const struct ctl_apply *ctx, const void *args,
+			       struct state *want, char why[CTL_WHY_MAX])
+{
+	const struct backend_args *a = args;
+	struct state_vip *v = cli_vip_find(want, &a->vip, why);
+	struct state_backend *b = v ? cli_backend_find(v, a->name, why) : NULL;
+
+	(void)ctx;
+	if (!b)
+		return -ENOENT;
+	if (b->draining) {
+		snprintf(why, CTL_WHY_MAX, "backend '%s' is already draining", a->name);
+		return -EALREADY;
+	}
+	b->draining = 1;
+	return 0;
+}
+
+static int backend_remove_apply(const struct ctl_apply *ctx, const void *args,
+				struct state *want, char why[CTL_WHY_MAX])
+{
+	const struct backend_args *a = args;
+	struct state_vip *v = cli_vip_find(want, &a->vip, why);
+	struct state_backend *b = v ? cli_backend_find(v, a->name, why) : NULL;
+
+	(void)ctx;
+	if (!b)
+		return -ENOENT;
+	state_backend_remove(v, b);
+	return 0;
+}
+
+static const struct cli_option backend_add_options[] = {
+	{ "mac", "MAC", "the backend's MAC (default: from the neighbour table)", backend_mac_set },
+	{ "weight", "W", "its weight, 0..10000 (default 1)", backend_weight_set },
+	{ NULL, NULL, NULL, NULL },
+};
+
+const struct cli_command cli_backend_add = {
+	.object = "backend", .verb = "add", .operands = "VIP NAME ADDR", .min_operands = 3,
+	.max_operands = 3, .options = backend_add_options,
+	.args_size = sizeof(struct backend_args), .parse = backend_add_parse,
+	.apply = backend_add_apply, .flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Add a backend. Without --mac its MAC is taken from the neighbour table of\n"
+		"    an interface ringlb is attached to, resolving it if needed.",
+};
+
+const struct cli_command cli_backend_weight = {
+	.object = "backend", .verb = "weight", .operands = "VIP NAME W", .min_operands = 3,
+	.max_operands = 3, .args_size = sizeof(struct backend_args),
+	.parse = backend_weight_parse, .apply = backend_weight_apply,
+	.flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Change a backend's weight; only the flows that must move do.",
+};
+
+const struct cli_command cli_backend_drain = {
+	.object = "backend", .verb = "drain", .operands = "VIP NAME", .min_operands = 2,
+	.max_operands = 2, .args_size = sizeof(struct backend_args), .parse = backend_parse,
+	.apply = backend_drain_apply, .flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Stop new connections to a backend; its established ones continue. Watch\n"
+		"    LIVE FLOWS in `ringlb stats`; at 0, `ringlb backend remove`.",
+};
+
+const struct cli_command cli_backend_remove = {
+	.object = "backend", .verb = "remove", .operands = "VIP NAME", .min_operands = 2,
+	.max_operands = 2, .args_size = sizeof(struct backend_args), .parse = backend_parse,
+	.apply = backend_remove_apply, .flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Take a backend out; flows still pinned to it are placed again.",
+};

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The ringlb command's own types: a command table whose entries say
+ * everything about a command (object and verb, operands, options, how its
+ * arguments are parsed, what it does, its help), and the context every
+ * command runs in. main.c dispatches over the table (table.c); each object's
+ * file (link.c, vip.c, backend.c, ...) defines its commands. A change is an
+ * apply function of the controller's change pipeline (change.h), so plan
+ * and a daemon run exactly what the command runs.
+ *
+ * Adding a command: its arguments struct, its options table, a parse
+ * function and an apply (a change) or run (a question) function in its
+ * object's file, and one line in table.c. The help and the synopsis come
+ * from the entry.
+ */
+#ifndef RINGLB_CLI_H
+#define RINGLB_CLI_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "addr.h"
+#include "change.h"
+
+/** EXIT_USAGE - the exit status of a command line that does not parse. */
+#define EXIT_USAGE 2
+/** CLI_ERROR_MAX - room for the one line a failed command says. */
+#define CLI_ERROR_MAX 320
+
+struct cli_command;
+
+/**
+ * struct cli - what every command runs with.
+ * @site: the deployment (--state, --pin-dir)
+ * @json: --json: print the model as JSON
+ * @verbose: -v: libbpf's and the verifier's messages on stderr
+ * @cmd: the command running
+ * @name: its words ("backend add"), for messages
+ * @usage: set when the command line was wrong (exit EXIT_USAGE)
+ * @error: the one line the caller was told, for the audit log
+ * @words: the whole command line after "ringlb", for the audit log
+ * @word_count: how many words
+ */
+struct cli {
+	struct ctl_site site;
+	int json;
+	int verbose;
+	const struct cli_command *cmd;
+	char name[64];
+	int usage;
+	char error[CLI_ERROR_MAX];
+	char **words;
+	int word_count;
+};
+
+/**
+ * struct cli_option - one option of a command; the table is also its help.
+ * @name: the long name, without "--"
+ * @metavar: what its value looks like in the help; NULL for a flag
+ * @help: one line
+ * @set: parse @value (NULL for a flag) into the command's arguments; on a
+ *       bad value, cli_usage() or cli_report() and a negative errno
+ */
+struct cli_option {
+	const char *name;
+	const char *metavar;
+	const char *help;
+	int (*set)(struct cli *c, void *args, const char *value);
+};
+
+/** enum cli_flags - what the dispatcher does around a command. */
+enum cli_flags {
+	CLI_NEEDS_MAPS = CTL_NEEDS_MAPS,    /* a change that refuses before attach */
+	CLI_CREATES_MAPS = CTL_CREATE_MAPS, /* a change that creates the maps (attach) */
+	CLI_CHANGES = 1 << 8,  /* changes the state or the kernel: audited, made by ctl_change() */
+	CLI_DRY_RUN = 1 << 9,  /* its apply can run on a copy: plan measures it */
+	CLI_OUTPUT = 1 << 10,  /* prints a model, as a table or with --json */
+};
+
+/**
+ * struct cli_command - one command.
+ * @object: the first word
+ * @verb: the second word, NULL for one-word commands
+ * @operands: the operands in the synopsis ("VIP NAME ADDR")
+ * @min_operands: fewest operands
+ * @max_operands: most operands
+ * @options: its options, ending with an entry whose name is NULL
+ * @args_size: size of its arguments struct, which parse and the options fill
+ * @parse: check the operands and fill the arguments (after the options)
+ * @run: a command that is not a change: do it; NULL for a change
+ * @apply: a change: edit the desired state (ctl_change() does the rest)
+ * @flags: enum cli_flags
+ * @help: what it does, indented four spaces
+ */
+struct cli_command {
+	const char *object;
+	const char *verb;
+	const char *operands;
+	int min_operands;
+	int max_operands;
+	const struct cli_option *options;
+	size_t args_size;
+	int (*parse)(struct cli *c, void *args, char **operands, int count);
+	int (*run)(struct cli *c, const void *args);
+	ctl_apply_fn apply;
+	unsigned int flags;
+	const char *help;
+};
+
+/** cli_commands - every command, in the order of the help; ends with a NULL object. */
+extern const struct cli_command *const cli_commands[];
+
+/* Each object's commands (table.c lists them). */
+extern const struct cli_command cli_attach, cli_detach;
+extern const struct cli_command cli_vip_add, cli_vip_del;
+extern const struct cli_command cli_backend_add, cli_backend_weight, cli_backend_drain,
+	cli_backend_remove;
+extern const struct cli_command cli_secret_set;
+extern const struct cli_command cli_show, cli_stats, cli_lookup, cli_plan, cli_verify;
+extern const struct cli_command cli_save, cli_restore;
+
+/** cli_report() - say why the command failed: one line on stderr. Return: -EINVAL. */
+int cli_report(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** cli_usage() - cli_report() for a wrong command line, which exits EXIT_USAGE. */
+int cli_usage(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/**
+ * cli_parse_operands() - check the operand count of @cmd and run its parse
+ * function: how plan reads the change it measures.
+ */
+int cli_parse_operands(struct cli *c, const struct cli_command *cmd, void *args,
+		       char **operands, int count);
+
+/** cli_change() - make the change @c->cmd's apply describes; reports the outcome. */
+int cli_change(struct cli *c, const void *args, __u32 flow_entries);
+
+/** cli_print() - print a model: as JSON with --json, else with @text. Consumes @model. */
+void cli_print(const struct cli *c, json_t *model, void (*text)(const json_t *model));
+
+/* Arguments parsed the same way by several commands (args.c). */
+
+/** cli_vip_arg() - a VIP operand, or a report of why it is not one. */
+int cli_vip_arg(struct cli *c, const char *text, struct vip_spec *vip);
+
+/** cli_name_arg() - a backend name operand. */
+int cli_name_arg(struct cli *c, const char *text, const char **name);
+
+/** cli_weight_arg() - a weight, 0 .. RING_WEIGHT_MAX. */
+int cli_weight_arg(struct cli *c, const char *text, __u32 *weight);
+
+/* What the apply functions share (args.c): the state's VIPs and backends, or why not. */
+
+/** cli_vip_find() - @spec's VIP in @s, or NULL and why. */
+struct state_vip *cli_vip_find(const struct state *s, const struct vip_spec *spec,
+			       char why[CTL_WHY_MAX]);
+
+/** cli_backend_find() - backend @name of @v, or NULL and why. */
+struct state_backend *cli_backend_find(const struct state_vip *v, const char *name,
+				       char why[CTL_WHY_MAX]);
+
+/** cli_ring_fits() - 0 when @v's ring stays within the library's limits, else why. */
+int cli_ring_fits(const struct state_vip *v, char why[CTL_WHY_MAX]);
+
+/** struct backend_args - what the backend commands, and plan, are given. */
+struct backend_args {
+	struct vip_spec vip;
+	const char *name;
+	struct addr addr;
+	__u8 mac[6];
+	int mac_given;
+	__u32 weight;
+	int weight_given;
+};
+
+#endif /* RINGLB_CLI_H */

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * attach and detach: the program on an interface. attach loads an instance
+ * on the deployment's key and pins its link before the state that lists the
+ * interface is committed; detach commits the state without it, and the
+ * change pipeline then removes the link. A crash in between only ever
+ * leaves a link the next command removes.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "host.h"
+
+struct attach_args {
+	const char *iface;
+	enum lb_attach_mode mode;
+	__u32 flows;          /* 0: the state's */
+};
+
+static int attach_mode_set(struct cli *c, void *args, const char *value)
+{
+	struct attach_args *a = args;
+
+	if (strcmp(value, "native") == 0)
+		a->mode = LB_ATTACH_NATIVE;
+	else if (strcmp(value, "generic") == 0)
+		a->mode = LB_ATTACH_GENERIC;
+	else
+		return cli_usage(c, "--mode is native or generic, not '%s'", value);
+	return 0;
+}
+
+static int attach_flows_set(struct cli *c, void *args, const char *value)
+{
+	struct attach_args *a = args;
+	const char *why = NULL;
+
+	if (number_parse(value, 1024, 1u << 26, &a->flows, &why))
+		return cli_usage(c, "--flows must be 1024..67108864");
+	return 0;
+}
+
+static int attach_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct attach_args *a = args;
+
+	(void)c;
+	(void)count;
+	a->iface = operands[0];
+	return 0;
+}
+
+static int attach_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
+			char why[CTL_WHY_MAX])
+{
+	const struct attach_args *a = args;
+	struct lb_load_opts opts = { .pin_dir = ctx->site->pin_dir };
+	const char *mode = a->mode == LB_ATTACH_NATIVE ? "native" : "generic";
+	struct state_iface *iface, *ifaces;
+	struct lb_prog *prog = NULL;
+	char link[PATH_MAX];
+	int ifindex, err;
+
+	ifindex = (int)if_nametoindex(a->iface);
+	if (!ifindex) {
+		snprintf(why, CTL_WHY_MAX, "no such interface '%s'", a->iface);
+		return -ENODEV;
+	}
+	snprintf(link, sizeof(link), "%s/links/%s", ctx->site->pin_dir, a->iface);
+	if (access(link, F_OK) == 0) {
+		snprintf(why, CTL_WHY_MAX, "already attached to %s (ringlb detach %s first)",
+			 a->iface, a->iface);
+		return -EEXIST;
+	}
+	err = ctl_file_secret(ctx->site, 1, opts.secret, why);
+	if (err)
+		return err;
+	err = host_iface_mac(a->iface, opts.iface_mac);
+	if (err) {
+		snprintf(why, CTL_WHY_MAX, "cannot read the MAC of %s: %s", a->iface,
+			 strerror(-err));
+		return err;
+	}
+	/* The maps are there already (the session made them), and hold the committed state. */
+	if (a->flows)
+		want->flow_entries = a->flows;
+	err = lb_prog_load(&prog, &opts);
+	memset(opts.secret, 0, sizeof(opts.secret));
+	if (err) {
+		ctl_load_failure(err, why);
+		return err;
+	}
+	err = lb_attach(prog, ifindex, a->mode, link);
+	lb_prog_close(prog);
+	if (err) {
+		snprintf(why, CTL_WHY_MAX, "cannot attach to %s in %s mode: %s%s", a->iface, mode,
+			 strerror(-err), a->mode == LB_ATTACH_NATIVE ? " (try --mode generic)" : "");
+		return err;
+	}
+	/* From here, a failure or a crash before the commit leaves a link the next command removes. */
+	iface = state_iface_find(want, a->iface);
+	if (!iface) {
+		ifaces = realloc(want->ifaces, (want->iface_count + 1) * sizeof(*ifaces));
+		if (!ifaces) {
+			snprintf(why, CTL_WHY_MAX, "out of memory");
+			return -ENOMEM;
+		}
+		want->ifaces = ifaces;
+		iface = &ifaces[want->iface_count++];
+		memset(iface, 0, sizeof(*iface));
+		snprintf(iface->name, sizeof(iface->name), "%s", a->iface);
+	}
+	iface->generic = a->mode == LB_ATTACH_GENERIC;
+	return 0;
+}
+
+/* The pin directory (and the BPF filesystem) first: the session pins the maps there. */
+static int attach_run(struct cli *c, const void *args)
+{
+	const struct attach_args *a = args;
+	char why[CTL_WHY_MAX] = "";
+	int mounted, err;
+
+	err = ctl_privileged(why) ?: ctl_bpffs_ensure(&c->site, &mounted, why);
+	if (err)
+		return cli_report(c, "%s", why);
+	if (mounted)
+		fprintf(stderr, "ringlb: mounted the BPF filesystem at " CTL_BPFFS_ROOT "\n");
+	return cli_change(c, args, a->flows);
+}
+
+static const struct cli_option attach_options[] = {
+	{ "mode", "native|generic", "where the program runs (default native)",
+	  attach_mode_set },
+	{ "flows", "N", "flow table entries, when the maps are created (default 65536)",
+	  attach_flows_set },
+	{ NULL, NULL, NULL, NULL },
+};
+
+const struct cli_command cli_attach = {
+	.object = "attach", .operands = "IFACE", .min_operands = 1, .max_operands = 1,
+	.options = attach_options, .args_size = sizeof(struct attach_args),
+	.parse = attach_parse, .run = attach_run, .apply = attach_apply,
+	.flags = CLI_CHANGES | CLI_CREATES_MAPS,
+	.help = "    Load the XDP program on IFACE (native mode unless --mode generic). The\n"
+		"    first attach creates the deployment secret, the maps and the flow table\n"
+		"    (--flows entries), and fills the maps from the state.",
+};
+
+struct detach_args {
+	const char *iface;
+};
+
+static int detach_parse(struct cli *c, void *args, char **operands, int count)
+{
+	(void)c;
+	(void)count;
+	((struct detach_args *)args)->iface = operands[0];
+	return 0;
+}
+
+/* The program goes once the state without the interface is committed (ctl_change()). */
+static int detach_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
+			char why[CTL_WHY_MAX])
+{
+	const struct detach_args *a = args;
+	struct state_iface *iface = state_iface_find(want, a->iface);
+	size_t at;
+
+	(void)ctx;
+	if (!iface) {
+		snprintf(why, CTL_WHY_MAX, "not attached to %s", a->iface);
+		return -ENOENT;
+	}
+	at = (size_t)(iface - want->ifaces);
+	memmove(iface, iface + 1, (want->iface_count - at - 1) * sizeof(*iface));
+	want->iface_count--;
+	return 0;
+}
+
+const struct cli_command cli_detach = {
+	.object = "detach", .operands = "IFACE", .min_operands = 1, .max_operands = 1,
+	.args_size = sizeof(struct detach_args), .parse = detach_parse, .apply = detach_apply,
+	.flags = CLI_CHANGES | CLI_NEEDS_MAPS,
+	.help = "    Remove the program from IFACE. Maps, rings and flows stay pinned.",
+};

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ringlb: the operator's command. Objects then verbs, like ip and bpftool:
+ *
+ *   ringlb [-v] [--state PATH] [--pin-dir PATH] [--json] OBJECT [VERB] ARGS...
+ *
+ * This file is the dispatcher: the global options, finding the command in
+ * the table (table.c), parsing its options and operands from its own entry,
+ * running it, and the one audit line of every attempted change. It also
+ * prints the help, which the table holds. Errors are one line on stderr,
+ * `ringlb: <command>: <what>`, and a non-zero exit (EXIT_USAGE for a
+ * command line that does not parse).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "cli.h"
+
+/* --- reporting ---------------------------------------------------------------------- */
+
+/*
+ * libbpf's print callback has no argument of its own, so what it needs is
+ * here: how much to show, and whether libbpf had something to say that a
+ * failure's line should point to.
+ */
+static struct {
+	int verbose;
+	int said;
+} libbpf_log;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && libbpf_log.verbose < 2)
+		return 0;
+	if (level == LIBBPF_WARN)
+		libbpf_log.said = 1;
+	if (!libbpf_log.verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static void say(struct cli *c, const char *suffix, const char *fmt, va_list ap)
+{
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	fprintf(stderr, "ringlb: %s: %s%s%s\n", c->name, c->error, suffix,
+		libbpf_log.said && !c->verbose ? " (ringlb -v shows libbpf's log)" : "");
+}
+
+int cli_report(struct cli *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(c, "", fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+int cli_usage(struct cli *c, const char *fmt, ...)
+{
+	char suffix[96];
+	va_list ap;
+
+	snprintf(suffix, sizeof(suffix), " (see ringlb %s --help)", c->name);
+	va_start(ap, fmt);
+	say(c, suffix, fmt, ap);
+	va_end(ap);
+	c->usage = 1;
+	return -EINVAL;
+}
+
+void cli_print(const struct cli *c, json_t *model, void (*text)(const json_t *model))
+{
+	if (c->json) {
+		json_dumpf(model, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+	} else {
+		text(model);
+	}
+	json_decref(model);
+}
+
+int cli_change(struct cli *c, const void *args, __u32 flow_entries)
+{
+	struct ctl_outcome out;
+	int err;
+
+	err = ctl_change(&c->site, c->cmd->flags & (CLI_NEEDS_MAPS | CLI_CREATES_MAPS),
+			 flow_entries, c->cmd->apply, args, &out);
+	if (err) {
+		cli_report(c, "%s", out.why[0] ? out.why : strerror(-err));
+		if (out.undo[0])
+			fprintf(stderr, "ringlb: %s: undoing the partial change failed too: %s; the "
+				"next change repairs it\n", c->name, out.undo);
+	} else if (out.note[0]) {
+		fprintf(stderr, "ringlb: %s: %s\n", c->name, out.note);
+	}
+	return err;
+}
+
+/* --- help --------------------------------------------------------------------------- */
+
+static void print_synopsis(FILE *out, const struct cli_command *cmd)
+{
+	const struct cli_option *o;
+
+	fprintf(out, "  ringlb %s", cmd->object);
+	if (cmd->verb)
+		fprintf(out, " %s", cmd->verb);
+	if (cmd->operands)
+		fprintf(out, " %s", cmd->operands);
+	if (cmd->flags & CLI_OUTPUT)
+		fprintf(out, " [--json]");
+	for (o = cmd->options; o && o->name; o++)
+		fprintf(out, o->metavar ? " [--%s %s]" : " [--%s]", o->name, o->metavar);
+	fputc('\n', out);
+}
+
+static void print_command_help(FILE *out, const struct cli_command *cmd)
+{
+	const struct cli_option *o;
+
+	print_synopsis(out, cmd);
+	fprintf(out, "%s\n", cmd->help);
+	for (o = cmd->options; o && o->name; o++) {
+		char left[48];
+
+		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->metavar ? " " : "",
+			 o->metavar ? o->metavar : "");
+		fprintf(out, "      %-24s %s\n", left, o->help);
+	}
+}
+
+static void print_help(FILE *out, const char *object)
+{
+	const struct cli_command *const *cmd;
+
+	if (!object)
+		fprintf(out,
+			"Usage: ringlb [-v] [--state PATH] [--pin-dir PATH] [--json] COMMAND ...\n\n"
+			"ringlb balances TCP and UDP services (VIPs) over backends with a\n"
+			"consistent-hash ring per VIP, in an XDP program.\n\n"
+			"Commands:\n");
+	for (cmd = cli_commands; *cmd; cmd++) {
+		if (object && strcmp((*cmd)->object, object))
+			continue;
+		if (object)
+			print_command_help(out, *cmd);
+		else
+			print_synopsis(out, *cmd);
+	}
+	if (!object)
+		fprintf(out,
+			"\nGlobal options:\n"
+			"  --state PATH    desired-state file (default " CTL_STATE_PATH_DEFAULT ");\n"
+			"                  the secret, lock and audit log live beside it\n"
+			"  --pin-dir PATH  bpffs directory for maps and links (default "
+			LB_PIN_DIR_DEFAULT ")\n"
+			"  --json          machine-readable output\n"
+			"  -v, --verbose   libbpf's and the verifier's messages (twice: libbpf's\n"
+			"                  debug messages too)\n\n"
+			"VIPs are ADDR:PORT/PROTO, [ADDR6]:PORT/PROTO, PROTO tcp or udp.\n"
+			"`ringlb COMMAND --help` explains a command.\n");
+}
+
+/* --- parsing ---------------------------------------------------------------------------- */
+
+int cli_parse_operands(struct cli *c, const struct cli_command *cmd, void *args,
+		       char **operands, int count)
+{
+	if (count < cmd->min_operands)
+		return cli_usage(c, "missing arguments");
+	if (count > cmd->max_operands)
+		return cli_usage(c, "unexpected argument '%s'", operands[cmd->max_operands]);
+	return cmd->parse ? cmd->parse(c, args, operands, count) : 0;
+}
+
+#define OPTIONS_MAX 8
+#define OPT_JSON 1
+#define OPT_HELP 2
+#define OPT_FIRST 256
+
+/*
+ * The command's options (getopt_long over its own table: they may come
+ * before, between or after the operands), then its operands. Return: 0, 1
+ * when --help was asked, or a negative errno, reported.
+ */
+static int command_parse(struct cli *c, const struct cli_command *cmd, void *args, int argc,
+			 char **argv)
+{
+	struct option options[OPTIONS_MAX + 3] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, OPT_HELP },
+	};
+	int n = 2, opt, err;
+
+	for (; cmd->options && cmd->options[n - 2].name && n < OPTIONS_MAX + 2; n++)
+		options[n] = (struct option){ cmd->options[n - 2].name,
+					      cmd->options[n - 2].metavar ? required_argument :
+									   no_argument,
+					      NULL, OPT_FIRST + n - 2 };
+	/* 0 makes glibc start afresh; the first word is the command's own. */
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		if (opt == OPT_HELP)
+			return 1;
+		if (opt == OPT_JSON) {
+			c->json = 1;
+			continue;
+		}
+		if (opt < OPT_FIRST)
+			return cli_usage(c, "unknown option '%s'", argv[optind - 1]);
+		err = cmd->options[opt - OPT_FIRST].set(c, args, optarg);
+		if (err)
+			return err;
+	}
+	return cli_parse_operands(c, cmd, args, argv + optind, argc - optind);
+}
+
+/* The command @argv names (@argv[0] its object), or NULL and a report. */
+static const struct cli_command *command_find(int argc, char **argv, int *words)
+{
+	const struct cli_command *const *cmd;
+	int object_known = 0;
+
+	for (cmd = cli_commands; *cmd; cmd++) {
+		if (strcmp((*cmd)->object, argv[0]))
+			continue;
+		object_known = 1;
+		if (!(*cmd)->verb) {
+			*words = 1;
+			return *cmd;
+		}
+		if (argc > 1 && strcmp((*cmd)->verb, argv[1]) == 0) {
+			*words = 2;
+			return *cmd;
+		}
+	}
+	*words = object_known;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option globals[] = {
+		{ "state", required_argument, NULL, 's' },
+		{ "pin-dir", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cli c = {
+		.site = { .state_path = CTL_STATE_PATH_DEFAULT, .pin_dir = LB_PIN_DIR_DEFAULT },
+		.name = "ringlb", .words = argv + 1, .word_count = argc - 1,
+	};
+	const struct cli_command *cmd;
+	void *args;
+	int opt, words, err;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+hv", globals, NULL)) != -1) {
+		switch (opt) {
+		case 's': c.site.state_path = optarg; break;
+		case 'p': c.site.pin_dir = optarg; break;
+		case 'j': c.json = 1; break;
+		case 'v': c.verbose++; break;
+		case 'h': print_help(stdout, NULL); return 0;
+		default:
+			fprintf(stderr, "ringlb: unknown option '%s' (see ringlb --help)\n",
+				argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	libbpf_log.verbose = c.verbose;
+	libbpf_set_print(libbpf_print);
+	if (optind >= argc) {
+		print_help(stderr, NULL);
+		return EXIT_USAGE;
+	}
+	argc -= optind;
+	argv += optind;
+	cmd = command_find(argc, argv, &words);
+	if (!cmd && words) {
+		if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+			print_help(argc < 2 ? stderr : stdout, argv[0]);
+			return argc < 2 ? EXIT_USAGE : 0;
+		}
+		fprintf(stderr, "ringlb: %s: unknown verb '%s' (see ringlb %s --help)\n", argv[0],
+			argv[1], argv[0]);
+		return EXIT_USAGE;
+	}
+	if (!cmd) {
+		fprintf(stderr, "ringlb: unknown command '%s' (see ringlb --help)\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	c.cmd = cmd;
+	snprintf(c.name, sizeof(c.name), "%s%s%s", cmd->object, cmd->verb ? " " : "",
+		 cmd->verb ? cmd->verb : "");
+	args = calloc(1, cmd->args_size ? cmd->args_size : 1);
+	if (!args) {
+		fprintf(stderr, "ringlb: %s: out of memory\n", c.name);
+		return 1;
+	}
+	/* getopt sees the command's words from its last one, as a program name. */
+	err = command_parse(&c, cmd, args, argc - words + 1, argv + words - 1);
+	if (err == 1) {
+		print_help(stdout, cmd->object);
+		free(args);
+		return 0;
+	}
+	if (!err)
+		err = cmd->run ? cmd->run(&c, args) : cli_change(&c, args, 0);
+	if (cmd->flags & CLI_CHANGES)
+		ctl_audit(&c.site, c.words, c.word_count, err == 0, c.error);
+	free(args);
+	return err == 0 ? 0 : c.usage ? EXIT_USAGE : 1;
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * plan: the share of flows a backend change would move. The change is the
+ * backend command's own: its operands and options are parsed by that
+ * command's entry, and its apply function runs as a dry run on a copy of
+ * the committed state. The rings before and after are then diffed. Nothing
+ * is locked for longer than the read, and nothing changes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ring.h"
+
+struct plan_args {
+	const struct cli_command *change;
+	struct backend_args backend;
+	const char *weight; /* --weight, handed to the change's own option */
+};
+
+/* The changes plan measures, by the word that names them. */
+static const struct {
+	const char *verb;
+	const struct cli_command *cmd;
+} plan_changes[] = {
+	{ "add", &cli_backend_add },
+	{ "remove", &cli_backend_remove },
+	{ "weight", &cli_backend_weight },
+};
+
+static int plan_weight_set(struct cli *c, void *args, const char *value)
+{
+	(void)c;
+	((struct plan_args *)args)->weight = value;
+	return 0;
+}
+
+/* VIP VERB NAME [ARG]: the change's own operands are VIP NAME [ARG]. */
+static int plan_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct plan_args *p = args;
+	const struct cli_option *o;
+	char *change_operands[3];
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(plan_changes) / sizeof(plan_changes[0]); i++)
+		if (strcmp(plan_changes[i].verb, operands[1]) == 0)
+			p->change = plan_changes[i].cmd;
+	if (!p->change)
+		return cli_usage(c, "plan add, remove or weight, not '%s'", operands[1]);
+	if (p->weight) {
+		for (o = p->change->options; o && o->name && strcmp(o->name, "weight"); o++)
+			;
+		if (!o || !o->name)
+			return cli_usage(c, "--weight applies to plan add");
+		err = o->set(c, &p->backend, p->weight);
+		if (err)
+			return err;
+	}
+	change_operands[0] = operands[0];
+	for (i = 2; i < (size_t)count; i++)
+		change_operands[i - 1] = operands[i];
+	return cli_parse_operands(c, p->change, &p->backend, change_operands, count - 1);
+}
+
+/* The model: the share that moves, and each backend's before and after. */
+static int plan_model(const struct state_vip *before, const struct state_vip *after,
+		      json_t **out)
+{
+	struct ring *before_ring = NULL, *after_ring = NULL;
+	struct ring_diff diff = { 0 };
+	__u32 *ids = NULL;
+	json_t *members;
+	size_t i;
+	int err;
+
+	err = state_vip_ring(before, &before_ring, &ids);
+	free(ids);
+	ids = NULL;
+	if (!err)
+		err = state_vip_ring(after, &after_ring, &ids);
+	if (!err)
+		err = ring_diff(before_ring, after_ring, &diff);
+	if (!err) {
+		members = json_array();
+		for (i = 0; i < diff.count; i++)
+			json_array_append_new(members, json_pack(
+				"{s:s, s:f, s:f, s:f, s:f}", "name", diff.members[i].name,
+				"share_before", diff.members[i].share_before, "share_after",
+				diff.members[i].share_after, "moved_in", diff.members[i].moved_in,
+				"moved_out", diff.members[i].moved_out));
+		*out = json_pack("{s:f, s:o}", "moved", diff.moved, "backends", members);
+	}
+	ring_diff_free(&diff);
+	ring_free(before_ring);
+	ring_free(after_ring);
+	free(ids);
+	return err;
+}
+
+static void plan_text(const json_t *model)
+{
+	const json_t *b;
+	size_t i;
+
+	printf("%.2f%% of flows would move\n  %-20s %8s %8s %9s %9s\n",
+	       100 * json_real_value(json_object_get(model, "moved")), "NAME", "BEFORE", "AFTER",
+	       "GAINS", "LOSES");
+	json_array_foreach(json_object_get(model, "backends"), i, b)
+		printf("  %-20s %7.2f%% %7.2f%% %8.2f%% %8.2f%%\n",
+		       json_string_value(json_object_get(b, "name")),
+		       100 * json_real_value(json_object_get(b, "share_before")),
+		       100 * json_real_value(json_object_get(b, "share_after")),
+		       100 * json_real_value(json_object_get(b, "moved_in")),
+		       100 * json_real_value(json_object_get(b, "moved_out")));
+}
+
+static int plan_run(struct cli *c, const void *args)
+{
+	const struct plan_args *p = args;
+	struct ctl_apply ctx = { .site = &c->site, .dry_run = 1 };
+	char why[CTL_WHY_MAX] = "";
+	struct state s, after;
+	json_t *model = NULL;
+	int err;
+
+	state_init(&after);
+	err = ctl_state_read_shared(&c->site, &s, why);
+	if (err)
+		return cli_report(c, "%s", why);
+	err = state_clone(&after, &s);
+	if (err)
+		snprintf(why, sizeof(why), "out of memory");
+	else
+		err = p->change->apply(&ctx, &p->backend, &after, why);
+	if (!err) {
+		err = plan_model(state_vip_find(&s, &p->backend.vip),
+				 state_vip_find(&after, &p->backend.vip), &model);
+		if (err)
+			snprintf(why, sizeof(why), "%s", ring_strerror(err));
+	}
+	state_free(&after);
+	state_free(&s);
+	if (err)
+		return cli_report(c, "%s", why);
+	cli_print(c, model, plan_text);
+	return 0;
+}
+
+static const struct cli_option plan_options[] = {
+	{ "weight", "W", "the weight of the backend plan add adds (default 1)", plan_weight_set },
+	{ NULL, NULL, NULL, NULL },
+};
+
+const struct cli_command cli_plan = {
+	.object = "plan",
+	.operands = "VIP add NAME ADDR | VIP remove NAME | VIP weight NAME W",
+	.min_operands = 3, .max_operands = 4, .options = plan_options,
+	.args_size = sizeof(struct plan_args), .parse = plan_parse, .run = plan_run,
+	.flags = CLI_OUTPUT,
+	.help = "    The share of flows a change would move, per backend: the backend\n"
+		"    command's own change, run on a copy. Changes nothing.",
+};

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * save and restore: the desired state to and from a file. save writes a new
+ * file only; restore is a change like any other, whose apply function takes
+ * the file's VIPs and backends and keeps what are facts of this host (the
+ * interfaces, the flow table's size, the slots backends are served from).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+struct file_args {
+	const char *path;
+};
+
+static int file_parse(struct cli *c, void *args, char **operands, int count)
+{
+	(void)c;
+	(void)count;
+	((struct file_args *)args)->path = operands[0];
+	return 0;
+}
+
+static int save_run(struct cli *c, const void *args)
+{
+	const struct file_args *a = args;
+	char why[CTL_WHY_MAX] = "";
+	struct state s;
+	int err;
+
+	err = ctl_state_read_shared(&c->site, &s, why);
+	if (err)
+		return cli_report(c, "%s", why);
+	err = state_save_new(&s, a->path);
+	state_free(&s);
+	if (err == -EEXIST)
+		return cli_report(c, "%s exists; save writes a new file only (remove it, or choose "
+				  "another name)", a->path);
+	if (err)
+		return cli_report(c, "cannot write %s: %s", a->path, strerror(-err));
+	return 0;
+}
+
+static int restore_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
+			 char why[CTL_WHY_MAX])
+{
+	const struct file_args *a = args;
+	char swhy[STATE_WHY_MAX] = "";
+	struct state from;
+	int err;
+
+	(void)ctx;
+	if (access(a->path, R_OK)) {
+		err = -errno;
+		snprintf(why, CTL_WHY_MAX, "cannot read %s: %s", a->path, strerror(errno));
+		return err;
+	}
+	err = state_load(&from, a->path, swhy);
+	if (err) {
+		snprintf(why, CTL_WHY_MAX, "%s: %s", a->path, swhy);
+		return err;
+	}
+	/*
+	 * Ids are facts of this kernel, not of the saved state: what the
+	 * committed state has keeps its slot, anything else gets one no
+	 * backend serves from now (@want is still the committed state here).
+	 */
+	err = state_restore_ids(want, &from);
+	if (err) {
+		snprintf(why, CTL_WHY_MAX, "%s: %s", a->path,
+			 err == -ENOSPC ? "no free VIP or backend slot for it" : strerror(-err));
+		state_free(&from);
+		return err;
+	}
+	/* Attachments are facts of this host, not of the saved state. */
+	free(from.ifaces);
+	from.ifaces = want->ifaces;
+	from.iface_count = want->iface_count;
+	from.flow_entries = want->flow_entries;
+	want->ifaces = NULL;
+	want->iface_count = 0;
+	if (from.generation < want->generation)
+		from.generation = want->generation;
+	state_free(want);
+	*want = from;
+	return 0;
+}
+
+const struct cli_command cli_save = {
+	.object = "save", .operands = "FILE", .min_operands = 1, .max_operands = 1,
+	.args_size = sizeof(struct file_args), .parse = file_parse, .run = save_run,
+	.help = "    Write the desired state to FILE, a new file (never over an existing one).",
+};
+
+const struct cli_command cli_restore = {
+	.object = "restore", .operands = "FILE", .min_operands = 1, .max_operands = 1,
+	.args_size = sizeof(struct file_args), .parse = file_parse, .apply = restore_apply,
+	.flags = CLI_CHANGES | CLI_DRY_RUN,
+	.help = "    Make FILE the desired state. Backends this host serves keep their slots;\n"
+		"    the rings are the ones it was saved with.",
+};

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The command table: every command of ringlb, in the order `ringlb --help`
+ * lists them. The entries live with their object (link.c, vip.c, ...);
+ * a new command is one more line here.
+ */
+#include "cli.h"
+
+const struct cli_command *const cli_commands[] = {
+	&cli_attach,
+	&cli_detach,
+	&cli_vip_add,
+	&cli_vip_del,
+	&cli_backend_add,
+	&cli_backend_weight,
+	&cli_backend_drain,
+	&cli_backend_remove,
+	&cli_secret_set,
+	&cli_show,
+	&cli_stats,
+	&cli_lookup,
+	&cli_plan,
+	&cli_verify,
+	&cli_save,
+	&cli_restore,
+	NULL,
+};

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * show and stats: what is configured and what the kernel counted. Each
+ * builds one model, the JSON object --json prints, and the table is printed
+ * from that same model, so the two outputs cannot say different things.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "cli.h"
+#include "host.h"
+#include "ring.h"
+
+#define IDLE_DEFAULT_S 300
+
+/* json_integer_value() of a member, for the tables. */
+static unsigned long long member_u64(const json_t *o, const char *key)
+{
+	return (unsigned long long)json_integer_value(json_object_get(o, key));
+}
+
+static const char *member_str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static const char *backend_state(const struct state_backend *b)
+{
+	return b->draining ? "draining" : "active";
+}
+
+/* The maps, when they are there and this process may read them; else none. */
+static int maps_if_attached(const struct cli *c, struct lb_maps *maps)
+{
+	lb_maps_init(maps);
+	return ctl_maps_pinned(&c->site) == 1 && host_privileged() &&
+	       lb_maps_open_pinned(maps, c->site.pin_dir) == 0;
+}
+
+/* --- show ------------------------------------------------------------------------------- */
+
+/* A VIP's ring and each backend's share of it (0 for draining ones). */
+static int vip_shares(const struct state_vip *v, double *shares, size_t *points)
+{
+	struct ring *ring;
+	__u32 *ids;
+	double *member_shares;
+	size_t i, j;
+	int err = state_vip_ring(v, &ring, &ids);
+
+	if (err)
+		return err;
+	member_shares = calloc(ring_member_count(ring) + 1, sizeof(double));
+	if (!member_shares) {
+		ring_free(ring);
+		free(ids);
+		return -ENOMEM;
+	}
+	ring_shares(ring, member_shares);
+	ring_points(ring, points);
+	for (i = 0; i < v->backend_count; i++) {
+		shares[i] = 0;
+		for (j = 0; j < ring_member_count(ring); j++)
+			if (ids[j] == v->backends[i].id)
+				shares[i] = member_shares[j];
+	}
+	free(member_shares);
+	ring_free(ring);
+	free(ids);
+	return 0;
+}
+
+static json_t *hex64(__u64 v)
+{
+	char hex[17];
+
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)v);
+	return json_string(hex);
+}
+
+/* One VIP of the show model, with the digest of the ring the kernel serves when attached. */
+static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json_t **out)
+{
+	double *shares = calloc(vp->backend_count + 1, sizeof(double));
+	char spec[ADDR_TEXT_MAX];
+	struct lb_vip_key key;
+	json_t *backends;
+	size_t points = 0, j;
+	__u64 digest = 0;
+
+	if (!shares || vip_shares(vp, shares, &points)) {
+		free(shares);
+		return -ENOMEM;
+	}
+	vip_format(&vp->spec, spec);
+	backends = json_array();
+	for (j = 0; j < vp->backend_count; j++) {
+		const struct state_backend *b = &vp->backends[j];
+		char addr[ADDR_TEXT_MAX], mac[MAC_TEXT_MAX];
+
+		addr_format(&b->addr, addr);
+		mac_format(b->mac, mac);
+		json_array_append_new(backends, json_pack(
+			"{s:s, s:s, s:s, s:s, s:I, s:f}", "name", b->name, "address", addr, "mac",
+			mac, "state", backend_state(b), "weight", (json_int_t)b->weight, "share",
+			shares[j]));
+	}
+	free(shares);
+	*out = json_pack("{s:s, s:I, s:I, s:I, s:o}", "vip", spec, "id", (json_int_t)vp->id,
+			 "vnodes", (json_int_t)vp->vnodes, "points", (json_int_t)points,
+			 "backends", backends);
+	/* Hosts with the same configuration serve the same digest. */
+	ctl_vip_key(vp, &key);
+	if (maps && lb_vip_ring_digest(maps, &key, &digest) == 0)
+		json_object_set_new(*out, "kernel_ring_digest", hex64(digest));
+	return 0;
+}
+
+static void show_text(const json_t *model)
+{
+	const json_t *vips = json_object_get(model, "vips"), *v, *b;
+	size_t i, j;
+
+	if (json_array_size(vips) == 0)
+		printf("No VIPs. Add one with: ringlb vip add ADDR:PORT/PROTO\n");
+	json_array_foreach(vips, i, v) {
+		printf("VIP %s  id %llu  %llu points per weight  %llu points\n"
+		       "  %-20s %-24s %-17s %-9s %6s %8s\n", member_str(v, "vip"), member_u64(v, "id"),
+		       member_u64(v, "vnodes"), member_u64(v, "points"), "NAME", "ADDRESS", "MAC",
+		       "STATE", "WEIGHT", "SHARE");
+		json_array_foreach(json_object_get(v, "backends"), j, b)
+			printf("  %-20s %-24s %-17s %-9s %6llu %7.2f%%\n", member_str(b, "name"),
+			       member_str(b, "address"), member_str(b, "mac"), member_str(b, "state"),
+			       member_u64(b, "weight"),
+			       100.0 * json_real_value(json_object_get(b, "share")));
+	}
+}
+
+static int show_run(struct cli *c, const void *args)
+{
+	char why[CTL_WHY_MAX] = "";
+	struct lb_maps maps;
+	struct state s;
+	json_t *model, *vips, *v;
+	__u64 secret[2];
+	size_t i;
+	int attached, err = 0;
+
+	(void)args;
+	if (ctl_state_read_shared(&c->site, &s, why))
+		return cli_report(c, "%s", why);
+	/* With the maps at hand, also say what the kernel serves. */
+	attached = maps_if_attached(c, &maps);
+	vips = json_array();
+	model = json_pack("{s:I, s:o}", "generation", (json_int_t)s.generation, "vips", vips);
+	for (i = 0; i < s.vip_count && !err; i++) {
+		err = show_vip(&s.vips[i], attached ? &maps : NULL, &v);
+		if (err) {
+			char spec[ADDR_TEXT_MAX];
+
+			vip_format(&s.vips[i].spec, spec);
+			cli_report(c, "VIP %s: cannot build its ring", spec);
+		} else {
+			json_array_append_new(vips, v);
+		}
+	}
+	/* The key the kernel hashes with, as a digest. */
+	if (!err && ctl_served_secret(&c->site, attached, secret, why) == 0) {
+		json_object_set_new(model, "secret_digest", hex64(lb_secret_digest(secret)));
+		memset(secret, 0, sizeof(secret));
+	}
+	lb_maps_close(&maps);
+	state_free(&s);
+	if (err) {
+		json_decref(model);
+		return err;
+	}
+	cli_print(c, model, show_text);
+	return 0;
+}
+
+const struct cli_command cli_show = {
+	.object = "show", .run = show_run, .flags = CLI_OUTPUT,
+	.help = "    VIPs and backends: address, MAC, state, weight, share of the ring.\n"
+		"    --json adds the digest of each ring and of the flow hash key the kernel uses.",
+};
+
+/* --- stats -------------------------------------------------------------------------------- */
+
+struct stats_args {
+	__u32 idle;
+};
+
+static int stats_idle_set(struct cli *c, void *args, const char *value)
+{
+	const char *why = NULL;
+
+	if (number_parse(value, 1, 86400, &((struct stats_args *)args)->idle, &why))
+		return cli_usage(c, "--idle must be 1..86400 seconds");
+	return 0;
+}
+
+static int stats_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct stats_args *a = args;
+
+	(void)c;
+	(void)operands;
+	(void)count;
+	if (!a->idle)
+		a->idle = IDLE_DEFAULT_S;
+	return 0;
+}
+
+/* Sum a per-CPU value of @words 64-bit counters. */
+static int percpu_sum(int fd, __u32 key, size_t words, __u64 *sum)
+{
+	int cpus = libbpf_num_possible_cpus(), cpu;
+	__u64 *values;
+	size_t w;
+
+	for (w = 0; w < words; w++)
+		sum[w] = 0;
+	if (cpus <= 0)
+		return -EINVAL;
+	values = calloc((size_t)cpus * words, sizeof(__u64));
+	if (!values)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(fd, &key, values)) {
+		free(values);
+		return -errno;
+	}
+	for (cpu = 0; cpu < cpus; cpu++)
+		for (w = 0; w < words; w++)
+			sum[w] += values[(size_t)cpu * words + w];
+	free(values);
+	return 0;
+}
+
+static json_t *stats_vip(const struct state_vip *vp, const struct lb_maps *maps,
+			 const struct ctl_tally *tally)
+{
+	json_t *backends = json_array();
+	char spec[ADDR_TEXT_MAX];
+	__u64 vc[2];
+	size_t j;
+
+	vip_format(&vp->spec, spec);
+	percpu_sum(maps->vip_stats, vp->id, 2, vc);
+	for (j = 0; j < vp->backend_count; j++) {
+		const struct state_backend *b = &vp->backends[j];
+		__u64 bc[3];
+
+		percpu_sum(maps->backend_stats, b->id, 3, bc);
+		json_array_append_new(backends, json_pack(
+			"{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "name", b->name, "state",
+			backend_state(b), "packets", (json_int_t)bc[0], "bytes", (json_int_t)bc[1],
+			"new_flows", (json_int_t)bc[2], "live_flows", (json_int_t)tally->live[b->id],
+			"closing_flows", (json_int_t)tally->closing[b->id]));
+	}
+	return json_pack("{s:s, s:I, s:I, s:o}", "vip", spec, "packets", (json_int_t)vc[0],
+			 "bytes", (json_int_t)vc[1], "backends", backends);
+}
+
+static void stats_text(const json_t *model)
+{
+	const json_t *v, *b, *r;
+	const char *name;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(model, "vips"), i, v) {
+		printf("VIP %s  %llu packets  %llu bytes\n  %-20s %-9s %12s %14s %10s %10s %8s\n",
+		       member_str(v, "vip"), member_u64(v, "packets"), member_u64(v, "bytes"),
+		       "NAME", "STATE", "PACKETS", "BYTES", "NEW FLOWS", "LIVE FLOWS", "CLOSING");
+		json_array_foreach(json_object_get(v, "backends"), j, b)
+			printf("  %-20s %-9s %12llu %14llu %10llu %10llu %8llu\n",
+			       member_str(b, "name"), member_str(b, "state"), member_u64(b, "packets"),
+			       member_u64(b, "bytes"), member_u64(b, "new_flows"),
+			       member_u64(b, "live_flows"), member_u64(b, "closing_flows"));
+	}
+	printf("Frames by reason (live flows: seen in the last %llu s)\n",
+	       member_u64(model, "idle_seconds"));
+	json_object_foreach((json_t *)json_object_get(model, "reasons"), name, r)
+		if (member_u64(r, "packets"))
+			printf("  %-22s %12llu packets %14llu bytes\n", name,
+			       member_u64(r, "packets"), member_u64(r, "bytes"));
+}
+
+static int stats_run(struct cli *c, const void *args)
+{
+	static struct ctl_tally tally; /* two counters per backend slot: too big for the stack */
+	const struct stats_args *a = args;
+	char why[CTL_WHY_MAX] = "";
+	struct lb_maps maps;
+	struct state s;
+	json_t *vips, *reasons;
+	size_t i;
+	__u32 r;
+
+	if (ctl_privileged(why) || ctl_state_read_shared(&c->site, &s, why))
+		return cli_report(c, "%s", why);
+	if (ctl_maps_open(&c->site, &maps, why)) {
+		state_free(&s);
+		return cli_report(c, "%s", why);
+	}
+	if (ctl_flow_tally(&maps, &s, (__u64)a->idle * 1000000000ull, &tally))
+		cli_report(c, "cannot read the flow table; live and closing flows are not counted");
+	vips = json_array();
+	for (i = 0; i < s.vip_count; i++)
+		json_array_append_new(vips, stats_vip(&s.vips[i], &maps, &tally));
+	reasons = json_object();
+	for (r = 0; r < LB_REASON_COUNT; r++) {
+		__u64 rc[2];
+
+		percpu_sum(maps.reason_stats, r, 2, rc);
+		json_object_set_new(reasons, lb_reasons[r].name,
+				    json_pack("{s:I, s:I}", "packets", (json_int_t)rc[0], "bytes",
+					      (json_int_t)rc[1]));
+	}
+	lb_maps_close(&maps);
+	state_free(&s);
+	cli_print(c, json_pack("{s:o, s:o, s:I}", "vips", vips, "reasons", reasons,
+			       "idle_seconds", (json_int_t)a->idle), stats_text);
+	return 0;
+}
+
+static const struct cli_option stats_options[] = {
+	{ "idle", "SECONDS", "a live flow had a packet this recently (default 300)",
+	  stats_idle_set },
+	{ NULL, NULL, NULL, NULL },
+};
+
+const struct cli_command cli_stats = {
+	.object = "stats", .options = stats_options, .args_size = sizeof(struct stats_args),
+	.parse = stats_parse, .run = stats_run, .flags = CLI_OUTPUT,
+	.help = "    Packets and bytes per VIP and backend, new flows, live flows (a packet\n"
+		"    in the last --idle seconds; closing ones included) and of them closing\n"
+		"    (the client sent FIN or RST), frames by reason.",
+};

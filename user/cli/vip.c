@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vip add and vip del: services, each with its ring. A new VIP has no
+ * backends, so its packets drop until one is added.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ring.h"
+
+struct vip_args {
+	struct vip_spec vip;
+	__u32 vnodes;
+};
+
+static int vip_vnodes_set(struct cli *c, void *args, const char *value)
+{
+	const char *why = NULL;
+
+	if (number_parse(value, RING_VNODES_MIN, RING_VNODES_MAX, &((struct vip_args *)args)->vnodes,
+			 &why))
+		return cli_usage(c, "--vnodes must be %u..%u", RING_VNODES_MIN, RING_VNODES_MAX);
+	return 0;
+}
+
+static int vip_operands_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct vip_args *a = args;
+
+	(void)count;
+	if (!a->vnodes)
+		a->vnodes = RING_VNODES_DEFAULT;
+	return cli_vip_arg(c, operands[0], &a->vip);
+}
+
+static int vip_add_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
+			 char why[CTL_WHY_MAX])
+{
+	const struct vip_args *a = args;
+	struct state_vip *v;
+	char text[ADDR_TEXT_MAX];
+	int err = state_vip_add(want, &a->vip, a->vnodes, &v);
+
+	(void)ctx;
+	vip_format(&a->vip, text);
+	if (err == -EEXIST)
+		snprintf(why, CTL_WHY_MAX, "VIP %s already exists", text);
+	else if (err == -ENOSPC)
+		snprintf(why, CTL_WHY_MAX, "all %d VIP slots are in use", LB_VIPS_MAX);
+	else if (err)
+		snprintf(why, CTL_WHY_MAX, "%s", strerror(-err));
+	return err;
+}
+
+static int vip_del_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
+			 char why[CTL_WHY_MAX])
+{
+	const struct vip_args *a = args;
+	struct state_vip *v = cli_vip_find(want, &a->vip, why);
+
+	(void)ctx;
+	if (!v)
+		return -ENOENT;
+	state_vip_remove(want, v);
+	return 0;
+}
+
+static const struct cli_option vip_add_options[] = {
+	{ "vnodes", "K", "ring points per unit of backend weight (default 4096)", vip_vnodes_set },
+	{ NULL, NULL, NULL, NULL },
+};
+
+const struct cli_command cli_vip_add = {
+	.object = "vip", .verb = "add", .operands = "VIP", .min_operands = 1, .max_operands = 1,
+	.options = vip_add_options, .args_size = sizeof(struct vip_args), .parse = vip_operands_parse,
+	.apply = vip_add_apply, .flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Add a service with no backends (its packets drop until one is added).\n"
+		"    A ring holds at most 1048576 points: more than 256 total weight needs a\n"
+		"    smaller --vnodes.",
+};
+
+const struct cli_command cli_vip_del = {
+	.object = "vip", .verb = "del", .operands = "VIP", .min_operands = 1, .max_operands = 1,
+	.args_size = sizeof(struct vip_args), .parse = vip_operands_parse, .apply = vip_del_apply,
+	.flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Remove a service and its backends.",
+};
