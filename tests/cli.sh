@@ -189,20 +189,32 @@ else
 fi
 
 # A program the verifier refuses: without CAP_PERFMON (or CAP_SYS_ADMIN) it
-# rejects the data path's pointer arithmetic. One line without -v; with -v,
-# libbpf's messages and the verifier's log too.
+# rejects the data path's pointer arithmetic. A fresh deployment (nothing
+# attached yet, so nothing else needs CAP_SYS_ADMIN): one line without -v;
+# with -v, libbpf's messages and the verifier's log too.
+mkdir -p "$W/fresh"
 no_perfmon() {
 	nsenter --net="/run/netns/$NS" setpriv --bounding-set=-perfmon,-sys_admin \
-		--inh-caps=-perfmon,-sys_admin "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" "$@"
+		--inh-caps=-perfmon,-sys_admin "$RINGLB_BIN" --state "$W/fresh/state.json" \
+		--pin-dir "$PIN-fresh" "$@"
 }
-refused "attach the verifier refuses" "the verifier needs CAP_PERFMON" -- no_perfmon attach eth1 --mode generic
+no_perfmon attach eth1 --mode generic >/dev/null 2>"$W/err"
+rc=$?
+if [ $rc -eq 1 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
+	grep -q "cannot load the XDP program: Permission denied; the verifier needs CAP_PERFMON" "$W/err" &&
+	grep -q "(ringlb -v shows libbpf's log)" "$W/err" && [ ! -e "$W/fresh/state.json" ]; then
+	pass "attach the verifier refuses: exit 1, '$(cat "$W/err")'"
+else
+	fail "attach the verifier refuses: exit $rc, '$(cat "$W/err")'"
+fi
 no_perfmon -v attach eth1 --mode generic >/dev/null 2>"$W/verbose"
 if grep -q "BEGIN PROG LOAD LOG" "$W/verbose" && grep -q "processed [0-9]* insns" "$W/verbose" &&
 	[ "$(grep -c '^ringlb: attach: ' "$W/verbose")" -eq 1 ] && ! grep -q "ringlb -v shows" "$W/verbose"; then
-	pass "attach -v the verifier refuses: the verifier's log ($(grep -c . "$W/verbose") lines), then the one line"
+	pass "attach -v the verifier refuses: libbpf's messages and the verifier's log ($(wc -l <"$W/verbose") lines), then the one line"
 else
 	fail "attach -v: no verifier log: $(head -5 "$W/verbose")"
 fi
+rm -rf "$PIN-fresh"
 
 ringlb detach eth0 || fail "detach"
 echo "cli: $FAILS failed"

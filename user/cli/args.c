@@ -79,3 +79,11 @@ int cli_ring_fits(const struct state_vip *v, char why[CTL_WHY_MAX])
 	}
 	return err;
 }
+
+int cli_word_arg(struct cli *c, void *args, char **operands, int count)
+{
+	(void)c;
+	(void)count;
+	*(const char **)args = operands[0];
+	return 0;
+}

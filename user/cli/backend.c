@@ -116,6 +116,14 @@ static int backend_add_apply(const struct ctl_apply *ctx, const void *args, stru
 	return err ?: cli_ring_fits(v, why);
 }
 
+/* The backend @a names, and its VIP; NULL and why when there is none. */
+static struct state_backend *backend_of(const struct state *want, const struct backend_args *a,
+					struct state_vip **v, char why[CTL_WHY_MAX])
+{
+	*v = cli_vip_find(want, &a->vip, why);
+	return *v ? cli_backend_find(*v, a->name, why) : NULL;
+}
+
 static int backend_weight_parse(struct cli *c, void *args, char **operands, int count)
 {
 	return backend_parse(c, args, operands, count) ?:
@@ -126,8 +134,8 @@ static int backend_weight_apply(const struct ctl_apply *ctx, const void *args,
 				struct state *want, char why[CTL_WHY_MAX])
 {
 	const struct backend_args *a = args;
-	struct state_vip *v = cli_vip_find(want, &a->vip, why);
-	struct state_backend *b = v ? cli_backend_find(v, a->name, why) : NULL;
+	struct state_vip *v;
+	struct state_backend *b = backend_of(want, a, &v, why);
 
 	(void)ctx;
 	if (!b)
@@ -140,10 +148,11 @@ static int backend_drain_apply(const struct ctl_apply *ctx, const void *args,
 			       struct state *want, char why[CTL_WHY_MAX])
 {
 	const struct backend_args *a = args;
-	struct state_vip *v = cli_vip_find(want, &a->vip, why);
-	struct state_backend *b = v ? cli_backend_find(v, a->name, why) : NULL;
+	struct state_vip *v;
+	struct state_backend *b = backend_of(want, a, &v, why);
 
 	(void)ctx;
+	(void)v;
 	if (!b)
 		return -ENOENT;
 	if (b->draining) {
@@ -158,8 +167,8 @@ static int backend_remove_apply(const struct ctl_apply *ctx, const void *args,
 				struct state *want, char why[CTL_WHY_MAX])
 {
 	const struct backend_args *a = args;
-	struct state_vip *v = cli_vip_find(want, &a->vip, why);
-	struct state_backend *b = v ? cli_backend_find(v, a->name, why) : NULL;
+	struct state_vip *v;
+	struct state_backend *b = backend_of(want, a, &v, why);
 
 	(void)ctx;
 	if (!b)

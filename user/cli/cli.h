@@ -150,6 +150,13 @@ int cli_name_arg(struct cli *c, const char *text, const char **name);
 /** cli_weight_arg() - a weight, 0 .. RING_WEIGHT_MAX. */
 int cli_weight_arg(struct cli *c, const char *text, __u32 *weight);
 
+/**
+ * cli_word_arg() - the parse function of a command whose one operand is a
+ * word taken as it is (an interface, a file): it goes to the first member of
+ * the arguments struct, a const char *.
+ */
+int cli_word_arg(struct cli *c, void *args, char **operands, int count);
+
 /* What the apply functions share (args.c): the state's VIPs and backends, or why not. */
 
 /** cli_vip_find() - @spec's VIP in @s, or NULL and why. */

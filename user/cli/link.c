@@ -46,16 +46,6 @@ static int attach_flows_set(struct cli *c, void *args, const char *value)
 	return 0;
 }
 
-static int attach_parse(struct cli *c, void *args, char **operands, int count)
-{
-	struct attach_args *a = args;
-
-	(void)c;
-	(void)count;
-	a->iface = operands[0];
-	return 0;
-}
-
 static int attach_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
 			char why[CTL_WHY_MAX])
 {
@@ -146,7 +136,7 @@ static const struct cli_option attach_options[] = {
 const struct cli_command cli_attach = {
 	.object = "attach", .operands = "IFACE", .min_operands = 1, .max_operands = 1,
 	.options = attach_options, .args_size = sizeof(struct attach_args),
-	.parse = attach_parse, .run = attach_run, .apply = attach_apply,
+	.parse = cli_word_arg, .run = attach_run, .apply = attach_apply,
 	.flags = CLI_CHANGES | CLI_CREATES_MAPS,
 	.help = "    Load the XDP program on IFACE (native mode unless --mode generic). The\n"
 		"    first attach creates the deployment secret, the maps and the flow table\n"
@@ -156,14 +146,6 @@ const struct cli_command cli_attach = {
 struct detach_args {
 	const char *iface;
 };
-
-static int detach_parse(struct cli *c, void *args, char **operands, int count)
-{
-	(void)c;
-	(void)count;
-	((struct detach_args *)args)->iface = operands[0];
-	return 0;
-}
 
 /* The program goes once the state without the interface is committed (ctl_change()). */
 static int detach_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
@@ -186,7 +168,7 @@ static int detach_apply(const struct ctl_apply *ctx, const void *args, struct st
 
 const struct cli_command cli_detach = {
 	.object = "detach", .operands = "IFACE", .min_operands = 1, .max_operands = 1,
-	.args_size = sizeof(struct detach_args), .parse = detach_parse, .apply = detach_apply,
+	.args_size = sizeof(struct detach_args), .parse = cli_word_arg, .apply = detach_apply,
 	.flags = CLI_CHANGES | CLI_NEEDS_MAPS,
 	.help = "    Remove the program from IFACE. Maps, rings and flows stay pinned.",
 };

@@ -185,6 +185,7 @@ int cli_parse_operands(struct cli *c, const struct cli_command *cmd, void *args,
 #define OPTIONS_MAX 8
 #define OPT_JSON 1
 #define OPT_HELP 2
+#define OPT_VERBOSE 'v'
 #define OPT_FIRST 256
 
 /*
@@ -195,25 +196,33 @@ int cli_parse_operands(struct cli *c, const struct cli_command *cmd, void *args,
 static int command_parse(struct cli *c, const struct cli_command *cmd, void *args, int argc,
 			 char **argv)
 {
-	struct option options[OPTIONS_MAX + 3] = {
+	/* Every command also takes the global --json and -v, and --help. */
+	struct option options[OPTIONS_MAX + 4] = {
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
 	};
-	int n = 2, opt, err;
+	const int common = 3;
+	int n = common, opt, err;
 
-	for (; cmd->options && cmd->options[n - 2].name && n < OPTIONS_MAX + 2; n++)
-		options[n] = (struct option){ cmd->options[n - 2].name,
-					      cmd->options[n - 2].metavar ? required_argument :
-									   no_argument,
-					      NULL, OPT_FIRST + n - 2 };
+	for (; cmd->options && cmd->options[n - common].name; n++) {
+		if (n == OPTIONS_MAX + common)
+			return cli_report(c, "this command has more options than the parser takes");
+		options[n] = (struct option){ cmd->options[n - common].name,
+					      cmd->options[n - common].metavar ? required_argument :
+										no_argument,
+					      NULL, OPT_FIRST + n - common };
+	}
 	/* 0 makes glibc start afresh; the first word is the command's own. */
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "v", options, NULL)) != -1) {
 		if (opt == OPT_HELP)
 			return 1;
-		if (opt == OPT_JSON) {
-			c->json = 1;
+		if (opt == OPT_JSON || opt == OPT_VERBOSE) {
+			c->json |= opt == OPT_JSON;
+			c->verbose += opt == OPT_VERBOSE;
+			libbpf_log.verbose = c->verbose;
 			continue;
 		}
 		if (opt < OPT_FIRST)

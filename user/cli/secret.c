@@ -17,14 +17,6 @@ struct secret_args {
 	const char *path;
 };
 
-static int secret_parse(struct cli *c, void *args, char **operands, int count)
-{
-	(void)c;
-	(void)count;
-	((struct secret_args *)args)->path = operands[0];
-	return 0;
-}
-
 static int secret_run(struct cli *c, const void *args)
 {
 	const struct secret_args *a = args;
@@ -71,7 +63,7 @@ out:
 
 const struct cli_command cli_secret_set = {
 	.object = "secret", .verb = "set", .operands = "FILE", .min_operands = 1,
-	.max_operands = 1, .args_size = sizeof(struct secret_args), .parse = secret_parse,
+	.max_operands = 1, .args_size = sizeof(struct secret_args), .parse = cli_word_arg,
 	.run = secret_run, .flags = CLI_CHANGES,
 	.help = "    Make FILE (32 hex digits, not readable by others) the deployment's flow\n"
 		"    hash key: copied to the secret file, and every attached program is\n"

@@ -16,14 +16,6 @@ struct file_args {
 	const char *path;
 };
 
-static int file_parse(struct cli *c, void *args, char **operands, int count)
-{
-	(void)c;
-	(void)count;
-	((struct file_args *)args)->path = operands[0];
-	return 0;
-}
-
 static int save_run(struct cli *c, const void *args)
 {
 	const struct file_args *a = args;
@@ -91,13 +83,13 @@ static int restore_apply(const struct ctl_apply *ctx, const void *args, struct s
 
 const struct cli_command cli_save = {
 	.object = "save", .operands = "FILE", .min_operands = 1, .max_operands = 1,
-	.args_size = sizeof(struct file_args), .parse = file_parse, .run = save_run,
+	.args_size = sizeof(struct file_args), .parse = cli_word_arg, .run = save_run,
 	.help = "    Write the desired state to FILE, a new file (never over an existing one).",
 };
 
 const struct cli_command cli_restore = {
 	.object = "restore", .operands = "FILE", .min_operands = 1, .max_operands = 1,
-	.args_size = sizeof(struct file_args), .parse = file_parse, .apply = restore_apply,
+	.args_size = sizeof(struct file_args), .parse = cli_word_arg, .apply = restore_apply,
 	.flags = CLI_CHANGES | CLI_DRY_RUN,
 	.help = "    Make FILE the desired state. Backends this host serves keep their slots;\n"
 		"    the rings are the ones it was saved with.",
