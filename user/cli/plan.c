@@ -51,6 +51,10 @@ static int plan_parse(struct cli *c, void *args, char **operands, int count)
 			p->change = plan_changes[i].cmd;
 	if (!p->change)
 		return cli_usage(c, "plan add, remove or weight, not '%s'", operands[1]);
+	/* Only a change whose apply asks the host nothing in a dry run can be measured. */
+	if (!(p->change->flags & CLI_DRY_RUN))
+		return cli_report(c, "ringlb %s %s cannot be planned", p->change->object,
+				  p->change->verb);
 	if (p->weight) {
 		for (o = p->change->options; o && o->name && strcmp(o->name, "weight"); o++)
 			;
