@@ -144,12 +144,30 @@ enum lb_backend_state {
 };
 
 /**
+ * enum lb_forward - how a VIP's packets reach its backends.
+ * @LB_FORWARD_L2: the frame's MACs rewritten, sent back out (direct server
+ *                 return on the balancer's segment)
+ * @LB_FORWARD_IPIP: the packet inside an IPv4 or IPv6 header to the backend
+ *                   (protocol 4 or 41), as the kernel's ipip and ip6tnl
+ *                   devices accept it
+ * @LB_FORWARD_GUE: the packet inside UDP and a GUE header (struct lb_gue)
+ *                  to the backend
+ */
+enum lb_forward {
+	LB_FORWARD_L2 = 0,
+	LB_FORWARD_IPIP = 1,
+	LB_FORWARD_GUE = 2,
+};
+
+/**
  * struct lb_backend - one backend of one VIP.
- * @addr: backend address (__be, IPv4 in the first 4 bytes), for operators
- * @mac: backend MAC, the frame's new destination
+ * @addr: backend address (__be, IPv4 in the first 4 bytes): the outer
+ *        destination when encapsulating
+ * @mac: backend MAC, the frame's new destination (LB_FORWARD_L2 only)
  * @family: enum lb_family of @addr
  * @state: enum lb_backend_state
  * @vip_id: the VIP it serves
+ * @forward: enum lb_forward, its VIP's
  * @pad: zero
  * @cookie: the backend's identity, random and never 0: two backends that
  *          held the same slot never share it, so a flow pinned to one is
@@ -166,9 +184,61 @@ struct lb_backend {
 	__u8 family;
 	__u8 state;
 	__u32 vip_id;
-	__u32 pad;
+	__u8 forward;
+	__u8 pad[3];
 	__u64 cookie;
 };
+
+/* --- encapsulation (map "config", array of one) -------------------------------- */
+
+/** LB_GUE_PORT_DEFAULT - GUE's UDP port unless configured (GLB's). */
+#define LB_GUE_PORT_DEFAULT 19523
+/** LB_ENCAP_TTL - outer TTL or hop limit. */
+#define LB_ENCAP_TTL 64
+
+/**
+ * struct lb_config - the balancer's encapsulation settings.
+ * @source4: outer IPv4 source (__be); all zero: none configured
+ * @source6: outer IPv6 source (__be); all zero: none configured
+ * @gue_port: GUE's UDP destination port (__be16)
+ * @pad: zero
+ */
+struct lb_config {
+	__u8 source4[4];
+	__u8 source6[16];
+	__be16 gue_port;
+	__u8 pad[2];
+};
+
+/**
+ * struct lb_gue - GUE version 0 (draft-ietf-intarea-gue) with a private
+ * data field laid out as GLB's: a hop list for a second chance, which may
+ * be empty. All fields network order.
+ * @flags_hlen: version (2 bits, 0), C (1 bit, 0: data), hlen (5 bits): the
+ *              32-bit words of optional fields after the 4-byte header
+ *              (1 + @hop_count)
+ * @proto: the inner protocol, 4 (IPv4) or 41 (IPv6)
+ * @flags: 0
+ * @private_type: 0
+ * @next_hop: index of the next hop in the list
+ * @hop_count: IPv4 hop addresses after the header (0 here)
+ *
+ * A GUE packet without this header (variant 1: the IP header right after
+ * UDP, as Katran sends it) is accepted by the decap program too.
+ */
+struct lb_gue {
+	__u8 flags_hlen;
+	__u8 proto;
+	__be16 flags;
+	__be16 private_type;
+	__u8 next_hop;
+	__u8 hop_count;
+};
+
+/** LB_GUE_LEN - UDP header and struct lb_gue with an empty hop list. */
+#define LB_GUE_LEN (8 + 8)
+/** LB_ICMP_QUOTE_MAX - bytes of the packet an ICMP error from the balancer quotes. */
+#define LB_ICMP_QUOTE_MAX 128
 
 /* --- rings (maps "rings_0" .. "rings_3", arrays of maps) --------------------- */
 
@@ -346,6 +416,8 @@ struct lb_backend_counters {
 	X(FORWARDED, "forwarded", FORWARD, "TCP/UDP to a VIP, sent to its backend")        \
 	X(FORWARDED_ICMP, "forwarded_icmp", FORWARD,                                       \
 	  "ICMP error about a VIP flow, sent to its backend")                              \
+	X(FORWARDED_TOO_BIG, "forwarded_too_big", FORWARD,                                 \
+	  "too big once encapsulated: an ICMP error with the MTU that fits, to the client") \
 	X(PASS_NOT_IP, "pass_not_ip", PASS, "not IPv4 or IPv6 (ARP, LLDP, ...)")            \
 	X(PASS_NOT_VIP, "pass_not_vip", PASS, "IP, but not TCP/UDP to a configured VIP")    \
 	X(PASS_FRAGMENT, "pass_fragment", PASS, "IPv4 or IPv6 fragment: no ports to hash")  \
@@ -371,7 +443,15 @@ struct lb_backend_counters {
 	X(DROP_NO_RING, "drop_no_ring", DROP, "VIP whose ring slot is empty")               \
 	X(DROP_BAD_RING, "drop_bad_ring", DROP,                                            \
 	  "ring that does not match its VIP's description")                                \
-	X(DROP_BACKEND_GONE, "drop_backend_gone", DROP, "ring names a backend slot that is free")
+	X(DROP_BACKEND_GONE, "drop_backend_gone", DROP, "ring names a backend slot that is free") \
+	X(DROP_NO_ROUTE, "drop_no_route", DROP, "no route to the backend, or no outer source") \
+	X(DROP_NO_FORWARDING, "drop_no_forwarding", DROP,                                  \
+	  "forwarding is off on the ingress interface, so the FIB answers nothing")        \
+	X(DROP_NO_NEIGH, "drop_no_neigh", DROP,                                            \
+	  "the next hop toward the backend has no resolved neighbour")                     \
+	X(DROP_TOO_BIG, "drop_too_big", DROP,                                              \
+	  "IPv4 without DF too big once encapsulated (XDP cannot fragment)")               \
+	X(DROP_NO_ROOM, "drop_no_room", DROP, "the frame could not grow for the outer headers")
 
 #define LB_REASON_ENUM_ENTRY(id, name, class, what) LB_REASON_##id,
 enum lb_reason {
@@ -401,5 +481,53 @@ enum lb_verdict {
 		       "LB_REASONS keeps each class together: " #id " is out of place");
 LB_REASONS(LB_REASON_CLASS_CHECK)
 #undef LB_REASON_CLASS_CHECK
+
+/* --- the backend-side decap program (maps "decap_*") --------------------------- */
+
+/**
+ * struct lb_decap_from_key - a prefix outer sources may come from (map
+ * "decap_from", LPM trie).
+ * @prefixlen: 32 (the family) + the prefix's length
+ * @family: enum lb_family, in the first 32 bits of the key
+ * @pad: zero
+ * @addr: the prefix (__be, IPv4 in the first 4 bytes)
+ */
+struct lb_decap_from_key {
+	__u32 prefixlen;
+	__u8 family;
+	__u8 pad[3];
+	__u8 addr[16];
+};
+
+/**
+ * struct lb_decap_config - the decap program's settings (map "decap_config").
+ * @gue_port: GUE's UDP port (__be16); 0: GUE not accepted
+ * @pad: zero
+ */
+struct lb_decap_config {
+	__be16 gue_port;
+	__u8 pad[6];
+};
+
+/*
+ * LB_DECAP_REASONS(X): every frame the decap program sees, once. DECAP_*
+ * frames lose their outer headers and go to the host's stack; everything
+ * else goes there untouched. All pass: the host decides.
+ */
+#define LB_DECAP_REASONS(X)                                                              \
+	X(DECAP_IPIP, "decap_ipip", "IPIP or IP6IP6 (any of the four), outer headers removed") \
+	X(DECAP_GUE, "decap_gue", "GUE (with a header, or IP right after UDP), removed")  \
+	X(PASS_NOT_ENCAP, "pass_not_encap", "not IPIP, nor UDP to the GUE port")          \
+	X(PASS_NOT_FROM, "pass_not_from", "outer source outside every --from prefix")     \
+	X(PASS_NOT_LOCAL, "pass_not_local", "outer destination not one of the host's addresses") \
+	X(PASS_BAD_OUTER, "pass_bad_outer", "outer header malformed, cut short or a fragment")   \
+	X(PASS_BAD_GUE, "pass_bad_gue", "GUE header or inner packet malformed")
+
+#define LB_DECAP_REASON_ENUM_ENTRY(id, name, what) LB_DECAP_##id,
+enum lb_decap_reason {
+	LB_DECAP_REASONS(LB_DECAP_REASON_ENUM_ENTRY)
+	LB_DECAP_REASON_COUNT
+};
+#undef LB_DECAP_REASON_ENUM_ENTRY
 
 #endif /* RINGLB_LB_CONTRACT_H */

@@ -20,6 +20,7 @@
 #include "lb_flow_hash.h"
 #include "lb_parse.h"
 #include "lb_ring.h"
+#include "lb_encap.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -229,6 +230,24 @@ static __always_inline int verdict(__u32 reason, __u64 bytes)
 	}
 }
 
+/* A packet forwarded for a VIP to one of its backends. */
+static __always_inline void stats_add(__u32 vip_id, __u32 backend_id, __u64 bytes)
+{
+	struct lb_backend_counters *bc;
+	struct lb_counters *vc;
+
+	vc = bpf_map_lookup_elem(&vip_stats, &vip_id);
+	if (vc) {
+		vc->packets++;
+		vc->bytes += bytes;
+	}
+	bc = bpf_map_lookup_elem(&backend_stats, &backend_id);
+	if (bc) {
+		bc->packets++;
+		bc->bytes += bytes;
+	}
+}
+
 SEC("xdp")
 int ringlb_xdp(struct xdp_md *ctx)
 {
@@ -236,8 +255,6 @@ int ringlb_xdp(struct xdp_md *ctx)
 	__u64 bytes = (__u64)(ctx->data_end - ctx->data);
 	struct lb_flow_key key = {};
 	struct lb_vip_key vip_key = {};
-	struct lb_backend_counters *bc;
-	struct lb_counters *vc;
 	struct lb_backend *backend;
 	struct ethhdr *eth;
 	struct lb_vip *vip;
@@ -262,6 +279,21 @@ int ringlb_xdp(struct xdp_md *ctx)
 	if (err < 0)
 		return verdict(-err, bytes);
 
+	if (backend->forward != LB_FORWARD_L2) {
+		/* A cheap per-flow mix: the GUE source port and IPv6 flow label only. */
+		__u64 *w = (__u64 *)&key, mix = w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4];
+
+		mix *= 0x9e3779b97f4a7c15ull;
+		err = lb_encap(ctx, backend_id, (__u32)(mix >> 32));
+		if (LB_ENCAP_REASON(err) == LB_REASON_FORWARDED_TOO_BIG)
+			err = lb_too_big(ctx, LB_ENCAP_FITS(err));
+		reason = LB_ENCAP_REASON(err);
+		count(reason, bytes);
+		if (reason != LB_REASON_FORWARDED)
+			return LB_ENCAP_ACTION(err);
+		stats_add(vip->vip_id, backend_id, bytes);
+		return LB_ENCAP_ACTION(err);
+	}
 	__builtin_memcpy(eth->h_dest, backend->mac, ETH_ALEN);
 	/*
 	 * Byte by byte through the volatile: a memcpy from a cast-away
@@ -270,15 +302,6 @@ int ringlb_xdp(struct xdp_md *ctx)
 	for (int i = 0; i < ETH_ALEN; i++)
 		eth->h_source[i] = iface_mac[i];
 
-	vc = bpf_map_lookup_elem(&vip_stats, &vip->vip_id);
-	if (vc) {
-		vc->packets++;
-		vc->bytes += bytes;
-	}
-	bc = bpf_map_lookup_elem(&backend_stats, &backend_id);
-	if (bc) {
-		bc->packets++;
-		bc->bytes += bytes;
-	}
+	stats_add(vip->vip_id, backend_id, bytes);
 	return verdict(reason, bytes);
 }

@@ -61,6 +61,7 @@ static const struct {
 	{ "rings_3", offsetof(struct lb_maps, rings[3]) },
 	{ "flows", offsetof(struct lb_maps, flows) },
 	{ "control", offsetof(struct lb_maps, control) },
+	{ "config", offsetof(struct lb_maps, config) },
 	{ "vip_stats", offsetof(struct lb_maps, vip_stats) },
 	{ "backend_stats", offsetof(struct lb_maps, backend_stats) },
 	{ "reason_stats", offsetof(struct lb_maps, reason_stats) },
@@ -366,7 +367,7 @@ int lb_backend_install(const struct lb_maps *maps, __u32 id, const struct lb_bac
 	/* Every field but the state, while the state still says UNUSED... */
 	staged = *backend;
 	staged.state = LB_BACKEND_UNUSED;
-	staged.pad = 0;
+	memset(staged.pad, 0, sizeof(staged.pad));
 	if (bpf_map_update_elem(maps->backends, &id, &staged, BPF_ANY))
 		return -errno;
 	/* ...then the state alone: the only byte that differs. */

@@ -47,6 +47,7 @@ struct lb_maps {
 	int rings[LB_RING_CLASSES];
 	int flows;
 	int control;
+	int config;
 	int vip_stats;
 	int backend_stats;
 	int reason_stats;

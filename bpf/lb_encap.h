@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Encapsulation to routed backends: the packet (its IP header onwards)
+ * inside an outer IPv4 or IPv6 header, and for GUE a UDP header and a GUE
+ * header (struct lb_gue), addressed to the backend from the configured
+ * source. The kernel's FIB names the egress interface and the next hop's
+ * MACs (bpf_fib_lookup); the frame leaves with XDP_TX when that is the
+ * ingress interface, else by redirect. A packet that would not fit the
+ * egress MTU once encapsulated is answered with an ICMP error carrying the
+ * MTU that fits (IPv4 with DF, IPv6), or dropped (IPv4 without DF: XDP
+ * cannot fragment).
+ *
+ * Both functions are global (verified once, on their own, whatever called
+ * them) and return LB_ENCAP_RET(reason, XDP action): the caller counts.
+ * lb_encap() answers LB_ENCAP_TOO_BIG(fits) for a packet that does not fit,
+ * and the caller then runs lb_too_big().
+ */
+#ifndef RINGLB_LB_ENCAP_H
+#define RINGLB_LB_ENCAP_H
+
+#include "lb_parse.h"
+#include "lb_ring.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#ifndef IPPROTO_ICMPV6
+#define IPPROTO_ICMPV6 58
+#endif
+#define IP_DF_BE bpf_htons(0x4000)
+#define ICMP_FRAG_NEEDED 4
+
+#define LB_ENCAP_RET(reason, action) ((int)((reason) << 8 | (action)))
+#define LB_ENCAP_REASON(ret) (((__u32)(ret) >> 8) & 0xff)
+#define LB_ENCAP_ACTION(ret) ((ret) & 0xff)
+/*
+ * lb_encap()'s answer for a packet too big once encapsulated: the MTU that
+ * fits, for lb_too_big(), which the caller runs (calling it from lb_encap()
+ * would stack three frames, over the 512 bytes a program may use).
+ */
+#define LB_ENCAP_TOO_BIG(fits) ((int)((fits) << 16 | LB_REASON_FORWARDED_TOO_BIG << 8))
+#define LB_ENCAP_FITS(ret) ((__u32)(ret) >> 16)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb_config);
+	LB_PINNED;
+} config SEC(".maps");
+
+/* The frame's L3 offset (one VLAN tag at most, as the parser allows) and EtherType. */
+static __always_inline int l3_of(void *data, void *end, __u32 *l3, __be16 *proto)
+{
+	struct ethhdr *eth = data;
+	struct vlan_tag *vlan;
+
+	if ((void *)(eth + 1) > end)
+		return -1;
+	*l3 = sizeof(*eth);
+	*proto = eth->h_proto;
+	if (*proto == ETH_P_8021Q_BE || *proto == ETH_P_8021AD_BE) {
+		vlan = (void *)(eth + 1);
+		if ((void *)(vlan + 1) > end)
+			return -1;
+		*proto = vlan->encapsulated_proto;
+		*l3 += sizeof(*vlan);
+	}
+	return 0;
+}
+
+/* The 16-bit ones' complement sum folded to 16 bits, complemented. */
+static __always_inline __u16 csum_finish(__u64 sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+static __always_inline __u64 csum_words(const void *p, __u32 words, __u64 sum)
+{
+	const __u16 *w = p;
+
+	for (__u32 i = 0; i < words; i++)
+		sum += w[i];
+	return sum;
+}
+
+/*
+ * Answer a packet too big to encapsulate: the frame becomes an ICMP
+ * "fragmentation needed" (IPv4, DF set) or ICMPv6 "packet too big" from the
+ * VIP (the packet's destination) to the client, quoting the packet's first
+ * bytes, and goes back out with XDP_TX. @fits is the largest packet that
+ * fits once encapsulated.
+ */
+__noinline int lb_too_big(struct xdp_md *ctx, __u32 fits)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u8 head[sizeof(struct ethhdr) + sizeof(struct vlan_tag)];
+	__u32 l3, len, quote, new_ip, i;
+	__u8 addrs[32];
+	__be16 proto;
+	__u64 sum = 0;
+	int v4;
+
+	if (l3_of(data, end, &l3, &proto) || data + sizeof(head) > end)
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+	v4 = proto == bpf_htons(ETH_P_IP);
+	if (v4) {
+		struct iphdr *ip = data + l3;
+
+		if ((void *)(ip + 1) > end)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+		if (!(ip->frag_off & IP_DF_BE))
+			return LB_ENCAP_RET(LB_REASON_DROP_TOO_BIG, XDP_DROP);
+		len = bpf_ntohs(ip->tot_len);
+		__builtin_memcpy(addrs, &ip->saddr, 4);
+		__builtin_memcpy(addrs + 16, &ip->daddr, 4);
+		new_ip = sizeof(struct iphdr);
+	} else {
+		struct ipv6hdr *ip6 = data + l3;
+
+		if ((void *)(ip6 + 1) > end)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+		len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+		__builtin_memcpy(addrs, &ip6->saddr, 16);
+		__builtin_memcpy(addrs + 16, &ip6->daddr, 16);
+		new_ip = sizeof(struct ipv6hdr);
+		/* IPv6 links carry 1280 bytes at least (RFC 8200). */
+		if (fits < 1280)
+			fits = 1280;
+	}
+	/* A whole number of 32-bit words: the checksum below sums words. */
+	quote = (len < LB_ICMP_QUOTE_MAX ? len : LB_ICMP_QUOTE_MAX) & ~3u;
+	if (quote < 28 || data + l3 + quote > end)
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+	__builtin_memcpy(head, data, sizeof(head));
+	if (bpf_xdp_adjust_tail(ctx, (int)(l3 + quote) - (int)(end - data)) ||
+	    bpf_xdp_adjust_head(ctx, -(int)(new_ip + 8)))
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + sizeof(head) > end)
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+	/* The Ethernet header (and tag) as it came, the MACs swapped. */
+	__builtin_memcpy(data, head + ETH_ALEN, ETH_ALEN);
+	__builtin_memcpy(data + ETH_ALEN, head, ETH_ALEN);
+	if (l3 > sizeof(struct ethhdr))
+		__builtin_memcpy(data + 12, head + 12, 6);
+	else
+		__builtin_memcpy(data + 12, head + 12, 2);
+	if (v4) {
+		struct iphdr *ip = data + l3;
+		struct icmp_header *icmp = (void *)(ip + 1);
+		__u8 *q = (void *)(icmp + 1);
+
+		if ((void *)(icmp + 1) > end)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+		*(__u16 *)ip = bpf_htons(0x45c0); /* version 4, IHL 5, TOS internetwork control */
+		ip->tot_len = bpf_htons((__u16)(sizeof(*ip) + 8 + quote));
+		ip->id = 0;
+		ip->frag_off = 0;
+		ip->ttl = LB_ENCAP_TTL;
+		ip->protocol = IPPROTO_ICMP;
+		ip->check = 0;
+		__builtin_memcpy(&ip->saddr, addrs + 16, 4);
+		__builtin_memcpy(&ip->daddr, addrs, 4);
+		ip->check = csum_finish(csum_words(ip, sizeof(*ip) / 2, 0));
+		icmp->type = ICMP_DEST_UNREACH;
+		icmp->code = ICMP_FRAG_NEEDED;
+		icmp->checksum = 0;
+		/* RFC 1191: two unused bytes, then the next hop's MTU. */
+		icmp->rest = bpf_htonl(fits & 0xffff);
+		sum = csum_words(icmp, 4, 0);
+		for (i = 0; i < LB_ICMP_QUOTE_MAX / 4; i++) {
+			if (i * 4 >= quote || (void *)(q + i * 4 + 4) > end)
+				break;
+			sum += *(__u16 *)(q + i * 4) + *(__u16 *)(q + i * 4 + 2);
+		}
+		icmp->checksum = csum_finish(sum);
+	} else {
+		struct ipv6hdr *ip6 = data + l3;
+		struct icmp_header *icmp6 = (void *)(ip6 + 1);
+		__u8 *q = (void *)(icmp6 + 1);
+
+		if ((void *)(icmp6 + 1) > end)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+		*(__be32 *)ip6 = bpf_htonl(0x60000000);
+		ip6->payload_len = bpf_htons((__u16)(8 + quote));
+		ip6->nexthdr = IPPROTO_ICMPV6;
+		ip6->hop_limit = LB_ENCAP_TTL;
+		__builtin_memcpy(&ip6->saddr, addrs + 16, 16);
+		__builtin_memcpy(&ip6->daddr, addrs, 16);
+		icmp6->type = ICMPV6_PKT_TOOBIG;
+		icmp6->code = 0;
+		icmp6->checksum = 0;
+		icmp6->rest = bpf_htonl(fits);
+		/* The pseudo-header: addresses, upper-layer length, next header. */
+		sum = csum_words(&ip6->saddr, 16, 0);
+		sum += bpf_htons((__u16)(8 + quote)) + bpf_htons(IPPROTO_ICMPV6);
+		sum = csum_words(icmp6, 4, sum);
+		for (i = 0; i < LB_ICMP_QUOTE_MAX / 4; i++) {
+			if (i * 4 >= quote || (void *)(q + i * 4 + 4) > end)
+				break;
+			sum += *(__u16 *)(q + i * 4) + *(__u16 *)(q + i * 4 + 2);
+		}
+		icmp6->checksum = csum_finish(sum);
+	}
+	return LB_ENCAP_RET(LB_REASON_FORWARDED_TOO_BIG, XDP_TX);
+}
+
+/*
+ * Send the packet to backend @backend_id inside its VIP's encapsulation.
+ * @hash: the flow's hash, for the GUE source port and the IPv6 flow label
+ */
+__noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct bpf_fib_lookup fib = {};
+	struct lb_backend *b;
+	struct lb_config *cfg;
+	__u32 zero = 0, l3, len, overhead, outer_ip, ifindex;
+	__u8 tos, inner_proto, smac[ETH_ALEN], dmac[ETH_ALEN];
+	__be16 proto;
+	int rc;
+
+	if (l3_of(data, end, &l3, &proto))
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = data + l3;
+
+		if ((void *)(ip + 1) > end)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+		len = bpf_ntohs(ip->tot_len);
+		tos = ip->tos;
+		inner_proto = IPPROTO_IPIP;
+	} else {
+		struct ipv6hdr *ip6 = data + l3;
+
+		if ((void *)(ip6 + 1) > end)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+		len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+		tos = (__u8)(bpf_ntohl(*(__be32 *)ip6) >> 20);
+		inner_proto = IPPROTO_IPV6;
+	}
+	b = bpf_map_lookup_elem(&backends, &backend_id);
+	cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!b || !cfg)
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
+	outer_ip = b->family == LB_FAMILY_IPV4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
+	overhead = outer_ip + (b->forward == LB_FORWARD_GUE ? LB_GUE_LEN : 0);
+
+	/* The route to the backend, checked against the encapsulated length. */
+	fib.tot_len = (__u16)(len + overhead);
+	fib.ifindex = ctx->ingress_ifindex;
+	if (b->family == LB_FAMILY_IPV4) {
+		if (!*(__u32 *)cfg->source4)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
+		fib.family = AF_INET;
+		fib.tos = tos;
+		__builtin_memcpy(&fib.ipv4_src, cfg->source4, 4);
+		__builtin_memcpy(&fib.ipv4_dst, b->addr, 4);
+	} else {
+		if (!(*(__u64 *)cfg->source6 | *(__u64 *)(cfg->source6 + 8)))
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
+		fib.family = AF_INET6;
+		__builtin_memcpy(fib.ipv6_src, cfg->source6, 16);
+		__builtin_memcpy(fib.ipv6_dst, b->addr, 16);
+	}
+	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
+	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return LB_ENCAP_TOO_BIG(fib.mtu_result > overhead ? fib.mtu_result - overhead : 0u);
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_NEIGH, XDP_DROP);
+	if (rc == BPF_FIB_LKUP_RET_FWD_DISABLED)
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_FORWARDING, XDP_DROP);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
+	ifindex = fib.ifindex;
+	__builtin_memcpy(smac, fib.smac, ETH_ALEN);
+	__builtin_memcpy(dmac, fib.dmac, ETH_ALEN);
+
+	/* Ethernet padding past the IP packet goes; the tag goes too (the FIB chose the link). */
+	if (data + l3 + len < end && bpf_xdp_adjust_tail(ctx, (int)(l3 + len) - (int)(end - data)))
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+	if (bpf_xdp_adjust_head(ctx, (int)l3 - (int)(sizeof(struct ethhdr) + overhead)))
+		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	{
+		struct ethhdr *eth = data;
+
+		if ((void *)(eth + 1) > end)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+		__builtin_memcpy(eth->h_dest, dmac, ETH_ALEN);
+		__builtin_memcpy(eth->h_source, smac, ETH_ALEN);
+		eth->h_proto = bpf_htons(b->family == LB_FAMILY_IPV4 ? ETH_P_IP : ETH_P_IPV6);
+	}
+	{
+		__u8 next = b->forward == LB_FORWARD_GUE ? IPPROTO_UDP : inner_proto;
+		struct udphdr *udp;
+
+		if (b->family == LB_FAMILY_IPV4) {
+			struct iphdr *ip = data + sizeof(struct ethhdr);
+
+			if ((void *)(ip + 1) > end)
+				return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+			*(__u16 *)ip = bpf_htons(0x4500 | tos);
+			ip->tot_len = bpf_htons((__u16)(len + overhead));
+			ip->id = 0;
+			/* DF: the balancer did the path MTU check; RFC 6864 allows id 0 with DF. */
+			ip->frag_off = IP_DF_BE;
+			ip->ttl = LB_ENCAP_TTL;
+			ip->protocol = next;
+			ip->check = 0;
+			__builtin_memcpy(&ip->saddr, cfg->source4, 4);
+			__builtin_memcpy(&ip->daddr, b->addr, 4);
+			ip->check = csum_finish(csum_words(ip, sizeof(*ip) / 2, 0));
+			udp = (void *)(ip + 1);
+		} else {
+			struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+
+			if ((void *)(ip6 + 1) > end)
+				return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+			/* Traffic class from the inner packet, flow label from the flow's hash. */
+			*(__be32 *)ip6 = bpf_htonl(0x60000000 | (__u32)tos << 20 | (hash & 0xfffff));
+			ip6->payload_len = bpf_htons((__u16)(len + overhead - sizeof(*ip6)));
+			ip6->nexthdr = next;
+			ip6->hop_limit = LB_ENCAP_TTL;
+			__builtin_memcpy(&ip6->saddr, cfg->source6, 16);
+			__builtin_memcpy(&ip6->daddr, b->addr, 16);
+			udp = (void *)(ip6 + 1);
+		}
+		if (b->forward == LB_FORWARD_GUE) {
+			struct lb_gue *gue = (void *)(udp + 1);
+
+			if ((void *)(gue + 1) > end)
+				return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+			/* From the ephemeral range, by flow: the backend's NIC spreads flows. */
+			udp->source = bpf_htons((__u16)(0xc000 | (hash & 0x3fff)));
+			udp->dest = cfg->gue_port;
+			udp->len = bpf_htons((__u16)(len + LB_GUE_LEN));
+			/*
+			 * Zero over IPv4 (RFC 768: no checksum). Zero over IPv6 too, as
+			 * RFC 6935 and 6936 allow for a tunnel: the inner packet carries
+			 * its own checksums, the receiver is ringlb's decap program,
+			 * which checks the outer source, port and GUE header and never
+			 * hands the UDP datagram to a socket; and a checksum would cost
+			 * a pass over every byte of every packet.
+			 */
+			udp->check = 0;
+			gue->flags_hlen = 1; /* version 0, data, one word of private data */
+			gue->proto = inner_proto;
+			gue->flags = 0;
+			gue->private_type = 0;
+			gue->next_hop = 0;
+			gue->hop_count = 0;
+		}
+	}
+	if (ifindex == ctx->ingress_ifindex)
+		return LB_ENCAP_RET(LB_REASON_FORWARDED, XDP_TX);
+	return LB_ENCAP_RET(LB_REASON_FORWARDED, bpf_redirect(ifindex, 0));
+}
+
+#endif /* RINGLB_LB_ENCAP_H */
