@@ -13,18 +13,7 @@
 
 #include "lb_contract.h"
 
-/*
- * LB_PINNED - the maps every instance of the data path shares are pinned by
- * name: libbpf reuses the map pinned under the loader's pin root (after
- * checking it has the same type, sizes and flags) or creates and pins it.
- * A program that only borrows these definitions (a test or a benchmark)
- * defines LB_MAPS_PRIVATE before including this, and keeps its own.
- */
-#ifdef LB_MAPS_PRIVATE
-#define LB_PINNED __uint(pinning, LIBBPF_PIN_NONE)
-#else
-#define LB_PINNED __uint(pinning, LIBBPF_PIN_BY_NAME)
-#endif
+#include "lb_pin.h"
 
 /*
  * A replaced or deleted VIP value's element is reused by the next update at

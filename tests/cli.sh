@@ -115,7 +115,7 @@ fi
 cp "$W/good.json" "$W/state.json"
 
 # --help explains every command.
-if ringlb --help >"$W/help" && [ "$(grep -c '^  ringlb ' "$W/help")" -eq 16 ]; then
+if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 19 ]; then
 	pass "ringlb --help lists the 16 commands"
 else
 	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"

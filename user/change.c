@@ -227,6 +227,22 @@ void ctl_load_failure(int err, char why[CTL_WHY_MAX])
 			 "; the verifier needs CAP_PERFMON too, or root" : "");
 }
 
+/*
+ * The next hops toward encapsulated VIPs' backends get a datagram each, so
+ * the kernel resolves (or refreshes) their neighbour entries: the program's
+ * FIB lookup uses them but never refreshes them, and drops a packet that
+ * finds none. Best effort, no wait: done after every change.
+ */
+static void next_hops_refresh(const struct state *s)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->vip_count; i++)
+		if (s->vips[i].forward != LB_FORWARD_L2)
+			for (j = 0; j < s->vips[i].backend_count; j++)
+				host_neigh_provoke(&s->vips[i].backends[j].addr);
+}
+
 /* --- sessions -------------------------------------------------------------------------- */
 
 /* Create and pin the maps when there are none (attach after a reboot, a first attach). */
@@ -403,8 +419,10 @@ undo_failed:
 	if (!undo[0])
 		snprintf(undo, CTL_WHY_MAX, "cannot write the kernel's record");
 out:
-	if (!err)
+	if (!err) {
 		snprintf(out->note, sizeof(out->note), "%s", ss.note);
+		next_hops_refresh(&want);
+	}
 	state_free(&want);
 	ctl_session_end(&ss);
 	return err;

@@ -89,15 +89,18 @@ static int backend_wanted(const struct state *s, __u32 id, __u64 cookie)
 	return 0;
 }
 
-/* The slot @b of VIP @vip_id asks for. */
-static void backend_entry(const struct state_backend *b, __u32 vip_id, struct lb_backend *e)
+/* The slot backend @b of VIP @v asks for. */
+static void backend_entry(const struct state_vip *v, const struct state_backend *b,
+			  struct lb_backend *e)
 {
 	memset(e, 0, sizeof(*e));
 	memcpy(e->addr, b->addr.bytes, sizeof(e->addr));
-	memcpy(e->mac, b->mac, sizeof(e->mac));
+	if (v->forward == LB_FORWARD_L2)
+		memcpy(e->mac, b->mac, sizeof(e->mac));
 	e->family = (__u8)b->addr.family;
 	e->state = (__u8)wanted_state(b);
-	e->vip_id = vip_id;
+	e->vip_id = v->id;
+	e->forward = (__u8)v->forward;
 	e->cookie = b->cookie;
 }
 
@@ -106,6 +109,7 @@ static int slot_holds(const struct lb_backend *slot, const struct lb_backend *wa
 {
 	return slot->state != LB_BACKEND_UNUSED && slot->cookie == want->cookie &&
 	       slot->vip_id == want->vip_id && slot->family == want->family &&
+	       slot->forward == want->forward &&
 	       memcmp(slot->addr, want->addr, sizeof(slot->addr)) == 0 &&
 	       memcmp(slot->mac, want->mac, sizeof(slot->mac)) == 0;
 }
@@ -124,18 +128,18 @@ static int vip_id_wanted(const struct state *s, __u32 id)
 struct deferred {
 	struct {
 		const struct state_backend *b;
-		__u32 vip_id;
+		const struct state_vip *v;
 	} items[LB_BACKENDS_MAX];
 	size_t count;
 };
 
-static int backend_fill(const struct lb_maps *maps, const struct state_backend *b, __u32 vip_id,
-			char why[CTL_WHY_MAX])
+static int backend_fill(const struct lb_maps *maps, const struct state_vip *v,
+			const struct state_backend *b, char why[CTL_WHY_MAX])
 {
 	struct lb_backend entry;
 	int err;
 
-	backend_entry(b, vip_id, &entry);
+	backend_entry(v, b, &entry);
 	/* A new occupant starts from zero, whatever the slot counted before. */
 	err = lb_backend_counters_clear(maps, b->id) ?: lb_backend_install(maps, b->id, &entry);
 	return err ? fail(why, err, "installing backend %s in slot %u", b->name, b->id) : 0;
@@ -163,11 +167,11 @@ static int install_backends(const struct lb_maps *maps, const struct state *want
 			err = lb_backend_read(maps, b->id, &cur);
 			if (err)
 				return fail(why, err, "reading backend slot %u", b->id);
-			backend_entry(b, v->id, &entry);
+			backend_entry(v, b, &entry);
 			if (slot_holds(&cur, &entry))
 				continue;
 			if (cur.state == LB_BACKEND_UNUSED) {
-				err = backend_fill(maps, b, v->id, why);
+				err = backend_fill(maps, v, b, why);
 				if (err)
 					return err;
 				continue;
@@ -176,7 +180,7 @@ static int install_backends(const struct lb_maps *maps, const struct state *want
 			if (err)
 				return fail(why, err, "emptying backend slot %u", b->id);
 			later->items[later->count].b = b;
-			later->items[later->count++].vip_id = v->id;
+			later->items[later->count++].v = v;
 		}
 	}
 	return 0;
@@ -195,7 +199,7 @@ static int install_deferred(const struct lb_maps *maps, const struct deferred *l
 	if (err)
 		return fail(why, err, "waiting for packets in flight");
 	for (k = 0; k < later->count; k++) {
-		err = backend_fill(maps, later->items[k].b, later->items[k].vip_id, why);
+		err = backend_fill(maps, later->items[k].v, later->items[k].b, why);
 		if (err)
 			return err;
 	}
@@ -397,6 +401,32 @@ static int free_backends(const struct lb_maps *maps, const struct state *want,
 	return 0;
 }
 
+/* The encapsulation settings @s asks for, as the program reads them. */
+static void config_of(const struct state *s, struct lb_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (s->encap.source4.family)
+		memcpy(c->source4, s->encap.source4.bytes, sizeof(c->source4));
+	if (s->encap.source6.family)
+		memcpy(c->source6, s->encap.source6.bytes, sizeof(c->source6));
+	c->gue_port = htons(s->encap.gue_port);
+}
+
+/* Written before any ring that could use it; only when it differs. */
+static int config_sync(const struct lb_maps *maps, const struct state *want,
+		       char why[CTL_WHY_MAX])
+{
+	struct lb_config cur, c;
+	int err;
+
+	config_of(want, &c);
+	err = lb_config_read(maps, &cur);
+	if (!err && memcmp(&cur, &c, sizeof(c)) == 0)
+		return 0;
+	err = err ?: lb_config_write(maps, &c);
+	return err ? fail(why, err, "writing the encapsulation settings") : 0;
+}
+
 int ctl_sync(const struct lb_maps *maps, const struct state *applied, const struct state *want,
 	     char why[CTL_WHY_MAX])
 {
@@ -405,7 +435,8 @@ int ctl_sync(const struct lb_maps *maps, const struct state *applied, const stru
 
 	if (!later)
 		return fail(why, -ENOMEM, "syncing the maps");
-	err = install_backends(maps, want, later, why) ?: swap_rings(maps, applied, want, why) ?:
+	err = config_sync(maps, want, why) ?: install_backends(maps, want, later, why) ?:
+	      swap_rings(maps, applied, want, why) ?:
 	      install_deferred(maps, later, why) ?: update_states(maps, want, why) ?:
 	      remove_vips(maps, applied, want, why) ?: free_backends(maps, want, why);
 	free(later);
@@ -598,7 +629,7 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 
 			if (lb_backend_read(maps, b->id, &slot))
 				return -errno;
-			backend_entry(b, v->id, &entry);
+			backend_entry(v, b, &entry);
 			if (!slot_holds(&slot, &entry)) {
 				say(report, arg, "VIP %s: backend %s: slot %u holds something else",
 				    spec, b->name, b->id);
@@ -608,6 +639,17 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 				    b->id, slot.state == LB_BACKEND_DRAINING ? "draining" : "active");
 				bad++;
 			}
+		}
+	}
+	{
+		struct lb_config cur, c;
+
+		config_of(want, &c);
+		if (lb_config_read(maps, &cur))
+			return -errno;
+		if (memcmp(&cur, &c, sizeof(c))) {
+			say(report, arg, "the encapsulation settings differ from the state's");
+			bad++;
 		}
 	}
 	if (bpf_map_get_next_key(maps->vips, NULL, &next) == 0) {

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -32,6 +33,63 @@
 #define DISCARD_PORT 9
 #define NEIGH_POLL_MS 50
 #define SECRET_HEX_LEN 32
+
+int host_iface_addr(const char *ifname, int family, struct addr *out)
+{
+	struct ifaddrs *all, *i;
+	int found = 0;
+
+	if (getifaddrs(&all))
+		return -errno;
+	for (i = all; i && !found; i = i->ifa_next) {
+		if (!i->ifa_addr || strcmp(i->ifa_name, ifname))
+			continue;
+		if (family == LB_FAMILY_IPV4 && i->ifa_addr->sa_family == AF_INET) {
+			memset(out, 0, sizeof(*out));
+			out->family = LB_FAMILY_IPV4;
+			memcpy(out->bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+			found = 1;
+		} else if (family == LB_FAMILY_IPV6 && i->ifa_addr->sa_family == AF_INET6) {
+			const struct in6_addr *a = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+
+			/* Global scope only: not link-local, not loopback. */
+			if (IN6_IS_ADDR_LINKLOCAL(a) || IN6_IS_ADDR_LOOPBACK(a))
+				continue;
+			memset(out, 0, sizeof(*out));
+			out->family = LB_FAMILY_IPV6;
+			memcpy(out->bytes, a, 16);
+			found = 1;
+		}
+	}
+	freeifaddrs(all);
+	return found ? 0 : -ENOENT;
+}
+
+int host_addrs(struct addr *out, size_t max, size_t *count)
+{
+	struct ifaddrs *all, *i;
+
+	*count = 0;
+	if (getifaddrs(&all))
+		return -errno;
+	for (i = all; i; i = i->ifa_next) {
+		if (!i->ifa_addr || *count == max)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			memset(&out[*count], 0, sizeof(out[0]));
+			out[*count].family = LB_FAMILY_IPV4;
+			memcpy(out[*count].bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+			(*count)++;
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			memset(&out[*count], 0, sizeof(out[0]));
+			out[*count].family = LB_FAMILY_IPV6;
+			memcpy(out[*count].bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+			(*count)++;
+		}
+	}
+	freeifaddrs(all);
+	return 0;
+}
 
 int host_iface_mac(const char *ifname, __u8 mac[6])
 {
@@ -126,7 +184,7 @@ static int neigh_dump(struct mnl_socket *nl, struct neigh_query *q)
 }
 
 /* Make the kernel resolve the address: one datagram to its discard port. */
-static void neigh_provoke(const struct addr *a)
+void host_neigh_provoke(const struct addr *a)
 {
 	struct sockaddr_storage ss = { 0 };
 	socklen_t len;
@@ -154,6 +212,127 @@ static void neigh_provoke(const struct addr *a)
 		/* No route: resolution cannot happen; the caller will say so. */
 	}
 	close(fd);
+}
+
+/* --- next hops -------------------------------------------------------------------- */
+
+struct route_answer {
+	int family;
+	struct addr hop; /* the gateway, or the destination itself when on-link */
+	int oif;
+	int have_gateway;
+};
+
+static int route_attr(const struct nlattr *attr, void *data)
+{
+	struct route_answer *r = data;
+	size_t alen = r->family == AF_INET ? 4 : 16;
+
+	switch (mnl_attr_get_type(attr)) {
+	case RTA_OIF:
+		if (mnl_attr_get_payload_len(attr) >= 4)
+			r->oif = (int)mnl_attr_get_u32(attr);
+		break;
+	case RTA_GATEWAY:
+		if (mnl_attr_get_payload_len(attr) == alen) {
+			memset(&r->hop, 0, sizeof(r->hop));
+			r->hop.family = r->family == AF_INET ? LB_FAMILY_IPV4 : LB_FAMILY_IPV6;
+			memcpy(r->hop.bytes, mnl_attr_get_payload(attr), alen);
+			r->have_gateway = 1;
+		}
+		break;
+	case RTA_VIA: {
+		/* An IPv4 route via an IPv6 next hop (RFC 5549). */
+		const struct rtvia *via = mnl_attr_get_payload(attr);
+
+		if (mnl_attr_get_payload_len(attr) >= sizeof(*via) + 16 && via->rtvia_family == AF_INET6) {
+			memset(&r->hop, 0, sizeof(r->hop));
+			r->hop.family = LB_FAMILY_IPV6;
+			memcpy(r->hop.bytes, via->rtvia_addr, 16);
+			r->have_gateway = 1;
+		}
+		break;
+	}
+	}
+	return MNL_CB_OK;
+}
+
+static int route_reply(const struct nlmsghdr *nlh, void *data)
+{
+	if (nlh->nlmsg_type != RTM_NEWROUTE)
+		return MNL_CB_OK;
+	return mnl_attr_parse(nlh, sizeof(struct rtmsg), route_attr, data);
+}
+
+int host_next_hop(const struct addr *dst, struct addr *hop, int *oif, char why[HOST_WHY_MAX])
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct route_answer r = { .family = dst->family == LB_FAMILY_IPV4 ? AF_INET : AF_INET6 };
+	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
+	struct nlmsghdr *nlh;
+	struct rtmsg *rtm;
+	unsigned int seq = (unsigned int)time(NULL);
+	ssize_t n;
+	int err = 0;
+
+	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		err = -errno;
+		snprintf(why, HOST_WHY_MAX, "cannot open rtnetlink: %s", strerror(errno));
+		goto out;
+	}
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_GETROUTE;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	nlh->nlmsg_seq = seq;
+	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+	rtm->rtm_family = (unsigned char)r.family;
+	rtm->rtm_dst_len = r.family == AF_INET ? 32 : 128;
+	mnl_attr_put(nlh, RTA_DST, r.family == AF_INET ? 4 : 16, dst->bytes);
+	r.hop = *dst;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
+		err = -errno;
+		snprintf(why, HOST_WHY_MAX, "asking for a route: %s", strerror(errno));
+		goto out;
+	}
+	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (n < 0 || mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl), route_reply, &r) < 0) {
+		err = -(errno ? errno : EHOSTUNREACH);
+		snprintf(why, HOST_WHY_MAX, "no route: %s", strerror(-err));
+		goto out;
+	}
+	if (!r.oif) {
+		err = -ENETUNREACH;
+		snprintf(why, HOST_WHY_MAX, "no route");
+		goto out;
+	}
+	*hop = r.hop;
+	*oif = r.oif;
+out:
+	if (nl)
+		mnl_socket_close(nl);
+	return err;
+}
+
+int host_next_hop_resolve(const struct addr *dst, int timeout_ms, char why[HOST_WHY_MAX])
+{
+	struct addr hop;
+	__u8 mac[6];
+	int oif, err;
+
+	err = host_next_hop(dst, &hop, &oif, why);
+	if (err)
+		return err;
+	/* A datagram to the backend makes the kernel resolve the next hop toward it. */
+	err = host_neigh_mac(&hop, &oif, 1, mac, timeout_ms, why);
+	if (err == -EHOSTUNREACH) {
+		char text[ADDR_TEXT_MAX], name[IF_NAMESIZE] = "?";
+
+		addr_format(&hop, text);
+		if_indextoname((unsigned int)oif, name);
+		snprintf(why, HOST_WHY_MAX, "the next hop %s on %s does not answer after %d ms",
+			 text, name, timeout_ms);
+	}
+	return err;
 }
 
 int host_neigh_mac(const struct addr *a, const int *ifindexes, size_t ifcount, __u8 mac[6],
@@ -198,7 +377,7 @@ int host_neigh_mac(const struct addr *a, const int *ifindexes, size_t ifcount, _
 			break;
 		}
 		if (!provoked) {
-			neigh_provoke(a);
+			host_neigh_provoke(a);
 			provoked = 1;
 		}
 		usleep(NEIGH_POLL_MS * 1000);

@@ -35,6 +35,31 @@ int host_neigh_mac(const struct addr *a, const int *ifindexes, size_t ifcount, _
 		   int timeout_ms, char why[HOST_WHY_MAX]);
 
 /**
+ * host_neigh_provoke() - one empty UDP datagram to @a: the kernel resolves
+ * the neighbour of the next hop toward it, without waiting here.
+ */
+void host_neigh_provoke(const struct addr *a);
+
+/** host_iface_addr() - an interface's first address of @family (IPv6: global scope). */
+int host_iface_addr(const char *ifname, int family, struct addr *out);
+
+/** host_addrs() - every address of this host (at most @max). */
+int host_addrs(struct addr *out, size_t max, size_t *count);
+
+/**
+ * host_next_hop() - where the kernel routes @dst: the gateway (or @dst
+ * itself when it is on a link) and the output interface.
+ */
+int host_next_hop(const struct addr *dst, struct addr *hop, int *oif, char why[HOST_WHY_MAX]);
+
+/**
+ * host_next_hop_resolve() - make sure the neighbour entry of the next hop
+ * toward @dst is there (the XDP program's FIB lookup needs it), resolving
+ * it if needed: waits up to @timeout_ms.
+ */
+int host_next_hop_resolve(const struct addr *dst, int timeout_ms, char why[HOST_WHY_MAX]);
+
+/**
  * host_secret() - the deployment's flow hash secret.
  * @path: the secret file (32 hex digits, mode 0600)
  * @create: make one from the OS random source when the file is missing

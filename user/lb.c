@@ -266,11 +266,16 @@ void lb_prog_close(struct lb_prog *prog)
 int lb_attach(struct lb_prog *prog, int ifindex, enum lb_attach_mode mode,
 	      const char *link_path)
 {
+	return lb_attach_fd(lb_prog_fd(prog), ifindex, mode, link_path);
+}
+
+int lb_attach_fd(int prog_fd, int ifindex, enum lb_attach_mode mode, const char *link_path)
+{
 	LIBBPF_OPTS(bpf_link_create_opts, opts,
 		    .flags = mode == LB_ATTACH_NATIVE ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
 	int link_fd, err = 0;
 
-	link_fd = bpf_link_create(lb_prog_fd(prog), ifindex, BPF_XDP, &opts);
+	link_fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &opts);
 	if (link_fd < 0)
 		return -errno;
 	if (bpf_obj_pin(link_fd, link_path)) {
@@ -842,6 +847,20 @@ int lb_control_read(const struct lb_maps *maps, struct lb_control *control)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(maps->control, &zero, control) ? -errno : 0;
+}
+
+int lb_config_read(const struct lb_maps *maps, struct lb_config *config)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(maps->config, &zero, config) ? -errno : 0;
+}
+
+int lb_config_write(const struct lb_maps *maps, const struct lb_config *config)
+{
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(maps->config, &zero, config, BPF_ANY) ? -errno : 0;
 }
 
 int lb_control_write(const struct lb_maps *maps, const struct lb_control *control)

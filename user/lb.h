@@ -107,6 +107,9 @@ void lb_prog_close(struct lb_prog *prog);
 int lb_attach(struct lb_prog *prog, int ifindex, enum lb_attach_mode mode,
 	      const char *link_path);
 
+/** lb_attach_fd() - lb_attach() of any XDP program (the decap program too). */
+int lb_attach_fd(int prog_fd, int ifindex, enum lb_attach_mode mode, const char *link_path);
+
 /**
  * lb_detach() - detach by removing the pinned link at @link_path.
  * @link_path: the link's pin
@@ -247,6 +250,12 @@ int lb_backend_read(const struct lb_maps *maps, __u32 id, struct lb_backend *bac
 
 /** lb_control_read() - the controller's record (all zero in new maps). */
 int lb_control_read(const struct lb_maps *maps, struct lb_control *control);
+
+/** lb_config_read() - the encapsulation settings the program reads. */
+int lb_config_read(const struct lb_maps *maps, struct lb_config *config);
+
+/** lb_config_write() - replace the encapsulation settings. */
+int lb_config_write(const struct lb_maps *maps, const struct lb_config *config);
 
 /** lb_control_write() - replace the controller's record. */
 int lb_control_write(const struct lb_maps *maps, const struct lb_control *control);

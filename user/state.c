@@ -39,6 +39,7 @@ void state_init(struct state *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->flow_entries = LB_FLOWS_DEFAULT;
+	s->encap.gue_port = LB_GUE_PORT_DEFAULT;
 	s->next_backend_id = 1;
 }
 
@@ -307,18 +308,46 @@ struct state_iface *state_iface_find(const struct state *s, const char *name)
 	return NULL;
 }
 
+static const char *const forward_names[] = {
+	[LB_FORWARD_L2] = "l2",
+	[LB_FORWARD_IPIP] = "ipip",
+	[LB_FORWARD_GUE] = "gue",
+};
+
+const char *state_forward_name(int forward)
+{
+	return forward >= 0 && forward <= LB_FORWARD_GUE ? forward_names[forward] : "?";
+}
+
+int state_forward_parse(const char *text, int *forward)
+{
+	int f;
+
+	for (f = LB_FORWARD_L2; f <= LB_FORWARD_GUE; f++)
+		if (strcmp(text, forward_names[f]) == 0) {
+			*forward = f;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 /* --- JSON ----------------------------------------------------------------------- */
 
-static json_t *backend_to_json(const struct state_backend *b)
+/* A backend; its MAC only for an l2 VIP, whose frames are rewritten to it. */
+static json_t *backend_to_json(const struct state_backend *b, int forward)
 {
 	char addr[ADDR_TEXT_MAX], mac[MAC_TEXT_MAX];
+	json_t *j;
 
 	addr_format(&b->addr, addr);
 	mac_format(b->mac, mac);
-	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I}", "name", b->name, "address", addr,
-			 "mac", mac, "weight", (json_int_t)b->weight, "state",
-			 b->draining ? "draining" : "active", "id", (json_int_t)b->id, "cookie",
-			 (json_int_t)b->cookie);
+	j = json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I}", "name", b->name, "address", addr,
+		      "mac", mac, "weight", (json_int_t)b->weight, "state",
+		      b->draining ? "draining" : "active", "id", (json_int_t)b->id, "cookie",
+		      (json_int_t)b->cookie);
+	if (j && forward != LB_FORWARD_L2)
+		json_object_del(j, "mac");
+	return j;
 }
 
 static json_t *vips_to_json(const struct state *s)
@@ -333,12 +362,36 @@ static json_t *vips_to_json(const struct state *s)
 
 		vip_format(&v->spec, spec);
 		for (j = 0; j < v->backend_count; j++)
-			json_array_append_new(backends, backend_to_json(&v->backends[j]));
-		json_array_append_new(vips, json_pack("{s:I, s:s, s:I, s:o}", "id",
-						      (json_int_t)v->id, "vip", spec, "vnodes",
-						      (json_int_t)v->vnodes, "backends", backends));
+			json_array_append_new(backends, backend_to_json(&v->backends[j], v->forward));
+		/* "forward" only when not l2: files of l2 VIPs read and digest as before. */
+		json_array_append_new(vips, v->forward == LB_FORWARD_L2 ?
+			json_pack("{s:I, s:s, s:I, s:o}", "id", (json_int_t)v->id, "vip", spec,
+				  "vnodes", (json_int_t)v->vnodes, "backends", backends) :
+			json_pack("{s:I, s:s, s:I, s:s, s:o}", "id", (json_int_t)v->id, "vip",
+				  spec, "vnodes", (json_int_t)v->vnodes, "forward",
+				  state_forward_name(v->forward), "backends", backends));
 	}
 	return vips;
+}
+
+/* The encapsulation settings, or NULL when they are the defaults (no sources). */
+static json_t *encap_to_json(const struct state_encap *e)
+{
+	char text[ADDR_TEXT_MAX];
+	json_t *j;
+
+	if (!e->source4.family && !e->source6.family && e->gue_port == LB_GUE_PORT_DEFAULT)
+		return NULL;
+	j = json_pack("{s:I}", "gue_port", (json_int_t)e->gue_port);
+	if (j && e->source4.family) {
+		addr_format(&e->source4, text);
+		json_object_set_new(j, "source4", json_string(text));
+	}
+	if (j && e->source6.family) {
+		addr_format(&e->source6, text);
+		json_object_set_new(j, "source6", json_string(text));
+	}
+	return j;
 }
 
 char *state_to_text(const struct state *s)
@@ -359,6 +412,8 @@ char *state_to_text(const struct state *s)
 							"mode", s->ifaces[i].generic ? "generic" :
 										       "native"));
 	json_object_set(root, "interfaces", ifaces);
+	if (encap_to_json(&s->encap))
+		json_object_set_new(root, "encap", encap_to_json(&s->encap));
 	json_object_set(root, "vips", vips);
 	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 out:
@@ -374,7 +429,13 @@ out:
 
 __u64 state_digest(const struct state *s)
 {
-	json_t *vips = vips_to_json(s);
+	json_t *vips = vips_to_json(s), *encap = encap_to_json(&s->encap);
+
+	/* What the kernel holds: the VIPs and, when set, the encapsulation settings. */
+	if (vips && encap)
+		json_array_append_new(vips, encap);
+	else
+		json_decref(encap);
 	char *text = vips ? json_dumps(vips, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	__u64 digest = 0;
 
@@ -423,8 +484,8 @@ static int get_string(json_t *obj, const char *key, const char **out, const char
 	return 0;
 }
 
-static int backend_from_json(json_t *obj, struct state_backend *b, const char *where,
-			     char why[STATE_WHY_MAX])
+static int backend_from_json(json_t *obj, struct state_backend *b, int forward,
+			     const char *where, char why[STATE_WHY_MAX])
 {
 	const char *name = NULL, *address = NULL, *mac = NULL, *state = NULL, *problem = NULL;
 	json_int_t weight = 0, id = 0, cookie = 0;
@@ -434,7 +495,7 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const char *w
 		return refuse(why, "%s: not an object", where);
 	err = get_string(obj, "name", &name, where, why) ?:
 	      get_string(obj, "address", &address, where, why) ?:
-	      get_string(obj, "mac", &mac, where, why) ?:
+	      (forward == LB_FORWARD_L2 ? get_string(obj, "mac", &mac, where, why) : 0) ?:
 	      get_string(obj, "state", &state, where, why) ?:
 	      get_uint(obj, "weight", 0, RING_WEIGHT_MAX, &weight, where, why) ?:
 	      get_uint(obj, "id", 1, LB_BACKENDS_MAX - 1, &id, where, why) ?:
@@ -445,7 +506,7 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const char *w
 		return refuse(why, "%s.name: %s", where, problem);
 	if (addr_parse(address, &b->addr, &problem))
 		return refuse(why, "%s.address: %s", where, problem);
-	if (mac_parse(mac, b->mac, &problem))
+	if (mac && mac_parse(mac, b->mac, &problem))
 		return refuse(why, "%s.mac: %s", where, problem);
 	if (strcmp(state, "active") && strcmp(state, "draining"))
 		return refuse(why, "%s.state: must be \"active\" or \"draining\"", where);
@@ -476,6 +537,16 @@ static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 		return err;
 	if (vip_parse(spec, &v->spec, &problem))
 		return refuse(why, "%s.vip: %s", where, problem);
+	v->forward = LB_FORWARD_L2;
+	if (json_object_get(obj, "forward")) {
+		const char *forward = NULL;
+
+		err = get_string(obj, "forward", &forward, where, why);
+		if (err)
+			return err;
+		if (state_forward_parse(forward, &v->forward))
+			return refuse(why, "%s.forward: must be \"l2\", \"ipip\" or \"gue\"", where);
+	}
 	v->id = (__u32)id;
 	v->vnodes = (__u32)vnodes;
 	backends = json_object_get(obj, "backends");
@@ -489,7 +560,7 @@ static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 		char at[128];
 
 		snprintf(at, sizeof(at), "%s.backends[%zu]", where, i);
-		err = backend_from_json(b, &v->backends[i], at, why);
+		err = backend_from_json(b, &v->backends[i], v->forward, at, why);
 		if (err)
 			return err;
 		v->backend_count++;
@@ -535,6 +606,35 @@ static int state_check_unique(const struct state *s, char why[STATE_WHY_MAX])
 							      "is another backend's", i, k,
 							      (unsigned long long)b->cookie);
 				}
+	}
+	return 0;
+}
+
+static int encap_from_json(json_t *obj, struct state_encap *e, char why[STATE_WHY_MAX])
+{
+	const char *text = NULL, *problem = NULL;
+	json_int_t port = 0;
+	int err;
+
+	if (!json_is_object(obj))
+		return refuse(why, "$.encap: not an object");
+	err = get_uint(obj, "gue_port", 1, 65535, &port, "$.encap", why);
+	if (err)
+		return err;
+	e->gue_port = (__u16)port;
+	if (json_object_get(obj, "source4")) {
+		err = get_string(obj, "source4", &text, "$.encap", why);
+		if (err)
+			return err;
+		if (addr_parse(text, &e->source4, &problem) || e->source4.family != LB_FAMILY_IPV4)
+			return refuse(why, "$.encap.source4: %s", problem ? problem : "not IPv4");
+	}
+	if (json_object_get(obj, "source6")) {
+		err = get_string(obj, "source6", &text, "$.encap", why);
+		if (err)
+			return err;
+		if (addr_parse(text, &e->source6, &problem) || e->source6.family != LB_FAMILY_IPV6)
+			return refuse(why, "$.encap.source6: %s", problem ? problem : "not IPv6");
 	}
 	return 0;
 }
@@ -599,6 +699,12 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 		snprintf(s->ifaces[i].name, sizeof(s->ifaces[i].name), "%s", name);
 		s->ifaces[i].generic = strcmp(mode, "generic") == 0;
 		s->iface_count++;
+	}
+	item = json_object_get(root, "encap");
+	if (item) {
+		err = encap_from_json(item, &s->encap, why);
+		if (err)
+			goto out;
 	}
 	if (json_array_size(vips) > LB_VIPS_MAX) {
 		err = refuse(why, "$.vips: more than %d VIPs", LB_VIPS_MAX);

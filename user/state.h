@@ -57,6 +57,7 @@ struct state_backend {
  * @id: its id in the kernel (vip_stats slot, ring slots), 0 .. LB_VIPS_MAX - 1
  * @spec: address, port, protocol
  * @vnodes: ring points per unit of weight
+ * @forward: enum lb_forward: MAC rewrite (l2), IPIP or GUE; fixed at vip add
  * @backend_count: entries in @backends
  * @backends: in the order they were added
  */
@@ -64,6 +65,7 @@ struct state_vip {
 	__u32 id;
 	struct vip_spec spec;
 	__u32 vnodes;
+	int forward;
 	size_t backend_count;
 	struct state_backend *backends;
 };
@@ -76,6 +78,19 @@ struct state_vip {
 struct state_iface {
 	char name[IF_NAMESIZE];
 	int generic;
+};
+
+/**
+ * struct state_encap - how the balancer encapsulates (facts of this host:
+ * kept by restore, like the interfaces).
+ * @source4: outer IPv4 source; family 0 when none
+ * @source6: outer IPv6 source; family 0 when none
+ * @gue_port: GUE's UDP port (host order)
+ */
+struct state_encap {
+	struct addr source4;
+	struct addr source6;
+	__u16 gue_port;
 };
 
 /**
@@ -92,7 +107,14 @@ struct state {
 	struct state_vip *vips;
 	size_t iface_count;
 	struct state_iface *ifaces;
+	struct state_encap encap;
 };
+
+/** state_forward_name() - "l2", "ipip" or "gue". */
+const char *state_forward_name(int forward);
+
+/** state_forward_parse() - enum lb_forward of "l2", "ipip" or "gue"; -EINVAL otherwise. */
+int state_forward_parse(const char *text, int *forward);
 
 /** state_init() - an empty state. */
 void state_init(struct state *s);

@@ -84,6 +84,39 @@ static int backend_mac_resolve(const struct state *want, const struct backend_ar
 	return err;
 }
 
+/*
+ * An encapsulated VIP's backend: reached through the FIB, from the
+ * configured source of its family, with the next hop's neighbour resolved
+ * (the program drops what finds none, under drop_no_neigh).
+ */
+static int backend_route_check(const struct ctl_apply *ctx, const struct state *want,
+			       const struct state_vip *v, const struct backend_args *a,
+			       char why[CTL_WHY_MAX])
+{
+	const struct addr *source = a->addr.family == LB_FAMILY_IPV4 ? &want->encap.source4 :
+								       &want->encap.source6;
+	char hwhy[HOST_WHY_MAX] = "", addr[ADDR_TEXT_MAX];
+	int err;
+
+	addr_format(&a->addr, addr);
+	if (a->mac_given) {
+		snprintf(why, CTL_WHY_MAX, "--mac applies to l2 VIPs only; VIP forwards by %s",
+			 state_forward_name(v->forward));
+		return -EINVAL;
+	}
+	if (!source->family) {
+		snprintf(why, CTL_WHY_MAX, "no IPv%d source to encapsulate to %s from; attach with "
+			 "--source ADDR", a->addr.family == LB_FAMILY_IPV4 ? 4 : 6, addr);
+		return -EDESTADDRREQ;
+	}
+	if (ctx->dry_run)
+		return 0;
+	err = host_next_hop_resolve(&a->addr, NEIGH_TIMEOUT_MS, hwhy);
+	if (err)
+		snprintf(why, CTL_WHY_MAX, "cannot reach %s: %s", addr, hwhy);
+	return err;
+}
+
 static int backend_add_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
 			     char why[CTL_WHY_MAX])
 {
@@ -101,7 +134,11 @@ static int backend_add_apply(const struct ctl_apply *ctx, const void *args, stru
 		return -EEXIST;
 	}
 	snprintf(b.name, sizeof(b.name), "%s", a->name);
-	if (a->mac_given) {
+	if (v->forward != LB_FORWARD_L2) {
+		err = backend_route_check(ctx, want, v, a, why);
+		if (err)
+			return err;
+	} else if (a->mac_given) {
 		memcpy(b.mac, a->mac, sizeof(b.mac));
 	} else if (!ctx->dry_run) {
 		err = backend_mac_resolve(want, a, b.mac, why);
@@ -178,7 +215,8 @@ static int backend_remove_apply(const struct ctl_apply *ctx, const void *args,
 }
 
 static const struct cli_option backend_add_options[] = {
-	{ "mac", "MAC", "the backend's MAC (default: from the neighbour table)", backend_mac_set },
+	{ "mac", "MAC", "the backend's MAC, l2 VIPs only (default: the neighbour table's)",
+	  backend_mac_set },
 	{ "weight", "W", "its weight, 0..10000 (default 1)", backend_weight_set },
 	{ NULL, NULL, NULL, NULL },
 };
@@ -188,8 +226,10 @@ const struct cli_command cli_backend_add = {
 	.max_operands = 3, .options = backend_add_options,
 	.args_size = sizeof(struct backend_args), .parse = backend_add_parse,
 	.apply = backend_add_apply, .flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
-	.help = "    Add a backend. Without --mac its MAC is taken from the neighbour table of\n"
-		"    an interface ringlb is attached to, resolving it if needed.",
+	.help = "    Add a backend. On an l2 VIP, without --mac its MAC is taken from the\n"
+		"    neighbour table of an interface ringlb is attached to, resolving it if\n"
+		"    needed. On an ipip or gue VIP, ADDR may be of either family: the route\n"
+		"    to it is looked up and its next hop resolved.",
 };
 
 const struct cli_command cli_backend_weight = {

@@ -17,10 +17,16 @@
 #include "cli.h"
 #include "host.h"
 
+#define ATTACH_IFACES_MAX 16
+
 struct attach_args {
-	const char *iface;
+	const char *ifaces[ATTACH_IFACES_MAX];
+	int iface_count;
 	enum lb_attach_mode mode;
 	__u32 flows;          /* 0: the state's */
+	struct addr source4;  /* family 0: not given */
+	struct addr source6;
+	__u32 gue_port;       /* 0: not given */
 };
 
 static int attach_mode_set(struct cli *c, void *args, const char *value)
@@ -46,10 +52,51 @@ static int attach_flows_set(struct cli *c, void *args, const char *value)
 	return 0;
 }
 
-static int attach_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
-			char why[CTL_WHY_MAX])
+static int attach_source_set(struct cli *c, void *args, const char *value)
 {
-	const struct attach_args *a = args;
+	struct attach_args *a = args;
+	const char *why = NULL;
+	struct addr addr;
+
+	if (addr_parse(value, &addr, &why))
+		return cli_report(c, "malformed source address '%s': %s", value, why);
+	if ((addr.family == LB_FAMILY_IPV4 ? a->source4 : a->source6).family)
+		return cli_usage(c, "one --source per address family");
+	if (addr.family == LB_FAMILY_IPV4)
+		a->source4 = addr;
+	else
+		a->source6 = addr;
+	return 0;
+}
+
+static int attach_gue_port_set(struct cli *c, void *args, const char *value)
+{
+	const char *why = NULL;
+
+	if (number_parse(value, 1, 65535, &((struct attach_args *)args)->gue_port, &why))
+		return cli_usage(c, "--gue-port must be 1..65535");
+	return 0;
+}
+
+static int attach_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct attach_args *a = args;
+	int i, j;
+
+	for (i = 0; i < count; i++) {
+		for (j = 0; j < i; j++)
+			if (strcmp(operands[i], operands[j]) == 0)
+				return cli_usage(c, "interface '%s' named twice", operands[i]);
+		a->ifaces[i] = operands[i];
+	}
+	a->iface_count = count;
+	return 0;
+}
+
+/* Load an instance for @name and pin its link; the state lists it only once this succeeded. */
+static int attach_one(const struct ctl_apply *ctx, const struct attach_args *a, const char *name,
+		      struct state *want, char why[CTL_WHY_MAX])
+{
 	struct lb_load_opts opts = { .pin_dir = ctx->site->pin_dir };
 	const char *mode = a->mode == LB_ATTACH_NATIVE ? "native" : "generic";
 	struct state_iface *iface, *ifaces;
@@ -57,29 +104,25 @@ static int attach_apply(const struct ctl_apply *ctx, const void *args, struct st
 	char link[PATH_MAX];
 	int ifindex, err;
 
-	ifindex = (int)if_nametoindex(a->iface);
+	ifindex = (int)if_nametoindex(name);
 	if (!ifindex) {
-		snprintf(why, CTL_WHY_MAX, "no such interface '%s'", a->iface);
+		snprintf(why, CTL_WHY_MAX, "no such interface '%s'", name);
 		return -ENODEV;
 	}
-	snprintf(link, sizeof(link), "%s/links/%s", ctx->site->pin_dir, a->iface);
+	snprintf(link, sizeof(link), "%s/links/%s", ctx->site->pin_dir, name);
 	if (access(link, F_OK) == 0) {
-		snprintf(why, CTL_WHY_MAX, "already attached to %s (ringlb detach %s first)",
-			 a->iface, a->iface);
+		snprintf(why, CTL_WHY_MAX, "already attached to %s (ringlb detach %s first)", name,
+			 name);
 		return -EEXIST;
 	}
 	err = ctl_file_secret(ctx->site, 1, opts.secret, why);
 	if (err)
 		return err;
-	err = host_iface_mac(a->iface, opts.iface_mac);
+	err = host_iface_mac(name, opts.iface_mac);
 	if (err) {
-		snprintf(why, CTL_WHY_MAX, "cannot read the MAC of %s: %s", a->iface,
-			 strerror(-err));
+		snprintf(why, CTL_WHY_MAX, "cannot read the MAC of %s: %s", name, strerror(-err));
 		return err;
 	}
-	/* The maps are there already (the session made them), and hold the committed state. */
-	if (a->flows)
-		want->flow_entries = a->flows;
 	err = lb_prog_load(&prog, &opts);
 	memset(opts.secret, 0, sizeof(opts.secret));
 	if (err) {
@@ -89,12 +132,12 @@ static int attach_apply(const struct ctl_apply *ctx, const void *args, struct st
 	err = lb_attach(prog, ifindex, a->mode, link);
 	lb_prog_close(prog);
 	if (err) {
-		snprintf(why, CTL_WHY_MAX, "cannot attach to %s in %s mode: %s%s", a->iface, mode,
+		snprintf(why, CTL_WHY_MAX, "cannot attach to %s in %s mode: %s%s", name, mode,
 			 strerror(-err), a->mode == LB_ATTACH_NATIVE ? " (try --mode generic)" : "");
 		return err;
 	}
 	/* From here, a failure or a crash before the commit leaves a link the next command removes. */
-	iface = state_iface_find(want, a->iface);
+	iface = state_iface_find(want, name);
 	if (!iface) {
 		ifaces = realloc(want->ifaces, (want->iface_count + 1) * sizeof(*ifaces));
 		if (!ifaces) {
@@ -104,9 +147,45 @@ static int attach_apply(const struct ctl_apply *ctx, const void *args, struct st
 		want->ifaces = ifaces;
 		iface = &ifaces[want->iface_count++];
 		memset(iface, 0, sizeof(*iface));
-		snprintf(iface->name, sizeof(iface->name), "%s", a->iface);
+		snprintf(iface->name, sizeof(iface->name), "%s", name);
 	}
 	iface->generic = a->mode == LB_ATTACH_GENERIC;
+	return 0;
+}
+
+/*
+ * The outer sources: the ones given, else the ones the state has, else the
+ * first interface's address of each family (none for a family it lacks).
+ */
+static void attach_encap(const struct attach_args *a, struct state *want)
+{
+	if (a->source4.family)
+		want->encap.source4 = a->source4;
+	else if (!want->encap.source4.family)
+		host_iface_addr(a->ifaces[0], LB_FAMILY_IPV4, &want->encap.source4);
+	if (a->source6.family)
+		want->encap.source6 = a->source6;
+	else if (!want->encap.source6.family)
+		host_iface_addr(a->ifaces[0], LB_FAMILY_IPV6, &want->encap.source6);
+	if (a->gue_port)
+		want->encap.gue_port = (__u16)a->gue_port;
+}
+
+static int attach_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
+			char why[CTL_WHY_MAX])
+{
+	const struct attach_args *a = args;
+	int i, err;
+
+	/* The maps are there already (the session made them), and hold the committed state. */
+	if (a->flows)
+		want->flow_entries = a->flows;
+	for (i = 0; i < a->iface_count; i++) {
+		err = attach_one(ctx, a, a->ifaces[i], want, why);
+		if (err)
+			return err;
+	}
+	attach_encap(a, want);
 	return 0;
 }
 
@@ -130,17 +209,24 @@ static const struct cli_option attach_options[] = {
 	  attach_mode_set },
 	{ "flows", "N", "flow table entries, when the maps are created (default 65536)",
 	  attach_flows_set },
+	{ "source", "ADDR", "outer source for encapsulation, one per family (default: the\n"
+	  "                               first interface's address of that family)",
+	  attach_source_set },
+	{ "gue-port", "P", "GUE's UDP port (default 19523)", attach_gue_port_set },
 	{ NULL, NULL, NULL, NULL },
 };
 
 const struct cli_command cli_attach = {
-	.object = "attach", .operands = "IFACE", .min_operands = 1, .max_operands = 1,
-	.options = attach_options, .args_size = sizeof(struct attach_args),
-	.parse = cli_word_arg, .run = attach_run, .apply = attach_apply,
+	.object = "attach", .operands = "IFACE...", .min_operands = 1,
+	.max_operands = ATTACH_IFACES_MAX, .options = attach_options,
+	.args_size = sizeof(struct attach_args), .parse = attach_parse, .run = attach_run,
+	.apply = attach_apply,
 	.flags = CLI_CHANGES | CLI_CREATES_MAPS,
-	.help = "    Load the XDP program on IFACE (native mode unless --mode generic). The\n"
-		"    first attach creates the deployment secret, the maps and the flow table\n"
-		"    (--flows entries), and fills the maps from the state.",
+	.help = "    Load the XDP program on each IFACE (native mode unless --mode generic).\n"
+		"    The first attach creates the deployment secret, the maps and the flow\n"
+		"    table (--flows entries), and fills the maps from the state. Encapsulated\n"
+		"    packets leave by the interface the kernel's FIB names (a redirect when\n"
+		"    not the ingress one); forwarding must be on for the ingress interfaces.",
 };
 
 struct detach_args {

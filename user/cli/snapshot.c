@@ -67,11 +67,12 @@ static int restore_apply(const struct ctl_apply *ctx, const void *args, struct s
 		state_free(&from);
 		return err;
 	}
-	/* Attachments are facts of this host, not of the saved state. */
+	/* Attachments and encapsulation sources are facts of this host, not of the saved state. */
 	free(from.ifaces);
 	from.ifaces = want->ifaces;
 	from.iface_count = want->iface_count;
 	from.flow_entries = want->flow_entries;
+	from.encap = want->encap;
 	want->ifaces = NULL;
 	want->iface_count = 0;
 	if (from.generation < want->generation)

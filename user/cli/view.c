@@ -111,9 +111,9 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 			shares[j]));
 	}
 	free(shares);
-	*out = json_pack("{s:s, s:I, s:I, s:I, s:o}", "vip", spec, "id", (json_int_t)vp->id,
-			 "vnodes", (json_int_t)vp->vnodes, "points", (json_int_t)points,
-			 "backends", backends);
+	*out = json_pack("{s:s, s:I, s:s, s:I, s:I, s:o}", "vip", spec, "id", (json_int_t)vp->id,
+			 "forward", state_forward_name(vp->forward), "vnodes",
+			 (json_int_t)vp->vnodes, "points", (json_int_t)points, "backends", backends);
 	/* Hosts with the same configuration serve the same digest. */
 	ctl_vip_key(vp, &key);
 	if (maps && lb_vip_ring_digest(maps, &key, &digest) == 0)
@@ -129,8 +129,12 @@ static void show_text(const json_t *model)
 	if (json_array_size(vips) == 0)
 		printf("No VIPs. Add one with: ringlb vip add ADDR:PORT/PROTO\n");
 	json_array_foreach(vips, i, v) {
-		printf("VIP %s  id %llu  %llu points per weight  %llu points\n"
+		const char *forward = member_str(v, "forward");
+
+		/* The forwarding said only when not l2: l2 VIPs print as they always did. */
+		printf("VIP %s  id %llu%s%s  %llu points per weight  %llu points\n"
 		       "  %-20s %-24s %-17s %-9s %6s %8s\n", member_str(v, "vip"), member_u64(v, "id"),
+		       strcmp(forward, "l2") ? "  forward " : "", strcmp(forward, "l2") ? forward : "",
 		       member_u64(v, "vnodes"), member_u64(v, "points"), "NAME", "ADDRESS", "MAC",
 		       "STATE", "WEIGHT", "SHARE");
 		json_array_foreach(json_object_get(v, "backends"), j, b)

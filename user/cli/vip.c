@@ -13,7 +13,15 @@
 struct vip_args {
 	struct vip_spec vip;
 	__u32 vnodes;
+	int forward;
 };
+
+static int vip_forward_set(struct cli *c, void *args, const char *value)
+{
+	if (state_forward_parse(value, &((struct vip_args *)args)->forward))
+		return cli_usage(c, "--forward is l2, ipip or gue, not '%s'", value);
+	return 0;
+}
 
 static int vip_vnodes_set(struct cli *c, void *args, const char *value)
 {
@@ -44,6 +52,8 @@ static int vip_add_apply(const struct ctl_apply *ctx, const void *args, struct s
 	int err = state_vip_add(want, &a->vip, a->vnodes, &v);
 
 	(void)ctx;
+	if (!err)
+		v->forward = a->forward;
 	vip_format(&a->vip, text);
 	if (err == -EEXIST)
 		snprintf(why, CTL_WHY_MAX, "VIP %s already exists", text);
@@ -69,6 +79,7 @@ static int vip_del_apply(const struct ctl_apply *ctx, const void *args, struct s
 
 static const struct cli_option vip_add_options[] = {
 	{ "vnodes", "K", "ring points per unit of backend weight (default 4096)", vip_vnodes_set },
+	{ "forward", "l2|ipip|gue", "how packets reach the backends (default l2)", vip_forward_set },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -78,7 +89,9 @@ const struct cli_command cli_vip_add = {
 	.apply = vip_add_apply, .flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
 	.help = "    Add a service with no backends (its packets drop until one is added).\n"
 		"    A ring holds at most 1048576 points: more than 256 total weight needs a\n"
-		"    smaller --vnodes.",
+		"    smaller --vnodes. --forward l2 rewrites the MACs (backends on this\n"
+		"    segment, direct server return); ipip and gue encapsulate to routed\n"
+		"    backends of either family, which run `ringlb decap attach`.",
 };
 
 const struct cli_command cli_vip_del = {

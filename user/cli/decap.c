@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * decap attach, detach and stats: ringlb's program on a backend, which
+ * removes the balancer's IPIP or GUE encapsulation (bpf/decap.bpf.c). Its
+ * maps and links are pinned under PIN_DIR/decap; it keeps no state file:
+ * what it accepts is in its maps, set again by every attach (the --from
+ * prefixes and the GUE port are the host's, for all its interfaces; the
+ * host's addresses are read again).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "decap.h"
+
+#define DECAP_IFACES_MAX 16
+#define DECAP_PREFIXES_MAX 64
+
+/* The decap program's pins: a site of their own under the balancer's pin directory. */
+static void decap_site(const struct cli *c, char dir[PATH_MAX], struct ctl_site *site)
+{
+	snprintf(dir, PATH_MAX, "%s/decap", c->site.pin_dir);
+	site->state_path = c->site.state_path;
+	site->pin_dir = dir;
+}
+
+struct decap_args {
+	const char *ifaces[DECAP_IFACES_MAX];
+	int iface_count;
+	enum lb_attach_mode mode;
+	struct lb_decap_prefix from[DECAP_PREFIXES_MAX];
+	int from_count;
+	__u32 gue_port;
+	int gue_port_given;
+};
+
+static int decap_mode_set(struct cli *c, void *args, const char *value)
+{
+	struct decap_args *a = args;
+
+	if (strcmp(value, "native") && strcmp(value, "generic"))
+		return cli_usage(c, "--mode is native or generic, not '%s'", value);
+	a->mode = strcmp(value, "generic") == 0 ? LB_ATTACH_GENERIC : LB_ATTACH_NATIVE;
+	return 0;
+}
+
+static int decap_from_set(struct cli *c, void *args, const char *value)
+{
+	struct decap_args *a = args;
+	char text[ADDR_TEXT_MAX + 8];
+	const char *why = NULL;
+	char *slash;
+	__u32 len, max;
+
+	if (a->from_count == DECAP_PREFIXES_MAX)
+		return cli_usage(c, "at most %d --from prefixes", DECAP_PREFIXES_MAX);
+	snprintf(text, sizeof(text), "%s", value);
+	slash = strchr(text, '/');
+	if (slash)
+		*slash = '\0';
+	if (addr_parse(text, &a->from[a->from_count].addr, &why))
+		return cli_report(c, "malformed prefix '%s': %s", value, why);
+	max = a->from[a->from_count].addr.family == LB_FAMILY_IPV4 ? 32 : 128;
+	len = max;
+	if (slash && number_parse(slash + 1, 0, max, &len, &why))
+		return cli_report(c, "malformed prefix '%s': the length must be 0..%u", value, max);
+	a->from[a->from_count++].len = len;
+	return 0;
+}
+
+static int decap_gue_port_set(struct cli *c, void *args, const char *value)
+{
+	struct decap_args *a = args;
+	const char *why = NULL;
+
+	if (number_parse(value, 1, 65535, &a->gue_port, &why))
+		return cli_usage(c, "--gue-port must be 1..65535");
+	a->gue_port_given = 1;
+	return 0;
+}
+
+static int decap_attach_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct decap_args *a = args;
+	int i;
+
+	if (!a->from_count)
+		return cli_usage(c, "--from PREFIX is required: the balancers' outer sources");
+	for (i = 0; i < count; i++)
+		a->ifaces[i] = operands[i];
+	a->iface_count = count;
+	if (!a->gue_port_given)
+		a->gue_port = LB_GUE_PORT_DEFAULT;
+	return 0;
+}
+
+/* Every interface, then the settings: a new program on a fresh host accepts nothing before. */
+static int decap_attach_run(struct cli *c, const void *args)
+{
+	const struct decap_args *a = args;
+	char dir[PATH_MAX], link[PATH_MAX + 64], why[CTL_WHY_MAX] = "";
+	struct lb_decap_maps maps;
+	struct ctl_site site;
+	int i, ifindex, prog_fd, mounted, err;
+
+	decap_site(c, dir, &site);
+	err = ctl_privileged(why) ?: ctl_bpffs_ensure(&c->site, &mounted, why) ?:
+	      ctl_bpffs_ensure(&site, &mounted, why);
+	if (err)
+		return cli_report(c, "%s", why);
+	for (i = 0; i < a->iface_count; i++)
+		if (!if_nametoindex(a->ifaces[i]))
+			return cli_report(c, "no such interface '%s'", a->ifaces[i]);
+	prog_fd = lb_decap_load(dir);
+	if (prog_fd < 0) {
+		ctl_load_failure(prog_fd, why);
+		return cli_report(c, "%s", why);
+	}
+	err = lb_decap_maps_open(&maps, dir);
+	if (!err) {
+		err = lb_decap_configure(&maps, a->from, (size_t)a->from_count,
+					 (__u16)a->gue_port);
+		lb_decap_maps_close(&maps);
+	}
+	if (err) {
+		close(prog_fd);
+		return cli_report(c, "cannot configure the decap program: %s", strerror(-err));
+	}
+	for (i = 0; i < a->iface_count && !err; i++) {
+		ifindex = (int)if_nametoindex(a->ifaces[i]);
+		snprintf(link, sizeof(link), "%s/links/%s", dir, a->ifaces[i]);
+		if (access(link, F_OK) == 0)
+			continue; /* attached already: the new settings apply to it */
+		err = lb_attach_fd(prog_fd, ifindex, a->mode, link);
+		if (err)
+			cli_report(c, "cannot attach to %s: %s%s", a->ifaces[i], strerror(-err),
+				   a->mode == LB_ATTACH_NATIVE ? " (try --mode generic)" : "");
+	}
+	close(prog_fd);
+	return err;
+}
+
+static const struct cli_option decap_attach_options[] = {
+	{ "mode", "native|generic", "where the program runs (default native)", decap_mode_set },
+	{ "from", "PREFIX", "outer sources to accept (the balancers'), one or more",
+	  decap_from_set },
+	{ "gue-port", "P", "GUE's UDP port (default 19523)", decap_gue_port_set },
+	{ NULL, NULL, NULL, NULL },
+};
+
+const struct cli_command cli_decap_attach = {
+	.object = "decap", .verb = "attach", .operands = "IFACE...", .min_operands = 1,
+	.max_operands = DECAP_IFACES_MAX, .options = decap_attach_options,
+	.args_size = sizeof(struct decap_args), .parse = decap_attach_parse,
+	.run = decap_attach_run, .flags = CLI_CHANGES,
+	.help = "    On a backend: remove the balancer's IPIP or GUE encapsulation from\n"
+		"    packets that come from a --from prefix to one of this host's addresses,\n"
+		"    and pass the inner packet to the stack (the VIP on loopback). No tunnel\n"
+		"    device or module is needed. Attaching again sets the prefixes, the port\n"
+		"    and the host's addresses anew.",
+};
+
+struct decap_detach_args {
+	const char *iface;
+};
+
+static int decap_detach_run(struct cli *c, const void *args)
+{
+	const struct decap_detach_args *a = args;
+	char dir[PATH_MAX], link[PATH_MAX + 64], why[CTL_WHY_MAX] = "";
+	struct ctl_site site;
+	int err;
+
+	decap_site(c, dir, &site);
+	if (ctl_privileged(why))
+		return cli_report(c, "%s", why);
+	snprintf(link, sizeof(link), "%s/links/%s", dir, a->iface);
+	if (access(link, F_OK))
+		return cli_report(c, "the decap program is not attached to %s", a->iface);
+	err = lb_detach(link, (int)if_nametoindex(a->iface));
+	if (err)
+		return cli_report(c, "cannot detach from %s: %s", a->iface, strerror(-err));
+	return 0;
+}
+
+const struct cli_command cli_decap_detach = {
+	.object = "decap", .verb = "detach", .operands = "IFACE", .min_operands = 1,
+	.max_operands = 1, .args_size = sizeof(struct decap_detach_args),
+	.parse = cli_word_arg, .run = decap_detach_run, .flags = CLI_CHANGES,
+	.help = "    Remove the decap program from IFACE.",
+};
+
+static void decap_stats_text(const json_t *model)
+{
+	const json_t *r;
+	const char *name;
+
+	printf("Frames by reason (decap program)\n");
+	json_object_foreach((json_t *)model, name, r)
+		if (json_integer_value(json_object_get(r, "packets")))
+			printf("  %-22s %12llu packets %14llu bytes\n", name,
+			       (unsigned long long)json_integer_value(json_object_get(r, "packets")),
+			       (unsigned long long)json_integer_value(json_object_get(r, "bytes")));
+}
+
+static int decap_stats_run(struct cli *c, const void *args)
+{
+	char dir[PATH_MAX], why[CTL_WHY_MAX] = "";
+	struct lb_decap_maps maps;
+	struct ctl_site site;
+	json_t *model;
+	__u64 packets, bytes;
+	__u32 r;
+	int err;
+
+	(void)args;
+	decap_site(c, dir, &site);
+	if (ctl_privileged(why))
+		return cli_report(c, "%s", why);
+	err = lb_decap_maps_open(&maps, dir);
+	if (err)
+		return cli_report(c, "the decap program is not loaded (no maps under %s): run "
+				  "'ringlb decap attach' first", dir);
+	model = json_object();
+	for (r = 0; r < LB_DECAP_REASON_COUNT; r++) {
+		lb_decap_counters(&maps, r, &packets, &bytes);
+		json_object_set_new(model, lb_decap_reason_names[r],
+				    json_pack("{s:I, s:I}", "packets", (json_int_t)packets, "bytes",
+					      (json_int_t)bytes));
+	}
+	lb_decap_maps_close(&maps);
+	cli_print(c, model, decap_stats_text);
+	return 0;
+}
+
+const struct cli_command cli_decap_stats = {
+	.object = "decap", .verb = "stats", .run = decap_stats_run, .flags = CLI_OUTPUT,
+	.help = "    Frames the decap program saw, by reason: decapsulated (IPIP, GUE) or\n"
+		"    passed untouched, and why.",
+};
