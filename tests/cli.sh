@@ -116,19 +116,19 @@ cp "$W/good.json" "$W/state.json"
 
 # --help explains every command.
 if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 19 ]; then
-	pass "ringlb --help lists the 16 commands"
+	pass "ringlb --help lists the 19 commands"
 else
 	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 fi
 helped=0
-for cmd in attach detach vip backend secret show stats lookup plan verify save restore; do
+for cmd in attach detach vip backend secret decap show stats lookup plan verify save restore; do
 	if ringlb "$cmd" --help >"$W/help" 2>&1 && grep -q "ringlb $cmd" "$W/help"; then
 		helped=$((helped + 1))
 	else
 		fail "ringlb $cmd --help"
 	fi
 done
-[ $helped -eq 12 ] && pass "ringlb COMMAND --help explains each of the 12 command words"
+[ $helped -eq 13 ] && pass "ringlb COMMAND --help explains each of the 13 command words"
 
 # The audit log: one JSON line per attempt of a mutating command, accepted or
 # refused, with the user behind sudo; no argument can forge a line or a field.

@@ -181,6 +181,76 @@ static void test_state_round_trips_through_its_file(void **state)
 	state_free(&back);
 }
 
+/*
+ * An encapsulated VIP keeps its forwarding and backends without MACs, the
+ * encapsulation settings round-trip, and each of them is validated; l2 VIPs
+ * and default settings are written as before (no "forward", no "encap").
+ */
+static void test_encapsulation_round_trips_and_is_validated(void **state)
+{
+	static const struct {
+		const char *from, *to, *where;
+	} mutations[] = {
+		{ "\"forward\": \"gue\"", "\"forward\": \"gre\"", "vips[2].forward" },
+		{ "\"gue_port\": 6080", "\"gue_port\": 0", "gue_port" },
+		{ "\"source4\": \"198.18.11.2\"", "\"source4\": \"2001:db8::2\"", "source4" },
+		{ "\"source6\": \"2001:db8:11::2\"", "\"source6\": \"198.18.11.2\"", "source6" },
+	};
+	struct state s, back;
+	struct state_vip *v;
+	struct state_backend b = { .name = "far", .weight = 1 };
+	struct vip_spec spec;
+	const char *why0 = NULL;
+	char why[STATE_WHY_MAX] = "", *text, *again;
+	__u64 plain;
+	size_t i;
+
+	(void)state;
+	sample_state(&s);
+	text = state_to_text(&s);
+	check(!strstr(text, "\"forward\"") && !strstr(text, "\"encap\""),
+	      "an l2-only state with default settings writes forward or encap");
+	free(text);
+	plain = state_digest(&s);
+	assert_int_equal(vip_parse("198.18.20.100:80/tcp", &spec, &why0), 0);
+	assert_int_equal(state_vip_add(&s, &spec, 64, &v), 0);
+	v->forward = LB_FORWARD_GUE;
+	assert_int_equal(addr_parse("2001:db8:13::11", &b.addr, &why0), 0);
+	assert_int_equal(state_backend_add(&s, v, &b), 0);
+	assert_int_equal(addr_parse("198.18.11.2", &s.encap.source4, &why0), 0);
+	assert_int_equal(addr_parse("2001:db8:11::2", &s.encap.source6, &why0), 0);
+	s.encap.gue_port = 6080;
+	check(state_digest(&s) != plain, "the digest does not cover an encapsulated VIP");
+	text = state_to_text(&s);
+	check(state_from_text(&back, text, why) == 0, "reload: %s", why);
+	again = state_to_text(&back);
+	check(strcmp(text, again) == 0, "the state changed in the round trip");
+	v = state_vip_find(&back, &spec);
+	check(v && v->forward == LB_FORWARD_GUE && v->backends[0].addr.family == LB_FAMILY_IPV6,
+	      "the gue VIP or its IPv6 backend was lost");
+	check(back.encap.gue_port == 6080 && back.encap.source6.family == LB_FAMILY_IPV6,
+	      "the encapsulation settings were lost");
+	check(!strstr(strstr(text, "198.18.20.100"), "\"mac\""),
+	      "a backend of an encapsulated VIP is written with a MAC");
+	free(again);
+	state_free(&back);
+	for (i = 0; i < sizeof(mutations) / sizeof(mutations[0]); i++) {
+		const char *at = strstr(text, mutations[i].from);
+		char bad[8192];
+
+		check(at != NULL, "mutation %zu: '%s' not in the state", i, mutations[i].from);
+		snprintf(bad, sizeof(bad), "%.*s%s%s", (int)(at - text), text, mutations[i].to,
+			 at + strlen(mutations[i].from));
+		why[0] = '\0';
+		check(state_from_text(&back, bad, why) != 0, "mutation %zu (%s) accepted", i,
+		      mutations[i].to);
+		check(strstr(why, mutations[i].where) != NULL, "mutation %zu: '%s' does not name %s",
+		      i, why, mutations[i].where);
+	}
+	free(text);
+	state_free(&s);
+}
+
 /* Each mutation of a valid state's text must be refused, naming the place. */
 static void test_state_validation_refuses_every_bad_field(void **state)
 {
@@ -484,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_endpoint_parse_reads_clients),
 		cmocka_unit_test(test_state_round_trips_through_its_file),
 		cmocka_unit_test(test_state_validation_refuses_every_bad_field),
+		cmocka_unit_test(test_encapsulation_round_trips_and_is_validated),
 		cmocka_unit_test(test_backend_ids_are_unique_and_allocated_round_robin),
 		cmocka_unit_test(test_vip_ring_leaves_out_draining_backends),
 		cmocka_unit_test(test_cookies_are_random_unique_and_never_handed_out_twice),

@@ -396,7 +396,7 @@ static json_t *encap_to_json(const struct state_encap *e)
 
 char *state_to_text(const struct state *s)
 {
-	json_t *root, *vips, *ifaces;
+	json_t *root, *vips, *ifaces, *encap;
 	char *text = NULL;
 	size_t i;
 
@@ -412,8 +412,9 @@ char *state_to_text(const struct state *s)
 							"mode", s->ifaces[i].generic ? "generic" :
 										       "native"));
 	json_object_set(root, "interfaces", ifaces);
-	if (encap_to_json(&s->encap))
-		json_object_set_new(root, "encap", encap_to_json(&s->encap));
+	encap = encap_to_json(&s->encap);
+	if (encap)
+		json_object_set_new(root, "encap", encap);
 	json_object_set(root, "vips", vips);
 	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 out:

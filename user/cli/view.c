@@ -105,10 +105,11 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 
 		addr_format(&b->addr, addr);
 		mac_format(b->mac, mac);
+		/* A MAC only where frames are rewritten to it. */
 		json_array_append_new(backends, json_pack(
 			"{s:s, s:s, s:s, s:s, s:I, s:f}", "name", b->name, "address", addr, "mac",
-			mac, "state", backend_state(b), "weight", (json_int_t)b->weight, "share",
-			shares[j]));
+			vp->forward == LB_FORWARD_L2 ? mac : "-", "state", backend_state(b),
+			"weight", (json_int_t)b->weight, "share", shares[j]));
 	}
 	free(shares);
 	*out = json_pack("{s:s, s:I, s:s, s:I, s:I, s:o}", "vip", spec, "id", (json_int_t)vp->id,
