@@ -450,7 +450,7 @@ struct lb_backend_counters {
 	X(DROP_NO_NEIGH, "drop_no_neigh", DROP,                                            \
 	  "the next hop toward the backend has no resolved neighbour")                     \
 	X(DROP_TOO_BIG, "drop_too_big", DROP,                                              \
-	  "IPv4 without DF too big once encapsulated (XDP cannot fragment)")               \
+	  "too big once encapsulated: IPv4 without DF (XDP cannot fragment), or an ICMP error") \
 	X(DROP_NO_ROOM, "drop_no_room", DROP, "the frame could not grow for the outer headers")
 
 #define LB_REASON_ENUM_ENTRY(id, name, class, what) LB_REASON_##id,

@@ -111,7 +111,8 @@ __noinline int lb_too_big(struct xdp_md *ctx, __u32 fits)
 
 		if ((void *)(ip + 1) > end)
 			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
-		if (!(ip->frag_off & IP_DF_BE))
+		/* No ICMP error about an ICMP error (RFC 1122), nor for a packet without DF. */
+		if (!(ip->frag_off & IP_DF_BE) || ip->protocol == IPPROTO_ICMP)
 			return LB_ENCAP_RET(LB_REASON_DROP_TOO_BIG, XDP_DROP);
 		len = bpf_ntohs(ip->tot_len);
 		__builtin_memcpy(addrs, &ip->saddr, 4);
@@ -122,6 +123,8 @@ __noinline int lb_too_big(struct xdp_md *ctx, __u32 fits)
 
 		if ((void *)(ip6 + 1) > end)
 			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+		if (ip6->nexthdr == IPPROTO_ICMPV6)
+			return LB_ENCAP_RET(LB_REASON_DROP_TOO_BIG, XDP_DROP);
 		len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
 		__builtin_memcpy(addrs, &ip6->saddr, 16);
 		__builtin_memcpy(addrs + 16, &ip6->daddr, 16);

@@ -287,10 +287,12 @@ int ringlb_xdp(struct xdp_md *ctx)
 		err = lb_encap(ctx, backend_id, (__u32)(mix >> 32));
 		if (LB_ENCAP_REASON(err) == LB_REASON_FORWARDED_TOO_BIG)
 			err = lb_too_big(ctx, LB_ENCAP_FITS(err));
-		reason = LB_ENCAP_REASON(err);
-		count(reason, bytes);
-		if (reason != LB_REASON_FORWARDED)
+		if (LB_ENCAP_REASON(err) != LB_REASON_FORWARDED) {
+			count(LB_ENCAP_REASON(err), bytes);
 			return LB_ENCAP_ACTION(err);
+		}
+		/* Forwarded: an ICMP error about the flow counts as one, like under l2. */
+		count(reason, bytes);
 		stats_add(vip->vip_id, backend_id, bytes);
 		return LB_ENCAP_ACTION(err);
 	}

@@ -6,6 +6,7 @@
  *   agreement.c   the kernel and the ring library pick the same backend
  *   frames.c      what becomes of each kind of frame, and under which reason
  *   flows.c       swaps, pins, drain, FIN/SYN/RST, slots, counters
+ *   encap.c       IPIP and GUE byte by byte, too big, the drops (own netns)
  *   vip_reader.c  a VIP value stays whole under a packet reading it
  *   pins.c        pinned maps and links
  *
@@ -23,11 +24,12 @@
 
 #include "prog.h"
 
-extern const struct harness_group agreement_group, frames_group, flows_group,
+extern const struct harness_group agreement_group, frames_group, flows_group, encap_group,
 	vip_reader_group, pins_group;
 
 static const struct harness_group *const groups[] = {
-	&agreement_group, &frames_group, &flows_group, &vip_reader_group, &pins_group,
+	&agreement_group, &frames_group, &flows_group, &encap_group, &vip_reader_group,
+	&pins_group,
 };
 
 int main(void)

@@ -177,6 +177,19 @@ __u32 backend_new(int vip)
 	return id;
 }
 
+__u32 backend_new_encap(int vip, int family, const char *addr, int forward)
+{
+	struct lb_backend b = { .family = (__u8)family, .state = LB_BACKEND_ACTIVE,
+				.vip_id = (__u32)vip, .cookie = next_cookie++, .forward = (__u8)forward };
+	__u32 id = next_backend_id++;
+
+	if (next_backend_id >= LB_BACKENDS_MAX)
+		next_backend_id = 1;
+	pkt_addr(family, addr, b.addr);
+	check(lb_backend_install(maps, id, &b) == 0, "install backend %u", id);
+	return id;
+}
+
 /* Install one backend per member of @ring for @vip and swap the ring in. */
 void pool_install(struct pool *pool, int vip, struct ring *ring)
 {

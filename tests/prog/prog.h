@@ -81,6 +81,8 @@ struct pool {
 
 /** backend_new() - a new active backend of @vip in the next free slot: its id. */
 __u32 backend_new(int vip);
+/** backend_new_encap() - a new active backend of @vip at @addr, reached by @forward. */
+__u32 backend_new_encap(int vip, int family, const char *addr, int forward);
 /** pool_install() - one backend per member of @ring for @vip, and the ring swapped in. */
 void pool_install(struct pool *pool, int vip, struct ring *ring);
 void pool_release(struct pool *pool);
