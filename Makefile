@@ -159,7 +159,7 @@ unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UN
 	done
 
 # --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
-PROG_LIBS := user/lb.c user/ringmap.c $(RING_SRCS)
+PROG_LIBS := user/lb.c user/ringmap.c user/decap.c user/host.c user/addr.c $(RING_SRCS)
 $(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka -lpthread $(LDLIBS_BPF) $(LDLIBS_RING)))
 $(eval $(call program,test_hostile,tests/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\

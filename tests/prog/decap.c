@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The backend-side decap program on crafted frames, one table: what it
+ * decapsulates (IPIP in the four combinations, GUE with a header, with a
+ * hop list, without a header, a VLAN tag kept) comes out as the inner
+ * packet behind the same Ethernet header; everything else (not ours, not
+ * from a trusted source, not to a local address, malformed or cut short)
+ * comes out untouched, each frame under its documented reason.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "decap.skel.h"
+#include "decap.h"
+#include "prog.h"
+
+#define BALANCER4 "198.18.11.2"
+#define BALANCER6 "2001:db8:11::2"
+#define HOST4 "198.18.13.11"
+#define HOST6 "2001:db8:13::11"
+#define GUE_PORT 19523
+
+static struct decap_bpf *decap;
+
+/* Frame builder: Ethernet (optional tag), outer IP, optional UDP + GUE bytes, inner packet. */
+struct outer_spec {
+	int family;              /* of the outer header */
+	const char *src, *dst;
+	uint8_t proto;           /* 4, 41 or 17 */
+	uint16_t dport;          /* for UDP */
+	const uint8_t *gue;      /* GUE bytes after UDP (NULL: none) */
+	size_t gue_len;
+	int inner;               /* family of the inner packet */
+	uint16_t vlan;
+};
+
+static void put16(unsigned char *p, unsigned int v)
+{
+	p[0] = (unsigned char)(v >> 8);
+	p[1] = (unsigned char)v;
+}
+
+/* The inner packet: a TCP SYN of a client to the VIP. */
+static void inner_of(int family, struct pkt *p)
+{
+	struct pkt_spec spec = { .family = family, .protocol = IPPROTO_TCP,
+				 .src = family == LB_FAMILY_IPV4 ? "198.18.10.2" : "2001:db8:10::2",
+				 .dst = family == LB_FAMILY_IPV4 ? V4_VIP : V6_VIP, .sport = 40000,
+				 .dport = VIP_TCP_PORT };
+
+	pkt_build(p, &spec);
+}
+
+/* @out: the encapsulated frame; @inner: the packet inside (from its IP header). */
+static void outer_build(const struct outer_spec *o, struct pkt *out, struct pkt *inner)
+{
+	unsigned char *p = out->data;
+	size_t l3, off, ip_len, inner_len, udp_len = 0;
+	uint8_t a[16];
+
+	inner_of(o->inner, inner);
+	inner_len = inner->len - inner->l3;
+	memset(out, 0, sizeof(*out));
+	memcpy(p, pkt_lb_mac, 6);
+	memcpy(p + 6, pkt_client_mac, 6);
+	l3 = 14;
+	if (o->vlan) {
+		put16(p + 12, 0x8100);
+		put16(p + 14, o->vlan);
+		l3 = 18;
+	}
+	put16(p + l3 - 2, o->family == LB_FAMILY_IPV4 ? 0x0800 : 0x86dd);
+	ip_len = o->family == LB_FAMILY_IPV4 ? 20 : 40;
+	if (o->proto == IPPROTO_UDP)
+		udp_len = 8 + o->gue_len + inner_len;
+	off = l3;
+	if (o->family == LB_FAMILY_IPV4) {
+		p[off] = 0x45;
+		put16(p + off + 2, (unsigned int)(20 + (udp_len ? udp_len : inner_len)));
+		p[off + 8] = 64;
+		p[off + 9] = o->proto;
+		pkt_addr(o->family, o->src, a);
+		memcpy(p + off + 12, a, 4);
+		pkt_addr(o->family, o->dst, a);
+		memcpy(p + off + 16, a, 4);
+	} else {
+		p[off] = 0x60;
+		put16(p + off + 4, (unsigned int)(udp_len ? udp_len : inner_len));
+		p[off + 6] = o->proto;
+		p[off + 7] = 64;
+		pkt_addr(o->family, o->src, p + off + 8);
+		pkt_addr(o->family, o->dst, p + off + 24);
+	}
+	out->l3 = l3;
+	off += ip_len;
+	if (udp_len) {
+		put16(p + off, 50000);
+		put16(p + off + 2, o->dport);
+		put16(p + off + 4, (unsigned int)udp_len);
+		off += 8;
+		memcpy(p + off, o->gue, o->gue_len);
+		off += o->gue_len;
+	}
+	out->l4 = off;
+	memcpy(p + off, inner->data + inner->l3, inner_len);
+	out->len = off + inner_len;
+	if (o->family == LB_FAMILY_IPV4)
+		pkt_ipv4_checksum(out);
+}
+
+enum want { DECAP, UNTOUCHED };
+
+struct decap_case {
+	const char *name;
+	struct outer_spec outer;
+	void (*damage)(struct pkt *p); /* NULL: none */
+	enum want want;
+	__u32 reason;
+};
+
+static const uint8_t gue_ours4[] = { 0x01, 4, 0, 0, 0, 0, 0, 0 };
+static const uint8_t gue_ours6[] = { 0x01, 41, 0, 0, 0, 0, 0, 0 };
+/* GLB's hop list: two IPv4 hops, next hop 1. */
+static const uint8_t gue_hops4[] = { 0x03, 4, 0, 0, 0, 0, 1, 2, 198, 18, 13, 12, 198, 18, 13, 13 };
+static const uint8_t gue_bare[] = { 0x01, 4, 0, 0 }; /* hlen says 1 word; it is not there */
+static const uint8_t gue_control[] = { 0x21, 4, 0, 0, 0, 0, 0, 0 };
+static const uint8_t gue_version2[] = { 0x81, 4, 0, 0, 0, 0, 0, 0 };
+static const uint8_t gue_udp_inside[] = { 0x01, 17, 0, 0, 0, 0, 0, 0 };
+
+static void bad_ipv4_checksum(struct pkt *p) { p->data[p->l3 + 10] ^= 0xff; }
+static void ipv4_fragment(struct pkt *p) { p->data[p->l3 + 6] = 0x20; pkt_ipv4_checksum(p); }
+static void ipv4_total_long(struct pkt *p) { put16(p->data + p->l3 + 2, 1400); pkt_ipv4_checksum(p); }
+static void inner_version_wrong(struct pkt *p) { p->data[p->l4] = 0x60 | (p->data[p->l4] & 15); }
+static void cut_in_outer(struct pkt *p) { p->len = p->l3 + 12; }
+static void cut_in_udp(struct pkt *p) { p->len = p->l3 + 24; }
+
+#define V4 LB_FAMILY_IPV4
+#define V6 LB_FAMILY_IPV6
+
+static const struct decap_case cases[] = {
+	{ "IPv4 in IPv4", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 }, NULL, DECAP,
+	  LB_DECAP_DECAP_IPIP },
+	{ "IPv6 in IPv4", { V4, BALANCER4, HOST4, 41, 0, NULL, 0, V6, 0 }, NULL, DECAP,
+	  LB_DECAP_DECAP_IPIP },
+	{ "IPv4 in IPv6", { V6, BALANCER6, HOST6, 4, 0, NULL, 0, V4, 0 }, NULL, DECAP,
+	  LB_DECAP_DECAP_IPIP },
+	{ "IPv6 in IPv6", { V6, BALANCER6, HOST6, 41, 0, NULL, 0, V6, 0 }, NULL, DECAP,
+	  LB_DECAP_DECAP_IPIP },
+	{ "tagged IPv4 in IPv4", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 7 }, NULL, DECAP,
+	  LB_DECAP_DECAP_IPIP },
+	{ "GUE, IPv4 in IPv4", { V4, BALANCER4, HOST4, 17, GUE_PORT, gue_ours4, 8, V4, 0 }, NULL,
+	  DECAP, LB_DECAP_DECAP_GUE },
+	{ "GUE, IPv6 in IPv6", { V6, BALANCER6, HOST6, 17, GUE_PORT, gue_ours6, 8, V6, 0 }, NULL,
+	  DECAP, LB_DECAP_DECAP_GUE },
+	{ "GUE with a hop list", { V4, BALANCER4, HOST4, 17, GUE_PORT, gue_hops4, 16, V4, 0 }, NULL,
+	  DECAP, LB_DECAP_DECAP_GUE },
+	{ "GUE without a header, IPv4", { V4, BALANCER4, HOST4, 17, GUE_PORT, NULL, 0, V4, 0 },
+	  NULL, DECAP, LB_DECAP_DECAP_GUE },
+	{ "GUE without a header, IPv6 in IPv6", { V6, BALANCER6, HOST6, 17, GUE_PORT, NULL, 0, V6, 0 },
+	  NULL, DECAP, LB_DECAP_DECAP_GUE },
+	{ "from outside --from", { V4, "198.18.10.2", HOST4, 4, 0, NULL, 0, V4, 0 }, NULL, UNTOUCHED,
+	  LB_DECAP_PASS_NOT_FROM },
+	{ "IPv6 from outside --from", { V6, "2001:db8:10::2", HOST6, 41, 0, NULL, 0, V6, 0 }, NULL,
+	  UNTOUCHED, LB_DECAP_PASS_NOT_FROM },
+	{ "to an address not the host's", { V4, BALANCER4, "198.18.13.99", 4, 0, NULL, 0, V4, 0 },
+	  NULL, UNTOUCHED, LB_DECAP_PASS_NOT_LOCAL },
+	{ "UDP to another port", { V4, BALANCER4, HOST4, 17, 53, gue_ours4, 8, V4, 0 }, NULL,
+	  UNTOUCHED, LB_DECAP_PASS_NOT_ENCAP },
+	{ "bad outer IPv4 checksum", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 },
+	  bad_ipv4_checksum, UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
+	{ "outer IPv4 fragment", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 }, ipv4_fragment,
+	  UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
+	{ "outer IPv4 longer than the frame", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 },
+	  ipv4_total_long, UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
+	{ "IPIP whose inner packet is IPv6", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 },
+	  inner_version_wrong, UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
+	{ "cut in the outer header", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 }, cut_in_outer,
+	  UNTOUCHED, LB_DECAP_PASS_NOT_ENCAP },
+	{ "cut in UDP", { V4, BALANCER4, HOST4, 17, GUE_PORT, gue_ours4, 8, V4, 0 }, cut_in_udp,
+	  UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
+	{ "GUE control message", { V4, BALANCER4, HOST4, 17, GUE_PORT, gue_control, 8, V4, 0 },
+	  NULL, UNTOUCHED, LB_DECAP_PASS_BAD_GUE },
+	{ "GUE version 2", { V4, BALANCER4, HOST4, 17, GUE_PORT, gue_version2, 8, V4, 0 }, NULL,
+	  UNTOUCHED, LB_DECAP_PASS_BAD_GUE },
+	{ "GUE carrying UDP", { V4, BALANCER4, HOST4, 17, GUE_PORT, gue_udp_inside, 8, V4, 0 }, NULL,
+	  UNTOUCHED, LB_DECAP_PASS_BAD_GUE },
+	{ "GUE header cut by its hlen", { V4, BALANCER4, HOST4, 17, GUE_PORT, gue_bare, 4, V4, 0 },
+	  NULL, UNTOUCHED, LB_DECAP_PASS_BAD_GUE },
+};
+
+static __u64 decap_reason(__u32 r)
+{
+	return harness_percpu_sum(bpf_map__fd(decap->maps.decap_stats), r, 2, 0);
+}
+
+static int decap_setup(void **state)
+{
+	struct lb_decap_from_key k;
+	struct lb_decap_config cfg = { .gue_port = htons(GUE_PORT) };
+	struct bpf_map *map;
+	__u32 zero = 0;
+	__u8 one = 1, a[16];
+
+	(void)state;
+	if (skip_reason)
+		return 0;
+	decap = decap_bpf__open();
+	if (!decap)
+		return -1;
+	bpf_object__for_each_map(map, decap->obj)
+		bpf_map__set_pin_path(map, NULL);
+	if (decap_bpf__load(decap))
+		return -1;
+	/* Trusted: the balancer's /32 and /128; local: the host's two addresses. */
+	memset(&k, 0, sizeof(k));
+	k.family = V4;
+	k.prefixlen = 32 + 32;
+	pkt_addr(V4, BALANCER4, a);
+	memcpy(k.addr, a, 4);
+	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_from), &k, &one, BPF_ANY);
+	memset(&k, 0, sizeof(k));
+	k.family = V6;
+	k.prefixlen = 32 + 128;
+	pkt_addr(V6, BALANCER6, k.addr);
+	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_from), &k, &one, BPF_ANY);
+	memset(&k, 0, sizeof(k));
+	k.family = V4;
+	pkt_addr(V4, HOST4, a);
+	memcpy(k.addr, a, 4);
+	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_local), &k, &one, BPF_ANY);
+	memset(&k, 0, sizeof(k));
+	k.family = V6;
+	pkt_addr(V6, HOST6, k.addr);
+	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_local), &k, &one, BPF_ANY);
+	return bpf_map_update_elem(bpf_map__fd(decap->maps.decap_config), &zero, &cfg, BPF_ANY);
+}
+
+static int decap_teardown(void **state)
+{
+	(void)state;
+	decap_bpf__destroy(decap);
+	decap = NULL;
+	return 0;
+}
+
+static void test_decap_program_takes_what_is_ours_and_leaves_the_rest(void **state)
+{
+	unsigned char out[PKT_MAX];
+	size_t i, out_len;
+	int wrong = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct decap_case *c = &cases[i];
+		struct pkt frame, inner;
+		__u64 before = decap_reason(c->reason);
+		__u32 verdict;
+		size_t l2 = c->outer.vlan ? 18 : 14, inner_len;
+
+		outer_build(&c->outer, &frame, &inner);
+		if (c->damage)
+			c->damage(&frame);
+		inner_len = inner.len - inner.l3;
+		verdict = harness_run(bpf_program__fd(decap->progs.ringlb_decap), frame.data, frame.len,
+				      out, &out_len, 1, NULL);
+		if (verdict != XDP_PASS || decap_reason(c->reason) - before != 1) {
+			printf("decap: %s: verdict %u, reason %s not counted\n", c->name, verdict,
+			       lb_decap_reason_names[c->reason]);
+			wrong++;
+			continue;
+		}
+		if (c->want == UNTOUCHED) {
+			if (out_len != frame.len || memcmp(out, frame.data, frame.len)) {
+				printf("decap: %s: the frame was changed\n", c->name);
+				wrong++;
+			}
+			continue;
+		}
+		/* The same Ethernet header (and tag), the inner EtherType, then the inner packet. */
+		if (out_len != l2 + inner_len || memcmp(out, frame.data, l2 - 2) ||
+		    (out[l2 - 2] << 8 | out[l2 - 1]) != (c->outer.inner == V4 ? 0x0800 : 0x86dd) ||
+		    memcmp(out + l2, inner.data + inner.l3, inner_len)) {
+			printf("decap: %s: not the inner packet behind the frame's header\n", c->name);
+			wrong++;
+		}
+	}
+	check(wrong == 0, "%d of %zu frames did not get their documented treatment", wrong,
+	      sizeof(cases) / sizeof(cases[0]));
+	printf("decap: %zu frames, each decapsulated or left untouched as documented\n",
+	       sizeof(cases) / sizeof(cases[0]));
+}
+
+HARNESS_GROUP(decap,
+	cmocka_unit_test_setup_teardown(test_decap_program_takes_what_is_ours_and_leaves_the_rest,
+					decap_setup, decap_teardown));
