@@ -120,7 +120,7 @@ int ringlb_decap(struct xdp_md *ctx)
 	__u8 head[sizeof(struct ethhdr) + sizeof(struct vlan_tag)];
 	struct ethhdr *eth = data;
 	struct lb_decap_config *cfg;
-	__u32 zero = 0, l3, outer, reason, kind;
+	__u32 zero = 0, l3, outer, reason, kind, ip_len;
 	__u8 proto, inner_version;
 	__be16 ethertype;
 
@@ -155,6 +155,7 @@ int ringlb_decap(struct xdp_md *ctx)
 		if (reason)
 			return counted(reason, bytes);
 		outer = ihl;
+		ip_len = bpf_ntohs(ip->tot_len);
 	} else if (ethertype == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = data + l3;
 
@@ -170,6 +171,7 @@ int ringlb_decap(struct xdp_md *ctx)
 		if (reason)
 			return counted(reason, bytes);
 		outer = sizeof(*ip6);
+		ip_len = sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
 	} else {
 		return counted(LB_DECAP_PASS_NOT_ENCAP, bytes);
 	}
@@ -180,7 +182,9 @@ int ringlb_decap(struct xdp_md *ctx)
 		__u8 *gue = (void *)(udp + 1);
 
 		cfg = bpf_map_lookup_elem(&decap_config, &zero);
-		if ((void *)(udp + 1) > end)
+		/* The UDP header, and a length that the IP packet holds. */
+		if ((void *)(udp + 1) > end || bpf_ntohs(udp->len) < sizeof(*udp) ||
+		    outer + bpf_ntohs(udp->len) > ip_len)
 			return counted(LB_DECAP_PASS_BAD_OUTER, bytes);
 		if (!cfg || !cfg->gue_port || udp->dest != cfg->gue_port)
 			return counted(LB_DECAP_PASS_NOT_ENCAP, bytes);

@@ -16,6 +16,9 @@
 #include <sys/statfs.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -76,4 +79,64 @@ int harness_load(const char *test, const __u64 key[2], const __u8 mac[6], struct
 		printf("verifier: ringlb_xdp loaded, %u instructions processed, %u xlated bytes\n",
 		       info.verified_insns, info.xlated_prog_len);
 	return 0;
+}
+
+__u32 harness_run_on(int prog_fd, int ifindex, const unsigned char *in, size_t len,
+		     unsigned char *out, size_t *out_len)
+{
+	struct xdp_md md = { .data_end = (__u32)len, .ingress_ifindex = (__u32)ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = (__u32)len,
+		    .data_out = out, .data_size_out = PKT_MAX, .ctx_in = &md,
+		    .ctx_size_in = sizeof(md), .repeat = 1);
+
+	check(bpf_prog_test_run_opts(prog_fd, &opts) == 0, "BPF_PROG_TEST_RUN: %s",
+	      strerror(errno));
+	if (out_len)
+		*out_len = opts.data_size_out;
+	return opts.retval;
+}
+
+const __u8 harness_next_hop_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x11, 0x01 };
+const __u8 harness_e0_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x11, 0x02 };
+
+/* The namespace the process started in, while the tests run in another. */
+static int home_ns = -1;
+
+int harness_net_enter(void)
+{
+	static const char *const setup[] = {
+		"ip link add e0 type veth peer name e1",
+		"ip link set lo up",
+		"ip link set e0 address 02:00:00:00:11:02 up",
+		"ip link set e1 up",
+		"ip addr add " HARNESS_SOURCE4 "/24 dev e0",
+		"ip -6 addr add " HARNESS_SOURCE6 "/64 dev e0 nodad",
+		"ip neigh replace 198.18.11.1 lladdr 02:00:00:00:11:01 dev e0 nud permanent",
+		"ip -6 neigh replace 2001:db8:11::1 lladdr 02:00:00:00:11:01 dev e0 nud permanent",
+		"ip route add default via 198.18.11.1",
+		"ip -6 route add default via 2001:db8:11::1",
+		"ip route add 198.18.30.0/24 via 198.18.11.5",
+		"ip route add unreachable 198.18.40.0/24",
+		"sysctl -qw net.ipv4.conf.e0.forwarding=1 net.ipv6.conf.e0.forwarding=1",
+	};
+	size_t i;
+	int ifindex;
+
+	home_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (home_ns < 0 || unshare(CLONE_NEWNET))
+		return -1;
+	for (i = 0; i < sizeof(setup) / sizeof(setup[0]); i++)
+		if (system(setup[i]) != 0)
+			return -1;
+	ifindex = (int)if_nametoindex("e0");
+	return ifindex ? ifindex : -1;
+}
+
+void harness_net_leave(void)
+{
+	if (home_ns >= 0) {
+		setns(home_ns, CLONE_NEWNET);
+		close(home_ns);
+		home_ns = -1;
+	}
 }

@@ -57,4 +57,29 @@ __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word);
 int harness_load(const char *test, const __u64 secret[2], const __u8 mac[6],
 		 struct lb_prog **prog);
 
+/**
+ * harness_run_on() - harness_run() as if the frame arrived on @ifindex (the
+ * FIB lookups of encapsulation need a real ingress interface).
+ */
+__u32 harness_run_on(int prog_fd, int ifindex, const unsigned char *in, size_t len,
+		     unsigned char *out, size_t *out_len);
+
+/*
+ * The balancer's side of a routed network, in a network namespace of its
+ * own: veth e0 (02:00:00:00:11:02) with HARNESS_SOURCE4/6, a default route
+ * via a next hop with a permanent neighbour (HARNESS_NEXT_HOP_MAC), a route
+ * via a next hop without one (198.18.30.0/24), an unreachable 198.18.40.0/24,
+ * forwarding on.
+ */
+#define HARNESS_SOURCE4 "198.18.11.2"
+#define HARNESS_SOURCE6 "2001:db8:11::2"
+extern const __u8 harness_next_hop_mac[6];
+extern const __u8 harness_e0_mac[6];
+
+/** harness_net_enter() - enter that namespace: e0's ifindex, or -1. */
+int harness_net_enter(void);
+
+/** harness_net_leave() - back to the namespace the process started in. */
+void harness_net_leave(void);
+
 #endif /* RINGLB_TESTS_HARNESS_H */

@@ -7,9 +7,8 @@
  * the ICMP errors a packet too big once encapsulated gets (checksums,
  * MTU, quote), and the drops: no DF, no neighbour, no route, forwarding off.
  *
- * The FIB lookup needs a network: the tests run in a network namespace of
- * their own (a veth, its addresses, a default route via a next hop with a
- * permanent neighbour entry), entered for this file and left after it.
+ * The FIB lookup needs a network: the tests run in the harness's network
+ * namespace (harness_net_enter()), entered for this file and left after it.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -32,75 +31,25 @@
 
 #include "prog.h"
 
-#define SOURCE4 "198.18.11.2"
-#define SOURCE6 "2001:db8:11::2"
+#define SOURCE4 HARNESS_SOURCE4
+#define SOURCE6 HARNESS_SOURCE6
 #define BACKEND4 "198.18.13.11"
 #define BACKEND6 "2001:db8:13::11"
 #define GUE_PORT 19523
-static const __u8 next_hop_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x11, 0x01 };
 
-/* The namespace the tests run in, and the one to go back to. */
-static int home_ns = -1, ifindex;
-static __u8 ifmac[6];
+static int ifindex;
+static const __u8 *const next_hop_mac = harness_next_hop_mac;
+static const __u8 *const ifmac = harness_e0_mac;
 
 static int sh(const char *cmd)
 {
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-/* Enter a fresh network namespace with the balancer's side of a routed network. */
-static int encap_net_up(void)
-{
-	static const char *const setup[] = {
-		"ip link add e0 type veth peer name e1",
-		"ip link set lo up",
-		"ip link set e0 address 02:00:00:00:11:02 up",
-		"ip link set e1 up",
-		"ip addr add " SOURCE4 "/24 dev e0",
-		"ip -6 addr add " SOURCE6 "/64 dev e0 nodad",
-		"ip neigh replace 198.18.11.1 lladdr 02:00:00:00:11:01 dev e0 nud permanent",
-		"ip -6 neigh replace 2001:db8:11::1 lladdr 02:00:00:00:11:01 dev e0 nud permanent",
-		"ip route add default via 198.18.11.1",
-		"ip -6 route add default via 2001:db8:11::1",
-		/* A next hop with no neighbour entry, and no route at all to 198.18.40.0/24. */
-		"ip route add 198.18.30.0/24 via 198.18.11.5",
-		"ip route add unreachable 198.18.40.0/24",
-		"sysctl -qw net.ipv4.conf.e0.forwarding=1 net.ipv6.conf.e0.forwarding=1",
-	};
-	size_t i;
-
-	home_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (home_ns < 0 || unshare(CLONE_NEWNET))
-		return -1;
-	for (i = 0; i < sizeof(setup) / sizeof(setup[0]); i++)
-		if (sh(setup[i]))
-			return -1;
-	ifindex = (int)if_nametoindex("e0");
-	memcpy(ifmac, (const __u8[]){ 0x02, 0x00, 0x00, 0x00, 0x11, 0x02 }, 6);
-	return ifindex ? 0 : -1;
-}
-
-static void encap_net_down(void)
-{
-	if (home_ns >= 0) {
-		setns(home_ns, CLONE_NEWNET);
-		close(home_ns);
-		home_ns = -1;
-	}
-}
-
 /* Run a frame as if it arrived on e0. */
 static __u32 run_on_e0(const struct pkt *in, unsigned char *out, size_t *out_len)
 {
-	struct xdp_md md = { .data_end = (__u32)in->len, .ingress_ifindex = (__u32)ifindex };
-	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in->data, .data_size_in = (__u32)in->len,
-		    .data_out = out, .data_size_out = PKT_MAX, .ctx_in = &md,
-		    .ctx_size_in = sizeof(md), .repeat = 1);
-
-	check(bpf_prog_test_run_opts(lb_prog_fd(prog), &opts) == 0, "BPF_PROG_TEST_RUN: %s",
-	      strerror(errno));
-	*out_len = opts.data_size_out;
-	return opts.retval;
+	return harness_run_on(lb_prog_fd(prog), ifindex, in->data, in->len, out, out_len);
 }
 
 static void config_set(int with_sources)
@@ -490,13 +439,14 @@ static int encap_setup(void **state)
 	(void)state;
 	if (skip_reason)
 		return 0;
-	return encap_net_up();
+	ifindex = harness_net_enter();
+	return ifindex > 0 ? 0 : -1;
 }
 
 static int encap_teardown(void **state)
 {
 	(void)state;
-	encap_net_down();
+	harness_net_leave();
 	return 0;
 }
 
