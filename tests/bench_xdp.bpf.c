@@ -22,6 +22,11 @@
  * another inside the kernel, with no system call between them, over
  * thousands of distinct flows; the driver's own cost is measured by
  * tail-calling bench_empty and subtracted.
+ *
+ * bench_reset feeds programs that change the frame's length (encapsulation,
+ * decapsulation): each run first makes the packet the frame in frame_reset
+ * again (its length by moving the head, then its bytes), then tail-calls
+ * the program under test.
  */
 /* Maps of its own: nothing is pinned (lb_vips.h). */
 #define LB_MAPS_PRIVATE
@@ -223,4 +228,40 @@ SEC("xdp")
 int bench_ring(struct xdp_md *ctx)
 {
 	return bench(ctx, CHOICE_RING);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bench_frame);
+} frame_reset SEC(".maps");
+
+SEC("xdp")
+int bench_reset(struct xdp_md *ctx)
+{
+	struct bench_frame *f;
+	struct bench_config *cfg;
+	__u32 zero = 0, i;
+	void *data, *end;
+	int delta;
+
+	f = bpf_map_lookup_elem(&frame_reset, &zero);
+	cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!f || !cfg || f->len > BENCH_FRAME_MAX)
+		return XDP_ABORTED;
+	delta = (int)(ctx->data_end - ctx->data) - (int)f->len;
+	if (delta && bpf_xdp_adjust_head(ctx, delta))
+		return XDP_ABORTED;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	for (i = 0; i < BENCH_FRAME_MAX / 2; i++) {
+		__u16 *to = (__u16 *)data + i;
+
+		if (i * 2 >= f->len || (void *)(to + 1) > end)
+			break;
+		*to = *(__u16 *)&f->data[i * 2];
+	}
+	bpf_tail_call(ctx, &targets, cfg->target);
+	return XDP_ABORTED;
 }

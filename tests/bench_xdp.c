@@ -46,6 +46,7 @@
 #include "bench_xdp.h"
 #include "harness.h"
 #include "bench_xdp.skel.h"
+#include "decap.skel.h"
 #include "lb.h"
 #include "packets.h"
 #include "ring.h"
@@ -458,6 +459,194 @@ static void memory_reach(void)
 	bench_xdp_bpf__destroy(skel);
 }
 
+/* --- 1c. encapsulation and decapsulation per packet ------------------------------------ */
+
+enum { E_EMPTY, E_FLOOR, E_L2, E_IPIP, E_GUE, E_DECAP_IPIP, E_DECAP_GUE, E_PASS, E_COUNT };
+enum { S_EMPTY = 0, S_FLOOR = 1, S_SHIPPED = 5, S_DECAP = 6, S_PASS = 7 };
+
+/* One run of bench_reset over @frame into target slot @target, on e0: ns per packet. */
+static double reset_run_ns(struct bench_xdp_bpf *skel, int ifindex, const unsigned char *frame,
+			   size_t len, __u32 target, __u32 *verdict)
+{
+	struct bench_config cfg = { target, 0, 1 };
+	struct bench_frame f = { .len = (__u32)len };
+	struct xdp_md md = { .data_end = (__u32)len, .ingress_ifindex = (__u32)ifindex };
+	unsigned char out[PKT_MAX];
+	__u32 zero = 0;
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (__u32)len,
+		    .data_out = out, .data_size_out = sizeof(out), .ctx_in = &md,
+		    .ctx_size_in = sizeof(md), .repeat = PACKETS_PER_RUN);
+
+	memcpy(f.data, frame, len);
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.config), &zero, &cfg, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.frame_reset), &zero, &f, BPF_ANY) ||
+	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.bench_reset), &o))
+		die("BPF_PROG_TEST_RUN of bench_reset", -errno);
+	*verdict = o.retval;
+	return o.duration;
+}
+
+static void encap_per_packet(void)
+{
+	static const char *const names[E_COUNT] = {
+		"harness", "floor", "l2", "ipip", "gue", "decap ipip", "decap gue", "xdp_pass",
+	};
+	static const __u32 want[E_COUNT] = { XDP_TX, XDP_TX, XDP_TX, XDP_TX, XDP_TX, XDP_PASS,
+					     XDP_PASS, XDP_PASS };
+	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
+				     .iface_mac = { 2, 0, 0, 0, 0x11, 2 } };
+	struct lb_config cfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
+	struct lb_decap_from_key k = { .prefixlen = 64, .family = LB_FAMILY_IPV4 };
+	struct lb_decap_config dcfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
+	struct pkt frames[E_COUNT], scratch;
+	double ns[E_COUNT][ROUNDS], med[E_COUNT];
+	struct bench_xdp_bpf *skel;
+	struct decap_bpf *decap;
+	struct bpf_object *pass;
+	struct lb_prog *shipped;
+	struct lb_maps bench_maps;
+	struct bpf_map *map;
+	struct ring *r;
+	__u32 ids[3] = { 1, 2, 3 }, zero = 0, verdict, slot;
+	__u8 one = 1, a[16];
+	int ifindex, e, round, fd;
+	size_t len;
+
+	printf("\n1c. Encapsulation and decapsulation per packet: BPF_PROG_TEST_RUN of a driver\n"
+	       "   that makes the packet one frame again (its length, its bytes) and tail-calls\n"
+	       "   the program under test; %d packets per run, median of %d interleaved runs,\n"
+	       "   ns per packet, net = minus the driver feeding an empty program. Balancer:\n"
+	       "   the shipped program on an established IPv4 TCP flow to an l2, an ipip and a\n"
+	       "   gue VIP (IPv4 backend, FIB lookup in a network namespace), and the floor\n"
+	       "   (parse+hash, no choice); the driver's head move for the encapsulated frames\n"
+	       "   counts against them. Backend: the decap program on that IPIP and that GUE\n"
+	       "   frame, against xdp_pass on the same frames.\n", PACKETS_PER_RUN, ROUNDS);
+	ifindex = harness_net_enter();
+	if (ifindex < 0)
+		die("the encapsulation network", -EIO);
+	skel = bench_open(&frames[E_FLOOR]);
+	if (lb_prog_load(&shipped, &opts))
+		die("load the shipped program", -errno);
+	pkt_addr(LB_FAMILY_IPV4, HARNESS_SOURCE4, a);
+	memcpy(cfg.source4, a, 4);
+	pkt_addr(LB_FAMILY_IPV6, HARNESS_SOURCE6, cfg.source6);
+	if (lb_config_write(lb_prog_maps(shipped), &cfg))
+		die("encapsulation settings", -errno);
+	for (e = 0; e < 3; e++) {
+		struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
+					.vip_id = (__u32)e, .cookie = (__u64)e + 1,
+					.mac = { 2, 0, 0, 0, 0, 0x11 }, .forward = (__u8)e };
+		struct lb_vip_key key = { .port = htons(80), .protocol = IPPROTO_TCP,
+					  .family = LB_FAMILY_IPV4 };
+		struct ring_member m = { "only", 1 };
+		struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,
+					 .src = "198.18.1.1", .sport = 40000, .dport = 80,
+					 .tcp_flags = 0x10 };
+		char vip[32];
+
+		pkt_addr(LB_FAMILY_IPV4, "198.18.13.11", b.addr);
+		if (lb_backend_install(lb_prog_maps(shipped), ids[e], &b))
+			die("backend", -errno);
+		snprintf(vip, sizeof(vip), "198.18.0.%d", 100 + e);
+		pkt_addr(LB_FAMILY_IPV4, vip, key.addr);
+		if (ring_build(&r, 16, &m, 1) ||
+		    lb_vip_install(lb_prog_maps(shipped), &key, (__u32)e, r, &ids[e]))
+			die("VIP", -errno);
+		ring_free(r);
+		spec.dst = vip;
+		pkt_build(&frames[E_L2 + e], &spec);
+	}
+	/* The floor's VIP, in the benchmark programs' own maps. */
+	bench_maps_of(skel, &bench_maps);
+	{
+		struct lb_vip_key key = { .port = htons(80), .protocol = IPPROTO_TCP,
+					  .family = LB_FAMILY_IPV4 };
+
+		pkt_addr(LB_FAMILY_IPV4, "198.18.0.100", key.addr);
+		r = ring_sized(2, 64);
+		if (lb_vip_install(&bench_maps, &key, 0, r, ids))
+			die("the floor's VIP", -errno);
+		ring_free(r);
+	}
+	frames[E_EMPTY] = frames[E_L2];
+	/* The backend's frames: what the balancer sent. */
+	for (e = 0; e < 2; e++) {
+		unsigned char out[PKT_MAX];
+		size_t out_len;
+
+		harness_run_on(lb_prog_fd(shipped), ifindex, frames[E_IPIP + e].data,
+			       frames[E_IPIP + e].len, out, &out_len);
+		memset(&frames[E_DECAP_IPIP + e], 0, sizeof(scratch));
+		memcpy(frames[E_DECAP_IPIP + e].data, out, out_len);
+		frames[E_DECAP_IPIP + e].len = out_len;
+	}
+	frames[E_PASS] = frames[E_DECAP_GUE];
+	decap = decap_bpf__open();
+	bpf_object__for_each_map(map, decap->obj)
+		bpf_map__set_pin_path(map, NULL);
+	if (decap_bpf__load(decap))
+		die("load the decap program", -errno);
+	pkt_addr(LB_FAMILY_IPV4, HARNESS_SOURCE4, a);
+	memcpy(k.addr, a, 4);
+	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_from), &k, &one, BPF_ANY);
+	k.prefixlen = 0;
+	pkt_addr(LB_FAMILY_IPV4, "198.18.13.11", a);
+	memcpy(k.addr, a, 4);
+	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_local), &k, &one, BPF_ANY);
+	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_config), &zero, &dcfg, BPF_ANY);
+	pass = bpf_object__open_file("build/xdp_pass.bpf.o", NULL);
+	if (!pass || bpf_object__load(pass))
+		die("load xdp_pass", -errno);
+	{
+		const int slots[] = { S_SHIPPED, S_DECAP, S_PASS };
+		const int progs[] = { lb_prog_fd(shipped),
+				      bpf_program__fd(decap->progs.ringlb_decap),
+				      bpf_program__fd(bpf_object__find_program_by_name(pass,
+										"xdp_pass")) };
+
+		for (e = 0; e < 3; e++) {
+			slot = (__u32)slots[e];
+			fd = progs[e];
+			if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
+				die("prog array", -errno);
+		}
+	}
+	for (round = 0; round < ROUNDS; round++)
+		for (e = 0; e < E_COUNT; e++) {
+			static const __u32 target[E_COUNT] = { S_EMPTY, S_FLOOR, S_SHIPPED, S_SHIPPED,
+							       S_SHIPPED, S_DECAP, S_DECAP, S_PASS };
+
+			len = frames[e].len;
+			ns[e][round] = reset_run_ns(skel, ifindex, frames[e].data, len, target[e],
+						    &verdict);
+			if (verdict != want[e]) {
+				fprintf(stderr, "bench: %s returned %u, not %u\n", names[e], verdict,
+					want[e]);
+				die("an encapsulation benchmark frame was not handled", -EPROTO);
+			}
+		}
+	for (e = 0; e < E_COUNT; e++) {
+		qsort(ns[e], ROUNDS, sizeof(double), cmp_double);
+		med[e] = ns[e][ROUNDS / 2] - (e ? ns[E_EMPTY][ROUNDS / 2] : 0);
+	}
+	printf("   %-12s %9s %9s %8s\n", "program", "net ns", "ratio", "to");
+	printf("   %-12s %9.1f %9s %8s\n", "harness", ns[E_EMPTY][ROUNDS / 2], "", "");
+	printf("   %-12s %9.1f %9s %8s\n", "floor", med[E_FLOOR], "", "");
+	printf("   %-12s %9.1f %9.2f %8s\n", "l2", med[E_L2], med[E_L2] / med[E_FLOOR], "floor");
+	printf("   %-12s %9.1f %9.2f %8s\n", "ipip", med[E_IPIP], med[E_IPIP] / med[E_L2], "l2");
+	printf("   %-12s %9.1f %9.2f %8s\n", "gue", med[E_GUE], med[E_GUE] / med[E_L2], "l2");
+	printf("   %-12s %9.1f %9s %8s\n", "xdp_pass", med[E_PASS], "", "");
+	printf("   %-12s %9.1f %9.2f %8s\n", "decap ipip", med[E_DECAP_IPIP],
+	       med[E_DECAP_IPIP] / med[E_PASS], "xdp_pass");
+	printf("   %-12s %9.1f %9.2f %8s\n", "decap gue", med[E_DECAP_GUE],
+	       med[E_DECAP_GUE] / med[E_PASS], "xdp_pass");
+	bpf_object__close(pass);
+	decap_bpf__destroy(decap);
+	lb_prog_close(shipped);
+	bench_xdp_bpf__destroy(skel);
+	harness_net_leave();
+}
+
 /* --- 2. forwarding rate --------------------------------------------------------------- */
 
 /* Attach @prog_fd natively, blast for FORWARD_SECONDS, return frames sent per second. */
@@ -494,7 +683,8 @@ static void forwarding(void)
 				     .iface_mac = { 2, 0, 0, 0, 0, 2 } };
 	struct lb_vip_key key = bench_vip_key(IPPROTO_UDP, 53);
 	struct lb_maps bench_maps;
-	double floor_pps[FORWARD_ROUNDS], ring_pps[FORWARD_ROUNDS];
+	double floor_pps[FORWARD_ROUNDS], ring_pps[FORWARD_ROUNDS], gue_pps[FORWARD_ROUNDS];
+	__u32 gue_ids[2] = { 3, 4 };
 	struct bench_xdp_bpf *skel;
 	struct lb_prog *shipped;
 	struct ring *r;
@@ -505,7 +695,9 @@ static void forwarding(void)
 	printf("\n2. Forwarding rate, veth topology: trafgen UDP over 4,096 flows (source ports\n"
 	       "   1024-5119 in turn) from a client namespace, one CPU, %d s per run, median of\n"
 	       "   %d runs alternating programs; frames forwarded with native XDP_TX per second.\n"
-	       "   floor: parse+hash, no choice; ringlb: the shipped program\n",
+	       "   floor: parse+hash, no choice; ringlb: the shipped program, the VIP l2; gue:\n"
+	       "   the shipped program, the VIP's backends reached by GUE (FIB lookup, 36 more\n"
+	       "   bytes per frame)\n",
 	       FORWARD_SECONDS, FORWARD_ROUNDS);
 	if (!mkdtemp(dir))
 		die("mkdtemp", -errno);
@@ -543,18 +735,47 @@ static void forwarding(void)
 	if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids) ||
 	    lb_vip_install(&bench_maps, &key, 0, r, ids))
 		die("swap", -errno);
+	/* The same backends reached by GUE: slots 3 and 4, the balancer's FIB, backend neighbours. */
+	{
+		struct lb_config c = { .source4 = { 198, 18, 0, 2 },
+				       .gue_port = htons(LB_GUE_PORT_DEFAULT) };
+
+		for (id = 3; id <= 4; id++) {
+			struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
+						.cookie = id, .forward = LB_FORWARD_GUE,
+						.addr = { 198, 18, 0, (__u8)(10 + id - 2) } };
+
+			bpf_map_update_elem(lb_prog_maps(shipped)->backends, &id, &b, BPF_ANY);
+		}
+		if (lb_config_write(lb_prog_maps(shipped), &c) ||
+		    system("sysctl -qw net.ipv4.conf.eth0.forwarding=1 && "
+			   "ip neigh replace 198.18.0.11 lladdr 02:00:00:00:00:11 dev eth0 nud permanent && "
+			   "ip neigh replace 198.18.0.12 lladdr 02:00:00:00:00:12 dev eth0 nud permanent"))
+			die("GUE set-up", -EIO);
+	}
 	for (round = 0; round < FORWARD_ROUNDS; round++) {
 		floor_pps[round] = forward_pps(ifindex, bpf_program__fd(skel->progs.bench_floor),
 					       bpf_map__fd(skel->maps.sent), 0, 1, 0, conf);
+		if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids))
+			die("swap", -errno);
 		ring_pps[round] = forward_pps(ifindex, lb_prog_fd(shipped),
 					      lb_prog_maps(shipped)->reason_stats,
 					      LB_REASON_FORWARDED, 2, 0, conf);
+		if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, gue_ids))
+			die("swap", -errno);
+		gue_pps[round] = forward_pps(ifindex, lb_prog_fd(shipped),
+					     lb_prog_maps(shipped)->reason_stats,
+					     LB_REASON_FORWARDED, 2, 0, conf);
 	}
 	qsort(floor_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	qsort(ring_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
+	qsort(gue_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor pps", "ringlb pps",
 	       "ratio", "goal", floor_pps[FORWARD_ROUNDS / 2], ring_pps[FORWARD_ROUNDS / 2],
 	       ring_pps[FORWARD_ROUNDS / 2] / floor_pps[FORWARD_ROUNDS / 2], ">= 0.90");
+	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor pps", "gue pps",
+	       "ratio", "goal", floor_pps[FORWARD_ROUNDS / 2], gue_pps[FORWARD_ROUNDS / 2],
+	       gue_pps[FORWARD_ROUNDS / 2] / floor_pps[FORWARD_ROUNDS / 2], ">= 0.85");
 	ring_free(r);
 	lb_prog_close(shipped);
 	bench_xdp_bpf__destroy(skel);
@@ -910,6 +1131,7 @@ static const struct {
 } parts[] = {
 	{ "per-packet", per_packet, 1 },
 	{ "memory", memory_reach, 1 },
+	{ "encap", encap_per_packet, 1 },
 	{ "forwarding", forwarding, 1 },
 	{ "control-plane", control_plane, 1 },
 	{ "balance", balance, 0 },
@@ -936,7 +1158,7 @@ int main(int argc, char **argv)
 			if (strcmp(argv[i], parts[p].name) == 0)
 				break;
 		if (p == sizeof(parts) / sizeof(parts[0])) {
-			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, "
+			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, encap, "
 				"forwarding, control-plane, balance)\n", argv[i]);
 			return 2;
 		}

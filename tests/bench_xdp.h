@@ -46,4 +46,17 @@ struct bench_config {
 	__u32 flows;
 };
 
+/** BENCH_FRAME_MAX - bytes of the frame bench_reset restores before every run. */
+#define BENCH_FRAME_MAX 128
+
+/**
+ * struct bench_frame - the frame bench_reset makes the packet again.
+ * @len: its length, even, at most BENCH_FRAME_MAX
+ * @data: its bytes
+ */
+struct bench_frame {
+	__u32 len;
+	__u8 data[BENCH_FRAME_MAX];
+};
+
 #endif /* RINGLB_TESTS_BENCH_XDP_H */
