@@ -160,10 +160,12 @@ unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UN
 
 # --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
 PROG_LIBS := user/lb.c user/ringmap.c user/decap.c user/host.c user/addr.c $(RING_SRCS)
+# host.c (the host's addresses, for the decap program's maps) needs these.
+LDLIBS_HOST := -lmnl -lcap
 $(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS),\
-	-lcmocka -lpthread $(LDLIBS_BPF) $(LDLIBS_RING)))
+	-lcmocka -lpthread $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 $(eval $(call program,test_hostile,tests/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\
-	-lcmocka $(LDLIBS_BPF) $(LDLIBS_RING)))
+	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 
 prog-test: $(OUTPUT)/test_xdp $(OUTPUT)/test_hostile
 	$(Q)echo "== test_xdp"; $(OUTPUT)/test_xdp
@@ -226,7 +228,7 @@ soak: deps
 # --- benchmark ----------------------------------------------------------------
 $(eval $(call program,bench_ring,tests/bench_ring.c $(RING_SRCS),$(LDLIBS_RING)))
 $(eval $(call program,bench_xdp,tests/bench_xdp.c $(HARNESS_SRCS) $(PROG_LIBS),\
-	-lcmocka $(LDLIBS_BPF) $(LDLIBS_RING)))
+	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring $(OUTPUT)/bench_xdp \
