@@ -496,8 +496,6 @@ static void encap_per_packet(void)
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
 				     .iface_mac = { 2, 0, 0, 0, 0x11, 2 } };
 	struct lb_config cfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
-	struct lb_decap_from_key k = { .prefixlen = 64, .family = LB_FAMILY_IPV4 };
-	struct lb_decap_config dcfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
 	struct pkt frames[E_COUNT], scratch;
 	double ns[E_COUNT][ROUNDS], med[E_COUNT];
 	struct bench_xdp_bpf *skel;
@@ -505,10 +503,9 @@ static void encap_per_packet(void)
 	struct bpf_object *pass;
 	struct lb_prog *shipped;
 	struct lb_maps bench_maps;
-	struct bpf_map *map;
 	struct ring *r;
-	__u32 ids[3] = { 1, 2, 3 }, zero = 0, verdict, slot;
-	__u8 one = 1, a[16];
+	__u32 ids[3] = { 1, 2, 3 }, verdict, slot;
+	__u8 a[16];
 	int ifindex, e, round, fd;
 	size_t len;
 
@@ -581,19 +578,9 @@ static void encap_per_packet(void)
 		frames[E_DECAP_IPIP + e].len = out_len;
 	}
 	frames[E_PASS] = frames[E_DECAP_GUE];
-	decap = decap_bpf__open();
-	bpf_object__for_each_map(map, decap->obj)
-		bpf_map__set_pin_path(map, NULL);
-	if (decap_bpf__load(decap))
-		die("load the decap program", -errno);
-	pkt_addr(LB_FAMILY_IPV4, HARNESS_SOURCE4, a);
-	memcpy(k.addr, a, 4);
-	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_from), &k, &one, BPF_ANY);
-	k.prefixlen = 0;
-	pkt_addr(LB_FAMILY_IPV4, "198.18.13.11", a);
-	memcpy(k.addr, a, 4);
-	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_local), &k, &one, BPF_ANY);
-	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_config), &zero, &dcfg, BPF_ANY);
+	decap = harness_decap_open();
+	if (!decap)
+		die("load the decap program", -EIO);
 	pass = bpf_object__open_file("build/xdp_pass.bpf.o", NULL);
 	if (!pass || bpf_object__load(pass))
 		die("load xdp_pass", -errno);

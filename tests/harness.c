@@ -26,6 +26,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "decap.skel.h"
 #include "harness.h"
 
 /* --- any program ------------------------------------------------------------------------ */
@@ -139,4 +140,43 @@ void harness_net_leave(void)
 		close(home_ns);
 		home_ns = -1;
 	}
+}
+
+/* One entry of a decap set: @len bits of @text past the family (0 for an exact-match set). */
+static int decap_entry(int fd, int family, const char *text, __u32 len)
+{
+	struct lb_decap_from_key k = { .prefixlen = len, .family = (__u8)family };
+	__u8 a[16], one = 1;
+
+	pkt_addr(family, text, a);
+	memcpy(k.addr, a, family == LB_FAMILY_IPV4 ? 4 : 16);
+	return bpf_map_update_elem(fd, &k, &one, BPF_ANY);
+}
+
+struct decap_bpf *harness_decap_open(void)
+{
+	struct lb_decap_config cfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
+	struct decap_bpf *skel = decap_bpf__open();
+	struct bpf_map *map;
+	__u32 zero = 0;
+	int from, local;
+
+	if (!skel)
+		return NULL;
+	bpf_object__for_each_map(map, skel->obj)
+		bpf_map__set_pin_path(map, NULL);
+	if (decap_bpf__load(skel))
+		goto fail;
+	from = bpf_map__fd(skel->maps.decap_from);
+	local = bpf_map__fd(skel->maps.decap_local);
+	if (decap_entry(from, LB_FAMILY_IPV4, HARNESS_SOURCE4, 32 + 32) ||
+	    decap_entry(from, LB_FAMILY_IPV6, HARNESS_SOURCE6, 32 + 128) ||
+	    decap_entry(local, LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, 0) ||
+	    decap_entry(local, LB_FAMILY_IPV6, HARNESS_DECAP_LOCAL6, 0) ||
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.decap_config), &zero, &cfg, BPF_ANY))
+		goto fail;
+	return skel;
+fail:
+	decap_bpf__destroy(skel);
+	return NULL;
 }

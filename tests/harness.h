@@ -76,6 +76,19 @@ __u32 harness_run_on(int prog_fd, int ifindex, const unsigned char *in, size_t l
 extern const __u8 harness_next_hop_mac[6];
 extern const __u8 harness_e0_mac[6];
 
+/* The decap program's test set-up: trusted sources and local addresses. */
+#define HARNESS_DECAP_LOCAL4 "198.18.13.11"
+#define HARNESS_DECAP_LOCAL6 "2001:db8:13::11"
+
+struct decap_bpf;
+
+/**
+ * harness_decap_open() - the decap program with private maps, accepting
+ * HARNESS_SOURCE4/6 (as /32 and /128) to HARNESS_DECAP_LOCAL4/6, GUE on
+ * LB_GUE_PORT_DEFAULT. NULL on failure. Free with decap_bpf__destroy().
+ */
+struct decap_bpf *harness_decap_open(void);
+
 /** harness_net_enter() - enter that namespace: e0's ifindex, or -1. */
 int harness_net_enter(void);
 

@@ -546,10 +546,10 @@ static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(v
  * outer headers take, or 0 when the frame must pass untouched.
  */
 #define DECAP_GUE_PORT 19523
-#define TRUSTED4 "198.18.11.2"
-#define TRUSTED6 "2001:db8:11::2"
-#define LOCAL4 "198.18.13.11"
-#define LOCAL6 "2001:db8:13::11"
+#define TRUSTED4 HARNESS_SOURCE4
+#define TRUSTED6 HARNESS_SOURCE6
+#define LOCAL4 HARNESS_DECAP_LOCAL4
+#define LOCAL6 HARNESS_DECAP_LOCAL6
 
 static int addr_is(int family, const unsigned char *a, const char *text)
 {
@@ -717,44 +717,18 @@ static void test_hostile_frames_through_the_decap_program(void **state)
 	const char *env = getenv("FRAMES");
 	long frames = env ? atol(env) : FRAMES_DEFAULT, n, decapsulated = 0;
 	struct test_rng rng = { SEED ^ 0xdeca9 };
-	struct lb_decap_from_key k;
-	struct lb_decap_config cfg = { .gue_port = htons(DECAP_GUE_PORT) };
 	struct decap_bpf *skel;
-	struct bpf_map *map;
 	unsigned char out[PKT_MAX];
 	__u64 packets = 0, bytes = 0, bytes_sent = 0;
-	__u32 zero = 0, r;
-	__u8 one = 1;
+	__u32 r;
 	size_t out_len;
 	int fd;
 
 	(void)state;
 	if (skip_reason)
 		skip();
-	skel = decap_bpf__open();
+	skel = harness_decap_open();
 	assert_non_null(skel);
-	bpf_object__for_each_map(map, skel->obj)
-		bpf_map__set_pin_path(map, NULL);
-	assert_int_equal(decap_bpf__load(skel), 0);
-	memset(&k, 0, sizeof(k));
-	k.family = LB_FAMILY_IPV4;
-	k.prefixlen = 32 + 32;
-	pkt_addr(LB_FAMILY_IPV4, TRUSTED4, k.addr);
-	memset(k.addr + 4, 0, 12);
-	bpf_map_update_elem(bpf_map__fd(skel->maps.decap_from), &k, &one, BPF_ANY);
-	k.family = LB_FAMILY_IPV6;
-	k.prefixlen = 32 + 128;
-	pkt_addr(LB_FAMILY_IPV6, TRUSTED6, k.addr);
-	bpf_map_update_elem(bpf_map__fd(skel->maps.decap_from), &k, &one, BPF_ANY);
-	memset(&k, 0, sizeof(k));
-	k.family = LB_FAMILY_IPV4;
-	pkt_addr(LB_FAMILY_IPV4, LOCAL4, k.addr);
-	memset(k.addr + 4, 0, 12);
-	bpf_map_update_elem(bpf_map__fd(skel->maps.decap_local), &k, &one, BPF_ANY);
-	k.family = LB_FAMILY_IPV6;
-	pkt_addr(LB_FAMILY_IPV6, LOCAL6, k.addr);
-	bpf_map_update_elem(bpf_map__fd(skel->maps.decap_local), &k, &one, BPF_ANY);
-	bpf_map_update_elem(bpf_map__fd(skel->maps.decap_config), &zero, &cfg, BPF_ANY);
 	fd = bpf_program__fd(skel->progs.ringlb_decap);
 	for (n = 0; n < frames; n++) {
 		int kind = (int)test_rng_below(&rng, 10);

@@ -27,11 +27,11 @@
 #include "decap.h"
 #include "prog.h"
 
-#define BALANCER4 "198.18.11.2"
-#define BALANCER6 "2001:db8:11::2"
-#define HOST4 "198.18.13.11"
-#define HOST6 "2001:db8:13::11"
-#define GUE_PORT 19523
+#define BALANCER4 HARNESS_SOURCE4
+#define BALANCER6 HARNESS_SOURCE6
+#define HOST4 HARNESS_DECAP_LOCAL4
+#define HOST6 HARNESS_DECAP_LOCAL6
+#define GUE_PORT LB_GUE_PORT_DEFAULT
 
 static struct decap_bpf *decap;
 
@@ -208,44 +208,11 @@ static __u64 decap_reason(__u32 r)
 
 static int decap_setup(void **state)
 {
-	struct lb_decap_from_key k;
-	struct lb_decap_config cfg = { .gue_port = htons(GUE_PORT) };
-	struct bpf_map *map;
-	__u32 zero = 0;
-	__u8 one = 1, a[16];
-
 	(void)state;
 	if (skip_reason)
 		return 0;
-	decap = decap_bpf__open();
-	if (!decap)
-		return -1;
-	bpf_object__for_each_map(map, decap->obj)
-		bpf_map__set_pin_path(map, NULL);
-	if (decap_bpf__load(decap))
-		return -1;
-	/* Trusted: the balancer's /32 and /128; local: the host's two addresses. */
-	memset(&k, 0, sizeof(k));
-	k.family = V4;
-	k.prefixlen = 32 + 32;
-	pkt_addr(V4, BALANCER4, a);
-	memcpy(k.addr, a, 4);
-	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_from), &k, &one, BPF_ANY);
-	memset(&k, 0, sizeof(k));
-	k.family = V6;
-	k.prefixlen = 32 + 128;
-	pkt_addr(V6, BALANCER6, k.addr);
-	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_from), &k, &one, BPF_ANY);
-	memset(&k, 0, sizeof(k));
-	k.family = V4;
-	pkt_addr(V4, HOST4, a);
-	memcpy(k.addr, a, 4);
-	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_local), &k, &one, BPF_ANY);
-	memset(&k, 0, sizeof(k));
-	k.family = V6;
-	pkt_addr(V6, HOST6, k.addr);
-	bpf_map_update_elem(bpf_map__fd(decap->maps.decap_local), &k, &one, BPF_ANY);
-	return bpf_map_update_elem(bpf_map__fd(decap->maps.decap_config), &zero, &cfg, BPF_ANY);
+	decap = harness_decap_open();
+	return decap ? 0 : -1;
 }
 
 static int decap_teardown(void **state)
