@@ -61,6 +61,7 @@ CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 HARNESS_SRCS := tests/packets.c tests/harness.c
 PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
 SKELS := $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/vip_reader.skel.h \
+	$(OUTPUT)/syncookie.skel.h \
 	$(OUTPUT)/bench_xdp.skel.h
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))

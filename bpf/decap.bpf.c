@@ -18,6 +18,7 @@
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/tcp.h>
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
 
@@ -112,6 +113,144 @@ static __always_inline int ipv4_checksum_ok(const struct iphdr *ip, __u32 ihl, v
 	return sum == 0xffff;
 }
 
+/*
+ * Is the inner packet this host's? A SYN without ACK (a new connection the
+ * ring gave this host), a packet of a connection it has (a socket for the
+ * 4-tuple that is not a listener), an ACK that is a valid SYN cookie of its
+ * listener, anything that is not TCP, and a packet with no hop left are.
+ */
+static __always_inline int ours(struct xdp_md *ctx, void *inner, void *end, __u8 version)
+{
+	struct bpf_sock_tuple tuple = {};
+	struct bpf_sock *sk;
+	struct tcphdr *th;
+	__u32 ihl, size;
+	int mine = 0;
+
+	if (version == 4) {
+		struct iphdr *ip = inner;
+
+		if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_TCP || ip->ihl != 5)
+			return 1;
+		ihl = sizeof(*ip);
+		tuple.ipv4.saddr = ip->saddr;
+		tuple.ipv4.daddr = ip->daddr;
+		size = sizeof(tuple.ipv4);
+	} else {
+		struct ipv6hdr *ip6 = inner;
+
+		if ((void *)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_TCP)
+			return 1;
+		ihl = sizeof(*ip6);
+		__builtin_memcpy(tuple.ipv6.saddr, &ip6->saddr, 16);
+		__builtin_memcpy(tuple.ipv6.daddr, &ip6->daddr, 16);
+		size = sizeof(tuple.ipv6);
+	}
+	th = inner + ihl;
+	if ((void *)(th + 1) > end)
+		return 1;
+	if (th->syn && !th->ack)
+		return 1;
+	if (version == 4) {
+		tuple.ipv4.sport = th->source;
+		tuple.ipv4.dport = th->dest;
+	} else {
+		tuple.ipv6.sport = th->source;
+		tuple.ipv6.dport = th->dest;
+	}
+	sk = bpf_skc_lookup_tcp(ctx, &tuple, size, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return 0;
+	if (sk->state != BPF_TCP_LISTEN)
+		mine = 1;
+	else if (th->ack && !th->syn && !th->rst)
+		mine = bpf_tcp_check_syncookie(sk, inner, ihl, th, sizeof(*th)) == 0;
+	bpf_sk_release(sk);
+	return mine;
+}
+
+/*
+ * Take the packet here (-1), take it here for want of a way on (-2), or
+ * send it on to hop @next_hop of the list at @hops_at: the outer source
+ * becomes this host's address (the outer destination), the destination the
+ * hop, next_hop one further, the MACs the FIB's. Returns the XDP action.
+ */
+static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 outer, __u8 version,
+					 __u8 next_hop, __u8 hop_count, __u32 hops_at,
+					 __u32 alen)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct bpf_fib_lookup fib = {};
+	__u8 *hop;
+
+	if (next_hop >= hop_count || l3 != sizeof(struct ethhdr) || outer > 256 ||
+	    ours(ctx, data + l3 + outer, end, version))
+		return -1;
+	if (hops_at > 256 || next_hop > 63)
+		return -1;
+	hop = data + hops_at + (__u32)next_hop * alen;
+	fib.ifindex = ctx->ingress_ifindex;
+	if (alen == 4) {
+		struct iphdr *ip = data + sizeof(struct ethhdr);
+
+		if ((void *)(ip + 1) > end || (void *)(hop + 4) > end)
+			return -1;
+		ip->saddr = ip->daddr;
+		__builtin_memcpy(&ip->daddr, hop, 4);
+		ip->ttl = 64;
+		ip->check = 0;
+		{
+			__u32 sum = 0;
+			__u16 *w = (__u16 *)ip;
+
+			for (int i = 0; i < 10; i++)
+				sum += w[i];
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = (sum & 0xffff) + (sum >> 16);
+			ip->check = (__u16)~sum;
+		}
+		fib.family = 2; /* AF_INET */
+		fib.ipv4_src = ip->saddr;
+		fib.ipv4_dst = ip->daddr;
+		fib.tot_len = bpf_ntohs(ip->tot_len);
+	} else {
+		struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+
+		if ((void *)(ip6 + 1) > end || (void *)(hop + 16) > end)
+			return -1;
+		__builtin_memcpy(&ip6->saddr, &ip6->daddr, 16);
+		__builtin_memcpy(&ip6->daddr, hop, 16);
+		ip6->hop_limit = 64;
+		fib.family = 10; /* AF_INET6 */
+		__builtin_memcpy(fib.ipv6_src, &ip6->saddr, 16);
+		__builtin_memcpy(fib.ipv6_dst, &ip6->daddr, 16);
+		fib.tot_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+	}
+	/* GUE's next-hop index, one further. */
+	{
+		__u32 at = hops_at - 2;
+		__u8 *index;
+
+		/* A fresh offset, so the pointer is checked where it is written. */
+		barrier_var(at);
+		index = data + at;
+		if (hops_at < 2 || (void *)(index + 1) > end)
+			return -1;
+		*index = next_hop + 1;
+	}
+	if (bpf_fib_lookup(ctx, &fib, sizeof(fib), 0) != BPF_FIB_LKUP_RET_SUCCESS)
+		return -2;
+	{
+		struct ethhdr *eth = data;
+
+		if ((void *)(eth + 1) > end)
+			return -2;
+		__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
+		__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
+	}
+	return fib.ifindex == ctx->ingress_ifindex ? XDP_TX : (int)bpf_redirect(fib.ifindex, 0);
+}
+
 SEC("xdp")
 int ringlb_decap(struct xdp_md *ctx)
 {
@@ -120,7 +259,8 @@ int ringlb_decap(struct xdp_md *ctx)
 	__u8 head[sizeof(struct ethhdr) + sizeof(struct vlan_tag)];
 	struct ethhdr *eth = data;
 	struct lb_decap_config *cfg;
-	__u32 zero = 0, l3, outer, reason, kind, ip_len;
+	__u32 zero = 0, l3, outer, reason, kind, ip_len, hop_alen = 4, hops_at = 0;
+	__u8 next_hop = 0, hop_count = 0;
 	__u8 proto, inner_version;
 	__be16 ethertype;
 
@@ -193,11 +333,24 @@ int ringlb_decap(struct xdp_md *ctx)
 		kind = LB_DECAP_DECAP_GUE;
 		outer += sizeof(*udp);
 		if (gue[0] >> 6 == 0) {
+			__u32 hlen = gue[0] & 0x1f;
+
 			/* GUE version 0: a data message (C clear), then hlen words of options. */
 			if ((void *)(gue + 4) > end || (gue[0] & 0x20))
 				return counted(LB_DECAP_PASS_BAD_GUE, bytes);
 			proto = gue[1];
-			outer += 4 + (gue[0] & 0x1f) * 4;
+			/* Private data of type 0: the hop list, its length what hlen says. */
+			if (hlen && (void *)(gue + 8) <= end && gue[4] == 0 && gue[5] == 0) {
+				hop_alen = ethertype == bpf_htons(ETH_P_IP) ? 4 : 16;
+				next_hop = gue[6];
+				hop_count = gue[7];
+				if (4 + hop_count * hop_alen != hlen * 4 || next_hop > hop_count)
+					return counted(LB_DECAP_PASS_BAD_GUE, bytes);
+				hops_at = l3 + outer + 8;
+			} else if (hlen && (void *)(gue + 8) > end) {
+				return counted(LB_DECAP_PASS_BAD_GUE, bytes);
+			}
+			outer += 4 + hlen * 4;
 		} else if (gue[0] >> 6 == 1) {
 			/* Variant 1: the IP header itself, 0100 or 0110. */
 			proto = gue[0] >> 4 == 4 ? IPPROTO_IPIP : gue[0] >> 4 == 6 ? IPPROTO_IPV6 : 0;
@@ -215,6 +368,20 @@ int ringlb_decap(struct xdp_md *ctx)
 		if ((void *)(inner + 1) > end || !inner_version || inner[0] >> 4 != inner_version)
 			return counted(kind == LB_DECAP_DECAP_GUE ? LB_DECAP_PASS_BAD_GUE :
 								      LB_DECAP_PASS_BAD_OUTER, bytes);
+	}
+	/* A hop list: take it here, or send it on. */
+	if (hops_at) {
+		int ret = second_chance(ctx, l3, outer, inner_version, next_hop, hop_count, hops_at,
+					hop_alen);
+
+		if (ret >= 0) {
+			counted(LB_DECAP_FORWARD_NEXT_HOP, bytes);
+			return ret;
+		}
+		if (ret == -2)
+			kind = LB_DECAP_DECAP_NO_NEXT_HOP;
+		else if (next_hop > 0)
+			kind = LB_DECAP_DECAP_SECOND_CHANCE;
 	}
 	/* The Ethernet header (and tag) moves up to the inner packet, with its EtherType. */
 	if (data + sizeof(head) > end)

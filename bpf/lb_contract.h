@@ -511,12 +511,27 @@ struct lb_decap_config {
 
 /*
  * LB_DECAP_REASONS(X): every frame the decap program sees, once. DECAP_*
- * frames lose their outer headers and go to the host's stack; everything
- * else goes there untouched. All pass: the host decides.
+ * frames lose their outer headers and go to the host's stack;
+ * FORWARD_NEXT_HOP frames leave again (XDP_TX or a redirect) to the next
+ * backend of their hop list; everything else goes to the stack untouched.
+ *
+ * The hop list (GUE private data of type 0, GLB's layout): next_hop, then
+ * hop_count addresses of the outer header's family (4 bytes, GLB's, or 16
+ * for IPv6), the backends to try after the packet's outer destination, in
+ * order. A backend takes the packet when it is a SYN without ACK, when it
+ * has a socket for the 4-tuple that is not a listener, when the ACK is a
+ * valid SYN cookie of its listener, when the packet is not TCP, or when no
+ * hop is left; otherwise it sends the packet on to hop next_hop.
  */
 #define LB_DECAP_REASONS(X)                                                              \
 	X(DECAP_IPIP, "decap_ipip", "IPIP or IP6IP6 (any of the four), outer headers removed") \
 	X(DECAP_GUE, "decap_gue", "GUE (with a header, or IP right after UDP), removed")  \
+	X(DECAP_SECOND_CHANCE, "decap_second_chance",                                    \
+	  "GUE at a later hop of its list, taken here: a second chance that saved it")     \
+	X(FORWARD_NEXT_HOP, "forward_next_hop",                                          \
+	  "GUE this host has no connection for, sent on to the next hop of its list")      \
+	X(DECAP_NO_NEXT_HOP, "decap_no_next_hop",                                        \
+	  "GUE that should go on, but the FIB names no way to the next hop: taken here")   \
 	X(PASS_NOT_ENCAP, "pass_not_encap", "not IPIP, nor UDP to the GUE port")          \
 	X(PASS_NOT_FROM, "pass_not_from", "outer source outside every --from prefix")     \
 	X(PASS_NOT_LOCAL, "pass_not_local", "outer destination not one of the host's addresses") \

@@ -621,11 +621,17 @@ static size_t decap_oracle(const unsigned char *f, size_t len, size_t *l3_out)
 			return 0;
 		outer += 8;
 		if (gue[0] >> 6 == 0) {
+			size_t hlen = gue[0] & 0x1f, alen = family == LB_FAMILY_IPV4 ? 4 : 16;
+
 			w.at = l3 + outer;
 			if (!room(&w, 4) || (gue[0] & 0x20))
 				return 0;
+			/* Private data of type 0 is a hop list: its length what hlen says. */
+			if (hlen && (!room(&w, 8) || (!gue[4] && !gue[5] &&
+						     (4 + gue[7] * alen != hlen * 4 || gue[6] > gue[7]))))
+				return 0;
 			proto = gue[1];
-			outer += 4 + (size_t)(gue[0] & 0x1f) * 4;
+			outer += 4 + hlen * 4;
 		} else if (gue[0] >> 6 == 1) {
 			proto = gue[0] >> 4 == 4 ? 4 : gue[0] >> 4 == 6 ? 41 : 0;
 		} else {

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The backend side of a second chance, on crafted GUE frames with a hop
+ * list and real sockets in the harness's network namespace: a SYN, a packet
+ * of an established connection, a valid SYN cookie, anything not TCP and a
+ * packet with no hop left are taken here; an ACK nobody here knows (no
+ * socket, or a listener and no valid cookie) is sent on to the next hop with
+ * its outer addresses rewritten, its next-hop index one further and the
+ * next hop's MACs; malformed hop lists pass untouched. Each under its reason.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "decap.h"
+#include "decap.skel.h"
+#include "prog.h"
+#include "syncookie.skel.h"
+
+#define PORT 8080
+#define NEXT_HOP "198.18.13.12"
+
+static struct decap_bpf *decap;
+static int e0 = -1, listener = -1, client = -1, server = -1;
+static uint16_t client_port;
+
+static void put16(unsigned char *p, unsigned int v)
+{
+	p[0] = (unsigned char)(v >> 8);
+	p[1] = (unsigned char)v;
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v & 0xffff);
+}
+
+/*
+ * A GUE frame from the balancer to this host carrying an IPv4 TCP packet
+ * 127.0.0.1:@sport -> 127.0.0.1:@dport with @flags, @seq and @ack, with a
+ * hop list of @hops (NEXT_HOP each) whose next-hop index is @next, and
+ * @hlen words of options as written (to build malformed ones).
+ */
+static void gue_frame(struct pkt *p, uint16_t sport, uint16_t dport, uint8_t flags, uint32_t seq,
+		      uint32_t ack, int proto, int hops, int next, int hlen)
+{
+	unsigned char *d = p->data, a[16];
+	size_t inner = 20 + (proto == IPPROTO_TCP ? 20 : 8), gue = 4 + (size_t)hlen * 4, off;
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	memcpy(d, pkt_lb_mac, 6);
+	memcpy(d + 6, pkt_client_mac, 6);
+	put16(d + 12, 0x0800);
+	p->l3 = 14;
+	d[14] = 0x45;
+	put16(d + 16, (unsigned int)(20 + 8 + gue + inner));
+	d[22] = 64;
+	d[23] = IPPROTO_UDP;
+	pkt_addr(LB_FAMILY_IPV4, HARNESS_SOURCE4, a);
+	memcpy(d + 26, a, 4);
+	pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, a);
+	memcpy(d + 30, a, 4);
+	put16(d + 34, 50000);
+	put16(d + 36, LB_GUE_PORT_DEFAULT);
+	put16(d + 38, (unsigned int)(8 + gue + inner));
+	off = 42;
+	d[off] = (unsigned char)hlen;
+	d[off + 1] = 4;
+	d[off + 6] = (unsigned char)next;
+	d[off + 7] = (unsigned char)hops;
+	for (i = 0; i < hops && 8 + (size_t)i * 4 + 4 <= gue; i++) {
+		pkt_addr(LB_FAMILY_IPV4, NEXT_HOP, a);
+		memcpy(d + off + 8 + i * 4, a, 4);
+	}
+	off += gue;
+	p->l4 = off;
+	d[off] = 0x45;
+	put16(d + off + 2, (unsigned int)inner);
+	d[off + 8] = 64;
+	d[off + 9] = (unsigned char)proto;
+	put32(d + off + 12, 0x7f000001);
+	put32(d + off + 16, 0x7f000001);
+	put16(d + off + 20, sport);
+	put16(d + off + 22, dport);
+	if (proto == IPPROTO_TCP) {
+		put32(d + off + 24, seq);
+		put32(d + off + 28, ack);
+		d[off + 32] = 5 << 4;
+		d[off + 33] = flags;
+		put16(d + off + 34, 65535);
+	} else {
+		put16(d + off + 24, 8);
+	}
+	p->len = off + inner;
+	pkt_ipv4_checksum(p);
+	{
+		/* The inner header's checksum too: the stack checks it. */
+		struct pkt in = { .l3 = off };
+
+		memcpy(in.data, d, p->len);
+		pkt_ipv4_checksum(&in);
+		memcpy(d + off, in.data + off, 20);
+	}
+}
+
+/* The frame's verdict and the reason it was counted under. */
+static __u32 decap_run(const struct pkt *p, unsigned char *out, size_t *out_len, __u32 *reason)
+{
+	__u64 before[LB_DECAP_REASON_COUNT];
+	__u32 r, verdict;
+	int fd = bpf_map__fd(decap->maps.decap_stats);
+
+	for (r = 0; r < LB_DECAP_REASON_COUNT; r++)
+		before[r] = harness_percpu_sum(fd, r, 2, 0);
+	verdict = harness_run_on(bpf_program__fd(decap->progs.ringlb_decap), e0, p->data, p->len,
+				 out, out_len);
+	*reason = LB_DECAP_REASON_COUNT;
+	for (r = 0; r < LB_DECAP_REASON_COUNT; r++)
+		if (harness_percpu_sum(fd, r, 2, 0) != before[r])
+			*reason = r;
+	return verdict;
+}
+
+static int second_chance_setup(void **state)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(PORT),
+				    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(addr);
+
+	(void)state;
+	if (skip_reason)
+		return 0;
+	e0 = harness_net_enter();
+	decap = harness_decap_open();
+	if (e0 < 0 || !decap || system("sysctl -qw net.ipv4.tcp_syncookies=2"))
+		return -1;
+	listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (listener < 0 || client < 0 || bind(listener, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    listen(listener, 16) || connect(client, (struct sockaddr *)&addr, sizeof(addr)))
+		return -1;
+	server = accept(listener, NULL, NULL);
+	if (server < 0 || getsockname(client, (struct sockaddr *)&addr, &len))
+		return -1;
+	client_port = ntohs(addr.sin_port);
+	return 0;
+}
+
+static int second_chance_teardown(void **state)
+{
+	(void)state;
+	if (server >= 0)
+		close(server);
+	if (client >= 0)
+		close(client);
+	if (listener >= 0)
+		close(listener);
+	decap_bpf__destroy(decap);
+	decap = NULL;
+	harness_net_leave();
+	return 0;
+}
+
+/* The SYN cookie the listener would answer a SYN from @sport with, and the SYN's sequence. */
+static uint32_t cookie_for(uint16_t sport, uint32_t isn)
+{
+	struct syncookie_bpf *skel = syncookie_bpf__open_and_load();
+	struct pkt syn;
+	unsigned char in[PKT_MAX];
+	uint32_t cookie;
+
+	check(skel != NULL, "load the cookie program");
+	gue_frame(&syn, sport, PORT, 0x02, isn, 0, IPPROTO_TCP, 0, 0, 1);
+	/* The cookie program reads Ethernet + IPv4 + TCP: the inner packet behind a header. */
+	memcpy(in, syn.data, 14);
+	memcpy(in + 14, syn.data + syn.l4, syn.len - syn.l4);
+	check_eq(harness_run_on(bpf_program__fd(skel->progs.gen_cookie), e0, in,
+				14 + syn.len - syn.l4, NULL, NULL), XDP_PASS);
+	cookie = skel->bss->cookie;
+	syncookie_bpf__destroy(skel);
+	return cookie;
+}
+
+static void test_backend_takes_what_is_its_own_and_sends_the_rest_on(void **state)
+{
+	struct {
+		const char *name;
+		uint16_t sport, dport;
+		uint8_t flags;
+		int proto, hops, next, hlen;
+		__u32 verdict, reason;
+	} cases[] = {
+		{ "a SYN, at the first hop", 40001, PORT, 0x02, IPPROTO_TCP, 1, 0, 2, XDP_PASS,
+		  LB_DECAP_DECAP_GUE },
+		{ "the established connection's ACK", 0, PORT, 0x10, IPPROTO_TCP, 1, 0, 2, XDP_PASS,
+		  LB_DECAP_DECAP_GUE },
+		{ "an ACK of a connection unknown here", 40002, 9999, 0x10, IPPROTO_TCP, 1, 0, 2,
+		  XDP_TX, LB_DECAP_FORWARD_NEXT_HOP },
+		{ "an ACK to the listener, not a cookie", 40003, PORT, 0x10, IPPROTO_TCP, 1, 0, 2,
+		  XDP_TX, LB_DECAP_FORWARD_NEXT_HOP },
+		{ "an unknown ACK with no hop left", 40004, 9999, 0x10, IPPROTO_TCP, 1, 1, 2, XDP_PASS,
+		  LB_DECAP_DECAP_SECOND_CHANCE },
+		{ "the established connection's ACK at hop 1", 0, PORT, 0x10, IPPROTO_TCP, 2, 1, 3,
+		  XDP_PASS, LB_DECAP_DECAP_SECOND_CHANCE },
+		{ "UDP, at the first hop", 40005, 53, 0, IPPROTO_UDP, 1, 0, 2, XDP_PASS,
+		  LB_DECAP_DECAP_GUE },
+		{ "a hop list longer than hlen", 40006, 9999, 0x10, IPPROTO_TCP, 2, 0, 2, XDP_PASS,
+		  LB_DECAP_PASS_BAD_GUE },
+		{ "a next-hop index past the list", 40007, 9999, 0x10, IPPROTO_TCP, 1, 2, 2, XDP_PASS,
+		  LB_DECAP_PASS_BAD_GUE },
+	};
+	unsigned char out[PKT_MAX], a[16];
+	size_t i, out_len;
+	__u32 reason;
+
+	(void)state;
+	NEEDS_ROOT();
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pkt p;
+		__u32 verdict;
+
+		gue_frame(&p, cases[i].sport ? cases[i].sport : client_port, cases[i].dport,
+			  cases[i].flags, 1000, 2000, cases[i].proto, cases[i].hops, cases[i].next,
+			  cases[i].hlen);
+		verdict = decap_run(&p, out, &out_len, &reason);
+		check(verdict == cases[i].verdict && reason == cases[i].reason,
+		      "%s: verdict %u under %s, want %u under %s", cases[i].name, verdict,
+		      reason < LB_DECAP_REASON_COUNT ? lb_decap_reason_names[reason] : "none",
+		      cases[i].verdict, lb_decap_reason_names[cases[i].reason]);
+		if (verdict != XDP_TX)
+			continue;
+		/* Sent on: the next hop's MACs, from this host to the hop, index one further. */
+		check(memcmp(out, harness_next_hop_mac, 6) == 0 && memcmp(out + 6, harness_e0_mac, 6) == 0,
+		      "%s: not the next hop's MACs", cases[i].name);
+		pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, a);
+		check(memcmp(out + 26, a, 4) == 0, "%s: outer source is not this host", cases[i].name);
+		pkt_addr(LB_FAMILY_IPV4, NEXT_HOP, a);
+		check(memcmp(out + 30, a, 4) == 0, "%s: outer destination is not the hop", cases[i].name);
+		check_eq(out[42 + 6], cases[i].next + 1);
+		check_eq(out_len, p.len);
+		{
+			unsigned long sum = 0;
+			int w;
+
+			for (w = 0; w < 20; w += 2)
+				sum += (unsigned long)out[14 + w] << 8 | out[14 + w + 1];
+			while (sum >> 16)
+				sum = (sum & 0xffff) + (sum >> 16);
+			check_eq(sum, 0xffff);
+		}
+	}
+}
+
+/* An ACK that completes a SYN cookie of this host's listener is this host's. */
+static void test_a_valid_syn_cookie_is_taken_here(void **state)
+{
+	unsigned char out[PKT_MAX];
+	uint32_t cookie;
+	size_t out_len;
+	__u32 reason;
+	struct pkt p;
+
+	(void)state;
+	NEEDS_ROOT();
+	cookie = cookie_for(40100, 5000);
+	check(cookie != 0, "no cookie");
+	gue_frame(&p, 40100, PORT, 0x10, 5001, cookie + 1, IPPROTO_TCP, 1, 0, 2);
+	check_eq(decap_run(&p, out, &out_len, &reason), XDP_PASS);
+	check(reason == LB_DECAP_DECAP_GUE, "a valid cookie went under %s",
+	      lb_decap_reason_names[reason]);
+	/* The same ACK with another cookie (its hash bits changed) goes on. */
+	gue_frame(&p, 40100, PORT, 0x10, 5001, (cookie ^ 0x00ff0000) + 1, IPPROTO_TCP, 1, 0, 2);
+	check_eq(decap_run(&p, out, &out_len, &reason), XDP_TX);
+}
+
+HARNESS_GROUP(second_chance,
+	cmocka_unit_test_setup(test_backend_takes_what_is_its_own_and_sends_the_rest_on,
+			       second_chance_setup),
+	cmocka_unit_test_teardown(test_a_valid_syn_cookie_is_taken_here, second_chance_teardown));
