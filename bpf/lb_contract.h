@@ -196,18 +196,39 @@ struct lb_backend {
 /** LB_ENCAP_TTL - outer TTL or hop limit. */
 #define LB_ENCAP_TTL 64
 
+/** LB_NEW_FLOWS_MAX_DEFAULT - new flow-table entries per CPU per second, at most. */
+#define LB_NEW_FLOWS_MAX_DEFAULT 125000
+
 /**
- * struct lb_config - the balancer's encapsulation settings.
+ * struct lb_config - the balancer's settings (map "config").
  * @source4: outer IPv4 source (__be); all zero: none configured
  * @source6: outer IPv6 source (__be); all zero: none configured
  * @gue_port: GUE's UDP destination port (__be16)
  * @pad: zero
+ * @new_flows_max: new flow-table entries a CPU makes in one second at most;
+ *                 past it, new flows are placed by the ring but not pinned,
+ *                 so a flood of new flows (spoofed SYNs) cannot evict the
+ *                 pins of established ones; 0: no limit
  */
 struct lb_config {
 	__u8 source4[4];
 	__u8 source6[16];
 	__be16 gue_port;
 	__u8 pad[2];
+	__u32 new_flows_max;
+};
+
+/**
+ * struct lb_flow_rate - a CPU's count of new flow-table entries (map
+ * "flow_rate", per CPU).
+ * @second: the second (bpf_ktime_get_coarse_ns() / 10^9) @made counts in
+ * @made: entries made in it
+ * @refused: new flows not pinned because the rate was reached, all told
+ */
+struct lb_flow_rate {
+	__u64 second;
+	__u64 made;
+	__u64 refused;
 };
 
 /**

@@ -51,6 +51,14 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb_flow_rate);
+	LB_PINNED;
+} flow_rate SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, LB_VIPS_MAX);
 	__type(key, __u32);
 	__type(value, struct lb_counters);
@@ -122,6 +130,34 @@ static __always_inline void flow_touch(struct lb_flow *flow, __u64 now, __u8 tcp
 }
 
 /*
+ * May this CPU make one more flow-table entry this second? Past the
+ * configured rate a new flow is placed by the ring and forwarded, but not
+ * pinned: a flood of new flows cannot evict the pins of established ones.
+ */
+static __always_inline int flow_rate_allows(__u64 now)
+{
+	struct lb_flow_rate *rate;
+	struct lb_config *cfg;
+	__u32 zero = 0;
+	__u64 second = now / 1000000000ull;
+
+	rate = bpf_map_lookup_elem(&flow_rate, &zero);
+	cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!rate || !cfg || !cfg->new_flows_max)
+		return 1;
+	if (rate->second != second) {
+		rate->second = second;
+		rate->made = 0;
+	}
+	if (rate->made >= cfg->new_flows_max) {
+		rate->refused++;
+		return 0;
+	}
+	rate->made++;
+	return 1;
+}
+
+/*
  * The flow's backend: its pinned one when that backend is still there
  * (active, or draining for a packet of an established connection), else the
  * ring's choice, pinned for next time unless @follow_only (an ICMP error
@@ -190,7 +226,7 @@ again:
 	*out_id = id;
 	if (follow_only)
 		return 0;
-	if (!(tcp_flags & TCP_FLAG_RST)) {
+	if (!(tcp_flags & TCP_FLAG_RST) && flow_rate_allows(now)) {
 		fresh.backend_cookie = b->cookie;
 		fresh.last_seen_ns = now;
 		fresh.backend_id = id;

@@ -410,6 +410,7 @@ static void config_of(const struct state *s, struct lb_config *c)
 	if (s->encap.source6.family)
 		memcpy(c->source6, s->encap.source6.bytes, sizeof(c->source6));
 	c->gue_port = htons(s->encap.gue_port);
+	c->new_flows_max = s->encap.new_flows_max;
 }
 
 /* Written before any ring that could use it; only when it differs. */

@@ -62,6 +62,7 @@ static const struct {
 	{ "flows", offsetof(struct lb_maps, flows) },
 	{ "control", offsetof(struct lb_maps, control) },
 	{ "config", offsetof(struct lb_maps, config) },
+	{ "flow_rate", offsetof(struct lb_maps, flow_rate) },
 	{ "vip_stats", offsetof(struct lb_maps, vip_stats) },
 	{ "backend_stats", offsetof(struct lb_maps, backend_stats) },
 	{ "reason_stats", offsetof(struct lb_maps, reason_stats) },

@@ -48,6 +48,7 @@ struct lb_maps {
 	int flows;
 	int control;
 	int config;
+	int flow_rate;
 	int vip_stats;
 	int backend_stats;
 	int reason_stats;

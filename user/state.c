@@ -40,6 +40,7 @@ void state_init(struct state *s)
 	memset(s, 0, sizeof(*s));
 	s->flow_entries = LB_FLOWS_DEFAULT;
 	s->encap.gue_port = LB_GUE_PORT_DEFAULT;
+	s->encap.new_flows_max = LB_NEW_FLOWS_MAX_DEFAULT;
 	s->next_backend_id = 1;
 }
 
@@ -380,9 +381,12 @@ static json_t *encap_to_json(const struct state_encap *e)
 	char text[ADDR_TEXT_MAX];
 	json_t *j;
 
-	if (!e->source4.family && !e->source6.family && e->gue_port == LB_GUE_PORT_DEFAULT)
+	if (!e->source4.family && !e->source6.family && e->gue_port == LB_GUE_PORT_DEFAULT &&
+	    e->new_flows_max == LB_NEW_FLOWS_MAX_DEFAULT)
 		return NULL;
 	j = json_pack("{s:I}", "gue_port", (json_int_t)e->gue_port);
+	if (j && e->new_flows_max != LB_NEW_FLOWS_MAX_DEFAULT)
+		json_object_set_new(j, "new_flows_max", json_integer(e->new_flows_max));
 	if (j && e->source4.family) {
 		addr_format(&e->source4, text);
 		json_object_set_new(j, "source4", json_string(text));
@@ -623,6 +627,14 @@ static int encap_from_json(json_t *obj, struct state_encap *e, char why[STATE_WH
 	if (err)
 		return err;
 	e->gue_port = (__u16)port;
+	if (json_object_get(obj, "new_flows_max")) {
+		json_int_t rate = 0;
+
+		err = get_uint(obj, "new_flows_max", 0, UINT32_MAX, &rate, "$.encap", why);
+		if (err)
+			return err;
+		e->new_flows_max = (__u32)rate;
+	}
 	if (json_object_get(obj, "source4")) {
 		err = get_string(obj, "source4", &text, "$.encap", why);
 		if (err)

@@ -86,11 +86,13 @@ struct state_iface {
  * @source4: outer IPv4 source; family 0 when none
  * @source6: outer IPv6 source; family 0 when none
  * @gue_port: GUE's UDP port (host order)
+ * @new_flows_max: new flow-table entries per CPU per second (0: no limit)
  */
 struct state_encap {
 	struct addr source4;
 	struct addr source6;
 	__u16 gue_port;
+	__u32 new_flows_max;
 };
 
 /**

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -324,6 +325,85 @@ static void test_icmp_error_does_not_refresh_its_flow(void **state)
 	pool_release(&pool);
 }
 
+/*
+ * Past the configured rate of new flows per CPU per second, new flows are
+ * still forwarded where the ring says but not pinned, and counted: a flood
+ * of new flows cannot evict the pins of established ones.
+ */
+static void test_a_flood_of_new_flows_is_forwarded_but_not_pinned(void **state)
+{
+	struct lb_config cfg = { .new_flows_max = 50 }, keep;
+	struct lb_flow_rate before, after;
+	struct pool pool;
+	cpu_set_t one, all;
+	__u32 zero = 0;
+	int i, tries, pinned = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	/* The rate is per CPU: every frame of the test runs on one. */
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	check(lb_config_read(maps, &keep) == 0, "read the settings");
+	memcpy(cfg.source4, keep.source4, sizeof(cfg.source4));
+	memcpy(cfg.source6, keep.source6, sizeof(cfg.source6));
+	cfg.gue_port = keep.gue_port;
+	check(lb_config_write(maps, &cfg) == 0, "set a rate of 50");
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(50, 4, NULL, "flood"));
+	/* Within one second of the clock's, or once more when a second turned meanwhile. */
+	for (tries = 0; tries < 2; tries++) {
+		struct lb_flow_rate *cpus;
+		int ncpu = libbpf_num_possible_cpus(), c;
+
+		flows_clear();
+		/* A second of its own: the flows earlier tests made this second count too. */
+		sleep(1);
+		cpus = calloc((size_t)ncpu, sizeof(*cpus));
+		assert_non_null(cpus);
+		assert_int_equal(bpf_map_lookup_elem(maps->flow_rate, &zero, cpus), 0);
+		before = cpus[0];
+		for (c = 1; c < ncpu; c++)
+			before.refused += cpus[c].refused;
+		for (i = 0; i < 200; i++) {
+			char client[64];
+			struct pkt_spec spec = flow_spec(70000 + i, client, sizeof(client));
+			struct pkt pkt;
+
+			pkt_build(&pkt, &spec);
+			check(forward(&pkt) == expected_backend(&pool, &spec),
+			      "flow %d: not where the ring says", i);
+		}
+		assert_int_equal(bpf_map_lookup_elem(maps->flow_rate, &zero, cpus), 0);
+		after = cpus[0];
+		for (c = 1; c < ncpu; c++) {
+			after.refused += cpus[c].refused;
+			if (cpus[c].second > after.second)
+				after.second = cpus[c].second;
+		}
+		free(cpus);
+		pinned = 0;
+		for (i = 0; i < 200; i++) {
+			char client[64];
+			struct pkt_spec spec = flow_spec(70000 + i, client, sizeof(client));
+			struct lb_flow_key key;
+			struct lb_flow flow;
+
+			key_of_spec(&spec, &key);
+			pinned += bpf_map_lookup_elem(maps->flows, &key, &flow) == 0;
+		}
+		if (after.second == before.second || tries == 1)
+			break;
+	}
+	sched_setaffinity(0, sizeof(all), &all);
+	check(lb_config_write(maps, &keep) == 0, "restore the settings");
+	check_eq(pinned, 50);
+	check_eq(after.refused - before.refused, 150);
+	flows_clear();
+	pool_release(&pool);
+}
+
 static void test_new_flows_and_bytes_are_counted_per_backend_and_vip(void **state)
 {
 	int cpus = libbpf_num_possible_cpus(), c, i;
@@ -405,5 +485,6 @@ HARNESS_GROUP(flows,
 	cmocka_unit_test(test_reset_goes_to_the_pinned_backend_and_keeps_the_pin),
 	cmocka_unit_test(test_pin_to_a_reused_slot_never_reaches_the_new_occupant),
 	cmocka_unit_test(test_icmp_error_does_not_refresh_its_flow),
+	cmocka_unit_test(test_a_flood_of_new_flows_is_forwarded_but_not_pinned),
 	cmocka_unit_test(test_new_flows_and_bytes_are_counted_per_backend_and_vip),
 	cmocka_unit_test(test_failed_swap_leaves_old_ring_serving));

@@ -27,7 +27,20 @@ struct attach_args {
 	struct addr source4;  /* family 0: not given */
 	struct addr source6;
 	__u32 gue_port;       /* 0: not given */
+	__u32 new_flows_max;
+	int new_flows_given;
 };
+
+static int attach_new_flows_set(struct cli *c, void *args, const char *value)
+{
+	struct attach_args *a = args;
+	const char *why = NULL;
+
+	if (number_parse(value, 0, 100000000, &a->new_flows_max, &why))
+		return cli_usage(c, "--new-flow-rate must be 0..100000000");
+	a->new_flows_given = 1;
+	return 0;
+}
 
 static int attach_mode_set(struct cli *c, void *args, const char *value)
 {
@@ -169,6 +182,8 @@ static void attach_encap(const struct attach_args *a, struct state *want)
 		host_iface_addr(a->ifaces[0], LB_FAMILY_IPV6, &want->encap.source6);
 	if (a->gue_port)
 		want->encap.gue_port = (__u16)a->gue_port;
+	if (a->new_flows_given)
+		want->encap.new_flows_max = a->new_flows_max;
 }
 
 static int attach_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
@@ -213,6 +228,9 @@ static const struct cli_option attach_options[] = {
 	  "                               first interface's address of that family)",
 	  attach_source_set },
 	{ "gue-port", "P", "GUE's UDP port (default 19523)", attach_gue_port_set },
+	{ "new-flow-rate", "N", "flows a CPU pins per second at most (default 125000; 0: no\n"
+	  "                               limit); past it new flows go by the ring, unpinned",
+	  attach_new_flows_set },
 	{ NULL, NULL, NULL, NULL },
 };
 

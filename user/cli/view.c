@@ -247,6 +247,16 @@ static int percpu_sum(int fd, __u32 key, size_t words, __u64 *sum)
 	return 0;
 }
 
+/* Word @word of a per-CPU value of @words words, summed (0 when unreadable). */
+static __u64 percpu_sum_word(int fd, __u32 key, size_t words, size_t word)
+{
+	__u64 sum[4] = { 0, 0, 0, 0 };
+
+	if (words > 4 || percpu_sum(fd, key, words, sum))
+		return 0;
+	return sum[word];
+}
+
 static json_t *stats_vip(const struct state_vip *vp, const struct lb_maps *maps,
 			 const struct ctl_tally *tally)
 {
@@ -288,6 +298,9 @@ static void stats_text(const json_t *model)
 			       member_u64(b, "bytes"), member_u64(b, "new_flows"),
 			       member_u64(b, "live_flows"), member_u64(b, "closing_flows"));
 	}
+	if (member_u64(model, "new_flows_unpinned"))
+		printf("New flows not pinned, over the rate of new flows: %llu\n",
+		       member_u64(model, "new_flows_unpinned"));
 	printf("Frames by reason (live flows: seen in the last %llu s)\n",
 	       member_u64(model, "idle_seconds"));
 	json_object_foreach((json_t *)json_object_get(model, "reasons"), name, r)
@@ -304,6 +317,7 @@ static int stats_run(struct cli *c, const void *args)
 	struct lb_maps maps;
 	struct state s;
 	json_t *vips, *reasons;
+	__u64 unpinned;
 	size_t i;
 	__u32 r;
 
@@ -327,10 +341,12 @@ static int stats_run(struct cli *c, const void *args)
 				    json_pack("{s:I, s:I}", "packets", (json_int_t)rc[0], "bytes",
 					      (json_int_t)rc[1]));
 	}
+	unpinned = percpu_sum_word(maps.flow_rate, 0, 3, 2);
 	lb_maps_close(&maps);
 	state_free(&s);
-	cli_print(c, json_pack("{s:o, s:o, s:I}", "vips", vips, "reasons", reasons,
-			       "idle_seconds", (json_int_t)a->idle), stats_text);
+	cli_print(c, json_pack("{s:o, s:o, s:I, s:I}", "vips", vips, "reasons", reasons,
+			       "idle_seconds", (json_int_t)a->idle, "new_flows_unpinned",
+			       (json_int_t)unpinned), stats_text);
 	return 0;
 }
 
