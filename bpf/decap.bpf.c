@@ -362,6 +362,9 @@ int ringlb_decap(struct xdp_md *ctx)
 	inner_version = proto == IPPROTO_IPIP ? 4 : proto == IPPROTO_IPV6 ? 6 : 0;
 	if (outer > 256)
 		return counted(LB_DECAP_PASS_BAD_GUE, bytes);
+	/* The inner packet starts inside the outer one: what follows it is padding. */
+	if (outer >= ip_len)
+		return counted(LB_DECAP_PASS_BAD_OUTER, bytes);
 	{
 		__u8 *inner = data + l3 + outer;
 
@@ -391,11 +394,17 @@ int ringlb_decap(struct xdp_md *ctx)
 		return counted(LB_DECAP_PASS_BAD_OUTER, bytes);
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
-	if (data + sizeof(head) > end)
+	/*
+	 * The frame holds the header and at least the inner packet's first byte
+	 * (checked before the head moved): these bounds only tell the verifier.
+	 */
+	if (data + sizeof(struct ethhdr) > end)
 		return counted(LB_DECAP_PASS_BAD_OUTER, bytes);
 	__builtin_memcpy(data, head, sizeof(struct ethhdr));
 	ethertype = bpf_htons(inner_version == 4 ? ETH_P_IP : ETH_P_IPV6);
 	if (l3 > sizeof(struct ethhdr)) {
+		if (data + sizeof(head) > end)
+			return counted(LB_DECAP_PASS_BAD_OUTER, bytes);
 		__builtin_memcpy(data + 12, head + 12, 4);
 		*(__be16 *)(data + 16) = ethertype;
 	} else {

@@ -145,6 +145,9 @@ static void ipv4_fragment(struct pkt *p) { p->data[p->l3 + 6] = 0x20; pkt_ipv4_c
 static void ipv4_total_long(struct pkt *p) { put16(p->data + p->l3 + 2, 1400); pkt_ipv4_checksum(p); }
 static void inner_version_wrong(struct pkt *p) { p->data[p->l4] = 0x60 | (p->data[p->l4] & 15); }
 static void cut_in_outer(struct pkt *p) { p->len = p->l3 + 12; }
+/* The outer packet ends before the inner one starts: the rest is padding. */
+static void ipv6_payload_zero(struct pkt *p) { put16(p->data + p->l3 + 4, 0); }
+static void ipv4_total_header_only(struct pkt *p) { put16(p->data + p->l3 + 2, 20); pkt_ipv4_checksum(p); }
 static void cut_in_udp(struct pkt *p) { p->len = p->l3 + 24; }
 
 #define V4 LB_FAMILY_IPV4
@@ -187,6 +190,10 @@ static const struct decap_case cases[] = {
 	  ipv4_total_long, UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
 	{ "IPIP whose inner packet is IPv6", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 },
 	  inner_version_wrong, UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
+	{ "outer IPv6 with no payload, inner bytes after it", { V6, BALANCER6, HOST6, 4, 0, NULL, 0,
+	  V4, 0 }, ipv6_payload_zero, UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
+	{ "outer IPv4 of its header only, inner bytes after it", { V4, BALANCER4, HOST4, 4, 0, NULL,
+	  0, V4, 0 }, ipv4_total_header_only, UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
 	{ "cut in the outer header", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 }, cut_in_outer,
 	  UNTOUCHED, LB_DECAP_PASS_NOT_ENCAP },
 	{ "cut in UDP", { V4, BALANCER4, HOST4, 17, GUE_PORT, gue_ours4, 8, V4, 0 }, cut_in_udp,
