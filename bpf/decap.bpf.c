@@ -23,6 +23,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "lb_contract.h"
+#include "lb_ip.h"
 #include "lb_pin.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -64,11 +65,6 @@ struct {
 	LB_PINNED;
 } decap_stats SEC(".maps");
 
-struct vlan_tag {
-	__be16 tci;
-	__be16 encapsulated_proto;
-};
-
 static __always_inline int counted(__u32 reason, __u64 bytes)
 {
 	struct lb_counters *c = bpf_map_lookup_elem(&decap_stats, &reason);
@@ -95,22 +91,6 @@ static __always_inline __u32 trusted(__u8 family, const void *src, const void *d
 	if (!bpf_map_lookup_elem(&decap_local, &key))
 		return LB_DECAP_PASS_NOT_LOCAL;
 	return 0;
-}
-
-/* The IPv4 header's checksum holds (its options included). */
-static __always_inline int ipv4_checksum_ok(const struct iphdr *ip, __u32 ihl, void *end)
-{
-	const __u16 *w = (const void *)ip;
-	__u32 sum = 0, i;
-
-	for (i = 0; i < 30; i++) {
-		if (i * 2 >= ihl || (void *)(w + i + 1) > end)
-			break;
-		sum += w[i];
-	}
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return sum == 0xffff;
 }
 
 /*
@@ -199,17 +179,8 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 		__builtin_memcpy(&ip->daddr, hop, 4);
 		ip->ttl = 64;
 		ip->check = 0;
-		{
-			__u32 sum = 0;
-			__u16 *w = (__u16 *)ip;
-
-			for (int i = 0; i < 10; i++)
-				sum += w[i];
-			sum = (sum & 0xffff) + (sum >> 16);
-			sum = (sum & 0xffff) + (sum >> 16);
-			ip->check = (__u16)~sum;
-		}
-		fib.family = 2; /* AF_INET */
+		ip->check = csum_finish(csum_words(ip, sizeof(*ip) / 2, 0));
+		fib.family = AF_INET;
 		fib.ipv4_src = ip->saddr;
 		fib.ipv4_dst = ip->daddr;
 		fib.tot_len = bpf_ntohs(ip->tot_len);
@@ -221,7 +192,7 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 		__builtin_memcpy(&ip6->saddr, &ip6->daddr, 16);
 		__builtin_memcpy(&ip6->daddr, hop, 16);
 		ip6->hop_limit = 64;
-		fib.family = 10; /* AF_INET6 */
+		fib.family = AF_INET6;
 		__builtin_memcpy(fib.ipv6_src, &ip6->saddr, 16);
 		__builtin_memcpy(fib.ipv6_dst, &ip6->daddr, 16);
 		fib.tot_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
@@ -257,25 +228,14 @@ int ringlb_decap(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__u64 bytes = (__u64)(end - data);
 	__u8 head[sizeof(struct ethhdr) + sizeof(struct vlan_tag)];
-	struct ethhdr *eth = data;
 	struct lb_decap_config *cfg;
 	__u32 zero = 0, l3, outer, reason, kind, ip_len, hop_alen = 4, hops_at = 0;
 	__u8 next_hop = 0, hop_count = 0;
 	__u8 proto, inner_version;
 	__be16 ethertype;
 
-	if ((void *)(eth + 1) > end)
+	if (l3_of(data, end, &l3, &ethertype))
 		return counted(LB_DECAP_PASS_NOT_ENCAP, bytes);
-	l3 = sizeof(*eth);
-	ethertype = eth->h_proto;
-	if (ethertype == bpf_htons(ETH_P_8021Q) || ethertype == bpf_htons(ETH_P_8021AD)) {
-		struct vlan_tag *vlan = (void *)(eth + 1);
-
-		if ((void *)(vlan + 1) > end)
-			return counted(LB_DECAP_PASS_NOT_ENCAP, bytes);
-		ethertype = vlan->encapsulated_proto;
-		l3 += sizeof(*vlan);
-	}
 	if (ethertype == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = data + l3;
 		__u32 ihl;

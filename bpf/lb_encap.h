@@ -18,11 +18,10 @@
 #ifndef RINGLB_LB_ENCAP_H
 #define RINGLB_LB_ENCAP_H
 
+#include "lb_ip.h"
 #include "lb_parse.h"
 #include "lb_ring.h"
 
-#define AF_INET 2
-#define AF_INET6 10
 #ifndef IPPROTO_ICMPV6
 #define IPPROTO_ICMPV6 58
 #endif
@@ -47,44 +46,6 @@ struct {
 	__type(value, struct lb_config);
 	LB_PINNED;
 } config SEC(".maps");
-
-/* The frame's L3 offset (one VLAN tag at most, as the parser allows) and EtherType. */
-static __always_inline int l3_of(void *data, void *end, __u32 *l3, __be16 *proto)
-{
-	struct ethhdr *eth = data;
-	struct vlan_tag *vlan;
-
-	if ((void *)(eth + 1) > end)
-		return -1;
-	*l3 = sizeof(*eth);
-	*proto = eth->h_proto;
-	if (*proto == ETH_P_8021Q_BE || *proto == ETH_P_8021AD_BE) {
-		vlan = (void *)(eth + 1);
-		if ((void *)(vlan + 1) > end)
-			return -1;
-		*proto = vlan->encapsulated_proto;
-		*l3 += sizeof(*vlan);
-	}
-	return 0;
-}
-
-/* The 16-bit ones' complement sum folded to 16 bits, complemented. */
-static __always_inline __u16 csum_finish(__u64 sum)
-{
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
-static __always_inline __u64 csum_words(const void *p, __u32 words, __u64 sum)
-{
-	const __u16 *w = p;
-
-	for (__u32 i = 0; i < words; i++)
-		sum += w[i];
-	return sum;
-}
 
 /*
  * Answer a packet too big to encapsulate: the frame becomes an ICMP
