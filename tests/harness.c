@@ -11,11 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <sys/mount.h>
-#include <sys/statfs.h>
-#include <linux/magic.h>
-#include <sys/stat.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>

@@ -646,8 +646,10 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 		struct lb_config cur, c;
 
 		config_of(want, &c);
-		if (lb_config_read(maps, &cur))
-			return -errno;
+		int err = lb_config_read(maps, &cur);
+
+		if (err)
+			return err;
 		if (memcmp(&cur, &c, sizeof(c))) {
 			say(report, arg, "the encapsulation settings differ from the state's");
 			bad++;
