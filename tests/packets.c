@@ -145,3 +145,58 @@ void pkt_build_icmp_error(struct pkt *pkt, const struct pkt_spec *quoted, const 
 		put16(p + pkt->l3 + 4, (uint16_t)(pkt->len - pkt->l4));
 	}
 }
+
+void pkt_build_encap(struct pkt *pkt, const struct pkt_encap *e, const struct pkt *inner)
+{
+	unsigned char *p = pkt->data;
+	size_t inner_len = inner->len - inner->l3, udp_len = 0, off;
+	uint8_t a[16];
+
+	memset(pkt, 0, sizeof(*pkt));
+	memcpy(p, pkt_lb_mac, 6);
+	memcpy(p + 6, pkt_client_mac, 6);
+	off = 12;
+	if (e->vlan) {
+		put16(p + off, ETHERTYPE_VLAN);
+		put16(p + off + 2, e->vlan);
+		off += 4;
+	}
+	put16(p + off, e->family == LB_FAMILY_IPV4 ? ETHERTYPE_IPV4 : ETHERTYPE_IPV6);
+	pkt->l3 = off + 2;
+	if (e->proto == IPPROTO_UDP)
+		udp_len = 8 + e->gue_len + inner_len;
+	off = pkt->l3;
+	if (e->family == LB_FAMILY_IPV4) {
+		p[off] = 0x45;
+		put16(p + off + 2, (uint16_t)(20 + (udp_len ? udp_len : inner_len)));
+		p[off + 8] = 64;
+		p[off + 9] = e->proto;
+		pkt_addr(e->family, e->src, a);
+		memcpy(p + off + 12, a, 4);
+		pkt_addr(e->family, e->dst, a);
+		memcpy(p + off + 16, a, 4);
+		off += 20;
+	} else {
+		p[off] = 0x60;
+		put16(p + off + 4, (uint16_t)(udp_len ? udp_len : inner_len));
+		p[off + 6] = e->proto;
+		p[off + 7] = 64;
+		pkt_addr(e->family, e->src, p + off + 8);
+		pkt_addr(e->family, e->dst, p + off + 24);
+		off += 40;
+	}
+	if (udp_len) {
+		put16(p + off, 50000);
+		put16(p + off + 2, e->dport);
+		put16(p + off + 4, (uint16_t)udp_len);
+		off += 8;
+		if (e->gue_len)
+			memcpy(p + off, e->gue, e->gue_len);
+		off += e->gue_len;
+	}
+	pkt->l4 = off;
+	memcpy(p + off, inner->data + inner->l3, inner_len);
+	pkt->len = off + inner_len;
+	if (e->family == LB_FAMILY_IPV4)
+		pkt_ipv4_checksum(pkt);
+}

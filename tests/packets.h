@@ -63,6 +63,33 @@ void pkt_build(struct pkt *pkt, const struct pkt_spec *spec);
 void pkt_build_icmp_error(struct pkt *pkt, const struct pkt_spec *quoted, const char *src,
 			  const char *dst, uint8_t type, uint8_t code);
 
+/**
+ * struct pkt_encap - an outer header around a packet, as the balancer sends it.
+ * @family: of the outer header
+ * @src, @dst: its addresses as text
+ * @proto: 4 or 41 (IPIP), or IPPROTO_UDP (GUE)
+ * @dport: the UDP destination port, for GUE
+ * @gue: the bytes right after the UDP header (a GUE header, or none)
+ * @gue_len: how many
+ * @vlan: VLAN id, 0 for an untagged frame
+ */
+struct pkt_encap {
+	int family;
+	const char *src;
+	const char *dst;
+	uint8_t proto;
+	uint16_t dport;
+	const uint8_t *gue;
+	size_t gue_len;
+	uint16_t vlan;
+};
+
+/**
+ * pkt_build_encap() - @inner's IP packet (from its l3) inside @e's outer
+ * headers. @pkt->l4 is where the inner packet starts.
+ */
+void pkt_build_encap(struct pkt *pkt, const struct pkt_encap *e, const struct pkt *inner);
+
 /** pkt_ipv4_checksum() - recompute the IPv4 header checksum after a change. */
 void pkt_ipv4_checksum(struct pkt *pkt);
 

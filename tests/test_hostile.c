@@ -661,64 +661,20 @@ static void encap_frame(struct test_rng *rng, struct pkt *pkt)
 				 .src = inner6 ? "2001:db8:10::2" : "198.18.10.2",
 				 .dst = inner6 ? "2001:db8::100" : "198.18.0.100",
 				 .sport = (uint16_t)(1 + test_rng_below(rng, 65535)), .dport = 80 };
-	unsigned char *p = pkt->data;
-	size_t off, ip_len = outer6 ? 40 : 20, inner_len, gue = 0, udp_len = 0;
-	unsigned char gue_bytes[20] = { 0 };
+	/* GUE with a header (kind 1: an all-zero hop list of @hops) or without (kind 2). */
+	uint8_t gue[20] = { (uint8_t)(1 + hops), inner6 ? 41 : 4, 0, 0, 0, 0, 0, (uint8_t)hops };
+	struct pkt_encap e = {
+		.family = outer6 ? LB_FAMILY_IPV6 : LB_FAMILY_IPV4,
+		.src = outer6 ? (trusted ? TRUSTED6 : "2001:db8:10::2") :
+				(trusted ? TRUSTED4 : "198.18.10.2"),
+		.dst = outer6 ? (local ? LOCAL6 : "2001:db8:13::99") :
+				(local ? LOCAL4 : "198.18.13.99"),
+		.proto = kind ? IPPROTO_UDP : inner6 ? 41 : 4, .dport = DECAP_GUE_PORT,
+		.gue = gue, .gue_len = kind == 1 ? 8 + (size_t)hops * 4 : 0,
+	};
 
 	pkt_build(&inner, &spec);
-	inner_len = inner.len - inner.l3;
-	if (kind == 1) {
-		gue = 4 + 4 + (size_t)hops * 4;
-		gue_bytes[0] = (unsigned char)(1 + hops);
-		gue_bytes[1] = inner6 ? 41 : 4;
-		gue_bytes[7] = (unsigned char)hops;
-	}
-	if (kind)
-		udp_len = 8 + gue + inner_len;
-	memset(pkt, 0, sizeof(*pkt));
-	memcpy(p, pkt_lb_mac, 6);
-	memcpy(p + 6, pkt_client_mac, 6);
-	p[12] = outer6 ? 0x86 : 0x08;
-	p[13] = outer6 ? 0xdd : 0x00;
-	pkt->l3 = 14;
-	if (outer6) {
-		p[14] = 0x60;
-		p[18] = (unsigned char)((udp_len ? udp_len : inner_len) >> 8);
-		p[19] = (unsigned char)(udp_len ? udp_len : inner_len);
-		p[20] = kind ? 17 : inner6 ? 41 : 4;
-		p[21] = 64;
-		pkt_addr(LB_FAMILY_IPV6, trusted ? TRUSTED6 : "2001:db8:10::2", p + 22);
-		pkt_addr(LB_FAMILY_IPV6, local ? LOCAL6 : "2001:db8:13::99", p + 38);
-	} else {
-		unsigned char a[16];
-		size_t total = 20 + (udp_len ? udp_len : inner_len);
-
-		p[14] = 0x45;
-		p[16] = (unsigned char)(total >> 8);
-		p[17] = (unsigned char)total;
-		p[22] = 64;
-		p[23] = kind ? 17 : inner6 ? 41 : 4;
-		pkt_addr(LB_FAMILY_IPV4, trusted ? TRUSTED4 : "198.18.10.2", a);
-		memcpy(p + 26, a, 4);
-		pkt_addr(LB_FAMILY_IPV4, local ? LOCAL4 : "198.18.13.99", a);
-		memcpy(p + 30, a, 4);
-	}
-	off = 14 + ip_len;
-	if (kind) {
-		p[off] = 0xc3;
-		p[off + 1] = 0x51;
-		p[off + 2] = DECAP_GUE_PORT >> 8;
-		p[off + 3] = DECAP_GUE_PORT & 0xff;
-		p[off + 4] = (unsigned char)(udp_len >> 8);
-		p[off + 5] = (unsigned char)udp_len;
-		memcpy(p + off + 8, gue_bytes, gue);
-		off += 8 + gue;
-	}
-	pkt->l4 = off;
-	memcpy(p + off, inner.data + inner.l3, inner_len);
-	pkt->len = off + inner_len;
-	if (!outer6)
-		pkt_ipv4_checksum(pkt);
+	pkt_build_encap(pkt, &e, &inner);
 }
 
 /* A frame in hex, for the one failure a run reports. */

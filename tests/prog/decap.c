@@ -67,58 +67,12 @@ static void inner_of(int family, struct pkt *p)
 /* @out: the encapsulated frame; @inner: the packet inside (from its IP header). */
 static void outer_build(const struct outer_spec *o, struct pkt *out, struct pkt *inner)
 {
-	unsigned char *p = out->data;
-	size_t l3, off, ip_len, inner_len, udp_len = 0;
-	uint8_t a[16];
+	struct pkt_encap e = { .family = o->family, .src = o->src, .dst = o->dst,
+			       .proto = o->proto, .dport = o->dport, .gue = o->gue,
+			       .gue_len = o->gue_len, .vlan = o->vlan };
 
 	inner_of(o->inner, inner);
-	inner_len = inner->len - inner->l3;
-	memset(out, 0, sizeof(*out));
-	memcpy(p, pkt_lb_mac, 6);
-	memcpy(p + 6, pkt_client_mac, 6);
-	l3 = 14;
-	if (o->vlan) {
-		put16(p + 12, 0x8100);
-		put16(p + 14, o->vlan);
-		l3 = 18;
-	}
-	put16(p + l3 - 2, o->family == LB_FAMILY_IPV4 ? 0x0800 : 0x86dd);
-	ip_len = o->family == LB_FAMILY_IPV4 ? 20 : 40;
-	if (o->proto == IPPROTO_UDP)
-		udp_len = 8 + o->gue_len + inner_len;
-	off = l3;
-	if (o->family == LB_FAMILY_IPV4) {
-		p[off] = 0x45;
-		put16(p + off + 2, (unsigned int)(20 + (udp_len ? udp_len : inner_len)));
-		p[off + 8] = 64;
-		p[off + 9] = o->proto;
-		pkt_addr(o->family, o->src, a);
-		memcpy(p + off + 12, a, 4);
-		pkt_addr(o->family, o->dst, a);
-		memcpy(p + off + 16, a, 4);
-	} else {
-		p[off] = 0x60;
-		put16(p + off + 4, (unsigned int)(udp_len ? udp_len : inner_len));
-		p[off + 6] = o->proto;
-		p[off + 7] = 64;
-		pkt_addr(o->family, o->src, p + off + 8);
-		pkt_addr(o->family, o->dst, p + off + 24);
-	}
-	out->l3 = l3;
-	off += ip_len;
-	if (udp_len) {
-		put16(p + off, 50000);
-		put16(p + off + 2, o->dport);
-		put16(p + off + 4, (unsigned int)udp_len);
-		off += 8;
-		memcpy(p + off, o->gue, o->gue_len);
-		off += o->gue_len;
-	}
-	out->l4 = off;
-	memcpy(p + off, inner->data + inner->l3, inner_len);
-	out->len = off + inner_len;
-	if (o->family == LB_FAMILY_IPV4)
-		pkt_ipv4_checksum(out);
+	pkt_build_encap(out, &e, inner);
 }
 
 enum want { DECAP, UNTOUCHED };

@@ -59,64 +59,42 @@ static void put32(unsigned char *p, uint32_t v)
 static void gue_frame(struct pkt *p, uint16_t sport, uint16_t dport, uint8_t flags, uint32_t seq,
 		      uint32_t ack, int proto, int hops, int next, int hlen)
 {
-	unsigned char *d = p->data, a[16];
-	size_t inner = 20 + (proto == IPPROTO_TCP ? 20 : 8), gue = 4 + (size_t)hlen * 4, off;
+	uint8_t gue[128] = { (uint8_t)hlen, 4, 0, 0, 0, 0, (uint8_t)next, (uint8_t)hops };
+	struct pkt_encap e = { .family = LB_FAMILY_IPV4, .src = HARNESS_SOURCE4,
+			       .dst = HARNESS_DECAP_LOCAL4, .proto = IPPROTO_UDP,
+			       .dport = LB_GUE_PORT_DEFAULT, .gue = gue,
+			       .gue_len = 4 + (size_t)hlen * 4 };
+	size_t len = 20 + (proto == IPPROTO_TCP ? 20 : 8);
+	struct pkt in = { .l3 = 0, .len = len };
+	unsigned char *d = in.data;
 	int i;
 
-	memset(p, 0, sizeof(*p));
-	memcpy(d, pkt_lb_mac, 6);
-	memcpy(d + 6, pkt_client_mac, 6);
-	put16(d + 12, 0x0800);
-	p->l3 = 14;
-	d[14] = 0x45;
-	put16(d + 16, (unsigned int)(20 + 8 + gue + inner));
-	d[22] = 64;
-	d[23] = IPPROTO_UDP;
-	pkt_addr(LB_FAMILY_IPV4, HARNESS_SOURCE4, a);
-	memcpy(d + 26, a, 4);
-	pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, a);
-	memcpy(d + 30, a, 4);
-	put16(d + 34, 50000);
-	put16(d + 36, LB_GUE_PORT_DEFAULT);
-	put16(d + 38, (unsigned int)(8 + gue + inner));
-	off = 42;
-	d[off] = (unsigned char)hlen;
-	d[off + 1] = 4;
-	d[off + 6] = (unsigned char)next;
-	d[off + 7] = (unsigned char)hops;
-	for (i = 0; i < hops && 8 + (size_t)i * 4 + 4 <= gue; i++) {
-		pkt_addr(LB_FAMILY_IPV4, NEXT_HOP, a);
-		memcpy(d + off + 8 + i * 4, a, 4);
-	}
-	off += gue;
-	p->l4 = off;
-	d[off] = 0x45;
-	put16(d + off + 2, (unsigned int)inner);
-	d[off + 8] = 64;
-	d[off + 9] = (unsigned char)proto;
-	put32(d + off + 12, 0x7f000001);
-	put32(d + off + 16, 0x7f000001);
-	put16(d + off + 20, sport);
-	put16(d + off + 22, dport);
-	if (proto == IPPROTO_TCP) {
-		put32(d + off + 24, seq);
-		put32(d + off + 28, ack);
-		d[off + 32] = 5 << 4;
-		d[off + 33] = flags;
-		put16(d + off + 34, 65535);
-	} else {
-		put16(d + off + 24, 8);
-	}
-	p->len = off + inner;
-	pkt_ipv4_checksum(p);
-	{
-		/* The inner header's checksum too: the stack checks it. */
-		struct pkt in = { .l3 = off };
+	for (i = 0; i < hops && 8 + (size_t)i * 4 + 4 <= e.gue_len; i++) {
+		uint8_t a[16];
 
-		memcpy(in.data, d, p->len);
-		pkt_ipv4_checksum(&in);
-		memcpy(d + off, in.data + off, 20);
+		pkt_addr(LB_FAMILY_IPV4, NEXT_HOP, a);
+		memcpy(gue + 8 + i * 4, a, 4);
 	}
+	d[0] = 0x45;
+	put16(d + 2, (unsigned int)len);
+	d[8] = 64;
+	d[9] = (unsigned char)proto;
+	put32(d + 12, 0x7f000001);
+	put32(d + 16, 0x7f000001);
+	put16(d + 20, sport);
+	put16(d + 22, dport);
+	if (proto == IPPROTO_TCP) {
+		put32(d + 24, seq);
+		put32(d + 28, ack);
+		d[32] = 5 << 4;
+		d[33] = flags;
+		put16(d + 34, 65535);
+	} else {
+		put16(d + 24, 8);
+	}
+	/* The inner header's checksum too: the stack checks it. */
+	pkt_ipv4_checksum(&in);
+	pkt_build_encap(p, &e, &in);
 }
 
 /* The frame's verdict and the reason it was counted under. */
