@@ -245,27 +245,33 @@ static void next_hops_refresh(const struct state *s)
 
 /* --- sessions -------------------------------------------------------------------------- */
 
+int ctl_prog_load(const struct ctl_site *site, struct lb_load_opts *opts, struct lb_prog **prog,
+		  char why[CTL_WHY_MAX])
+{
+	int err = ctl_file_secret(site, 1, opts->secret, why);
+
+	if (err)
+		return err;
+	opts->pin_dir = site->pin_dir;
+	err = lb_prog_load(prog, opts);
+	memset(opts->secret, 0, sizeof(opts->secret));
+	if (err)
+		ctl_load_failure(err, why);
+	return err;
+}
+
 /* Create and pin the maps when there are none (attach after a reboot, a first attach). */
 static int maps_create(const struct ctl_session *ss, char why[CTL_WHY_MAX])
 {
 	struct lb_load_opts opts = {
-		.pin_dir = ss->site->pin_dir,
 		.flow_entries = ss->flow_entries ? ss->flow_entries : ss->applied.flow_entries,
 	};
 	struct lb_prog *prog;
-	int err;
+	int err = ctl_prog_load(ss->site, &opts, &prog, why);
 
-	err = ctl_file_secret(ss->site, 1, opts.secret, why);
-	if (err)
-		return err;
-	err = lb_prog_load(&prog, &opts);
-	memset(opts.secret, 0, sizeof(opts.secret));
-	if (err) {
-		ctl_load_failure(err, why);
-		return err;
-	}
-	lb_prog_close(prog);
-	return 0;
+	if (!err)
+		lb_prog_close(prog);
+	return err;
 }
 
 int ctl_session_begin(const struct ctl_site *site, struct ctl_session *ss,

@@ -93,6 +93,15 @@ int ctl_links_converge(const struct ctl_site *site, const struct state *want, in
 /** ctl_load_failure() - say why lb_prog_load() failed with @err. */
 void ctl_load_failure(int err, char why[CTL_WHY_MAX]);
 
+/**
+ * ctl_prog_load() - an instance of the program on the deployment's key (the
+ * secret file's, made when missing), its maps those pinned under the site's
+ * pin directory; @opts gives the rest (the interface's MAC, the flow table's
+ * size). The key is wiped from @opts afterwards. On failure, why.
+ */
+int ctl_prog_load(const struct ctl_site *site, struct lb_load_opts *opts, struct lb_prog **prog,
+		  char why[CTL_WHY_MAX]);
+
 /** enum ctl_session_flags - how a session treats the kernel. */
 enum ctl_session_flags {
 	CTL_NEEDS_MAPS = 1 << 0,   /* refuse when not attached */

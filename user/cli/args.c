@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "ring.h"
@@ -16,6 +17,17 @@ int cli_vip_arg(struct cli *c, const char *text, struct vip_spec *vip)
 
 	if (vip_parse(text, vip, &why))
 		return cli_report(c, "malformed VIP '%s': %s", text, why);
+	return 0;
+}
+
+int cli_mode_arg(struct cli *c, const char *text, enum lb_attach_mode *mode)
+{
+	if (strcmp(text, "native") == 0)
+		*mode = LB_ATTACH_NATIVE;
+	else if (strcmp(text, "generic") == 0)
+		*mode = LB_ATTACH_GENERIC;
+	else
+		return cli_usage(c, "--mode is native or generic, not '%s'", text);
 	return 0;
 }
 

@@ -148,6 +148,9 @@ int cli_vip_arg(struct cli *c, const char *text, struct vip_spec *vip);
 /** cli_name_arg() - a backend name operand. */
 int cli_name_arg(struct cli *c, const char *text, const char **name);
 
+/** cli_mode_arg() - --mode: native or generic. */
+int cli_mode_arg(struct cli *c, const char *text, enum lb_attach_mode *mode);
+
 /** cli_weight_arg() - a weight, 0 .. RING_WEIGHT_MAX. */
 int cli_weight_arg(struct cli *c, const char *text, __u32 *weight);
 

@@ -41,12 +41,7 @@ struct decap_args {
 
 static int decap_mode_set(struct cli *c, void *args, const char *value)
 {
-	struct decap_args *a = args;
-
-	if (strcmp(value, "native") && strcmp(value, "generic"))
-		return cli_usage(c, "--mode is native or generic, not '%s'", value);
-	a->mode = strcmp(value, "generic") == 0 ? LB_ATTACH_GENERIC : LB_ATTACH_NATIVE;
-	return 0;
+	return cli_mode_arg(c, value, &((struct decap_args *)args)->mode);
 }
 
 static int decap_from_set(struct cli *c, void *args, const char *value)

@@ -44,15 +44,7 @@ static int attach_new_flows_set(struct cli *c, void *args, const char *value)
 
 static int attach_mode_set(struct cli *c, void *args, const char *value)
 {
-	struct attach_args *a = args;
-
-	if (strcmp(value, "native") == 0)
-		a->mode = LB_ATTACH_NATIVE;
-	else if (strcmp(value, "generic") == 0)
-		a->mode = LB_ATTACH_GENERIC;
-	else
-		return cli_usage(c, "--mode is native or generic, not '%s'", value);
-	return 0;
+	return cli_mode_arg(c, value, &((struct attach_args *)args)->mode);
 }
 
 static int attach_flows_set(struct cli *c, void *args, const char *value)
@@ -110,7 +102,7 @@ static int attach_parse(struct cli *c, void *args, char **operands, int count)
 static int attach_one(const struct ctl_apply *ctx, const struct attach_args *a, const char *name,
 		      struct state *want, char why[CTL_WHY_MAX])
 {
-	struct lb_load_opts opts = { .pin_dir = ctx->site->pin_dir };
+	struct lb_load_opts opts = { 0 };
 	const char *mode = a->mode == LB_ATTACH_NATIVE ? "native" : "generic";
 	struct state_iface *iface, *ifaces;
 	struct lb_prog *prog = NULL;
@@ -128,20 +120,14 @@ static int attach_one(const struct ctl_apply *ctx, const struct attach_args *a, 
 			 name);
 		return -EEXIST;
 	}
-	err = ctl_file_secret(ctx->site, 1, opts.secret, why);
-	if (err)
-		return err;
 	err = host_iface_mac(name, opts.iface_mac);
 	if (err) {
 		snprintf(why, CTL_WHY_MAX, "cannot read the MAC of %s: %s", name, strerror(-err));
 		return err;
 	}
-	err = lb_prog_load(&prog, &opts);
-	memset(opts.secret, 0, sizeof(opts.secret));
-	if (err) {
-		ctl_load_failure(err, why);
+	err = ctl_prog_load(ctx->site, &opts, &prog, why);
+	if (err)
 		return err;
-	}
 	err = lb_attach(prog, ifindex, a->mode, link);
 	lb_prog_close(prog);
 	if (err) {
