@@ -108,12 +108,15 @@ struct lb_vip_key {
 
 /**
  * struct lb_vip - what a VIP key maps to: its id and where its ring is.
- * @vip_id: the VIP's slot in vip_stats; its rings are slots 2 * vip_id and
- *          2 * vip_id + 1 of the rings_<class> maps
+ * @vip_id: the VIP's slot in vip_stats; its serving ring is in slot
+ *          LB_RING_SLOTS_PER_VIP * vip_id + @ring_parity of the
+ *          rings_<class> maps, its previous rings in the slots map
+ *          "history" names (LB_RING_HISTORY_SLOT())
  * @points: points of its ring; 0: no backend takes new flows
  * @ring_class: which rings_<class> map holds the ring, 0 .. LB_RING_CLASSES - 1
  * @ring_parity: which of the VIP's two slots there, 0 or 1
  * @index_bits: b of the ring map's buckets, LB_RING_BITS_MIN .. LB_RING_BITS_MAX
+ * @flags: LB_VIP_STATELESS or 0
  * @pad: zero
  * @fingerprint: the ring's fingerprint, also in its header: a packet that
  *               finds another ring in the slot (one swapped in after it
@@ -131,9 +134,16 @@ struct lb_vip {
 	__u8 ring_class;
 	__u8 ring_parity;
 	__u8 index_bits;
-	__u8 pad[5];
+	__u8 flags;
+	__u8 pad[4];
 	__u64 fingerprint;
 };
+
+/**
+ * LB_VIP_STATELESS - the VIP takes no flow-table entries: its connections
+ * are held by its ring, its previous rings and its backends' second chance.
+ */
+#define LB_VIP_STATELESS (1u << 0)
 
 /* --- backends (map "backends", array indexed by backend id) ------------------ */
 
@@ -141,6 +151,7 @@ enum lb_backend_state {
 	LB_BACKEND_UNUSED = 0,   /* slot free: anything pointing here is stale */
 	LB_BACKEND_ACTIVE = 1,   /* owns ring points, takes new and pinned flows */
 	LB_BACKEND_DRAINING = 2, /* owns no ring points, keeps its pinned flows */
+	LB_BACKEND_RETIRED = 3,  /* removed, but a previous ring names it: a hop only */
 };
 
 /**
@@ -242,7 +253,9 @@ struct lb_flow_rate {
  * @flags: 0
  * @private_type: 0
  * @next_hop: index of the next hop in the list
- * @hop_count: IPv4 hop addresses after the header (0 here)
+ * @hop_count: hop addresses after the header, 4 bytes each over IPv4, 16
+ *             over IPv6: the backends to try after the outer destination,
+ *             at most LB_HOPS_MAX - 1
  *
  * A GUE packet without this header (variant 1: the IP header right after
  * UDP, as Katran sends it) is accepted by the decap program too.
@@ -255,6 +268,9 @@ struct lb_gue {
 	__u8 next_hop;
 	__u8 hop_count;
 };
+
+/** LB_HOPS_MAX - backends a packet may try: its destination and the list (GLB's four). */
+#define LB_HOPS_MAX 4
 
 /** LB_GUE_LEN - UDP header and struct lb_gue with an empty hop list. */
 #define LB_GUE_LEN (8 + 8)
@@ -334,8 +350,48 @@ _Static_assert(1u << LB_RING_BITS_MAX == 2 * LB_RING_POINTS_MAX,
 /** LB_RING_RUN_AREA_MAX - run slots a ring can address (a run word's start bits). */
 #define LB_RING_RUN_AREA_MAX (1u << (32 - LB_RING_RUN_COUNT_BITS))
 
-/** LB_RING_SLOTS_PER_VIP - a VIP's two slots in each rings_<class> map. */
-#define LB_RING_SLOTS_PER_VIP 2
+/**
+ * LB_RING_HISTORY - previous rings kept per VIP (gue VIPs): with the serving
+ * ring, the LB_HOPS_MAX rings a hop list is made from.
+ */
+#define LB_RING_HISTORY (LB_HOPS_MAX - 1)
+/**
+ * LB_RING_SLOTS_PER_VIP - a VIP's slots in each rings_<class> map: two for
+ * the serving ring and its spare, then one per previous ring.
+ */
+#define LB_RING_SLOTS_PER_VIP (2 + LB_RING_HISTORY)
+/** LB_RING_HISTORY_SLOT() - the slot of a VIP's previous-ring place @k. */
+#define LB_RING_HISTORY_SLOT(vip_id, k) ((vip_id) * LB_RING_SLOTS_PER_VIP + 2 + (k))
+
+/**
+ * struct lb_ring_ref - one previous ring of a VIP (map "history").
+ * @fingerprint: the ring's fingerprint, also in its header; 0: none
+ * @points: its points
+ * @ring_class: which rings_<class> map holds it
+ * @index_bits: its bucket bits
+ * @place: which of the VIP's history slots, 0 .. LB_RING_HISTORY - 1
+ * @pad: zero
+ *
+ * Overwritten in place: a reader may see a torn reference, whose
+ * fingerprint then does not match the ring in the slot, and skips it.
+ */
+struct lb_ring_ref {
+	__u64 fingerprint;
+	__u32 points;
+	__u8 ring_class;
+	__u8 index_bits;
+	__u8 place;
+	__u8 pad;
+};
+
+/**
+ * struct lb_vip_history - a VIP's previous rings, newest first (map
+ * "history", an array indexed by VIP id). A hop list is made of a flow's
+ * owners under the serving ring and these, in this order, each once.
+ */
+struct lb_vip_history {
+	struct lb_ring_ref rings[LB_RING_HISTORY];
+};
 
 /** LB_RING_POINTS_WRITING - @points of a ring being written: not usable. */
 #define LB_RING_POINTS_WRITING 0xffffffffu
@@ -439,6 +495,8 @@ struct lb_backend_counters {
 	  "ICMP error about a VIP flow, sent to its backend")                              \
 	X(FORWARDED_TOO_BIG, "forwarded_too_big", FORWARD,                                 \
 	  "too big once encapsulated: an ICMP error with the MTU that fits, to the client") \
+	X(FORWARDED_HOPS, "forwarded_hops", FORWARD,                                       \
+	  "GUE with a hop list: not pinned, and a previous ring gives it another owner")   \
 	X(PASS_NOT_IP, "pass_not_ip", PASS, "not IPv4 or IPv6 (ARP, LLDP, ...)")            \
 	X(PASS_NOT_VIP, "pass_not_vip", PASS, "IP, but not TCP/UDP to a configured VIP")    \
 	X(PASS_FRAGMENT, "pass_fragment", PASS, "IPv4 or IPv6 fragment: no ports to hash")  \

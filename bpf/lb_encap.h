@@ -39,6 +39,18 @@
 #define LB_ENCAP_TOO_BIG(fits) ((int)((fits) << 16 | LB_REASON_FORWARDED_TOO_BIG << 8))
 #define LB_ENCAP_FITS(ret) ((__u32)(ret) >> 16)
 
+/*
+ * A hop list as lb_encap() takes it (a global function takes scalars): up to
+ * LB_HOPS_MAX - 1 backend ids of 12 bits, then their count.
+ */
+#define LB_HOP_BITS 12
+#define LB_HOPS_COUNT_SHIFT 36
+#define LB_HOPS_COUNT(hops) ((__u32)((hops) >> LB_HOPS_COUNT_SHIFT) & 3)
+#define LB_HOP(hops, i) ((__u32)((hops) >> (LB_HOP_BITS * (i))) & LB_RING_ENTRY_BACKEND_MASK)
+_Static_assert(LB_HOP_BITS * (LB_HOPS_MAX - 1) <= LB_HOPS_COUNT_SHIFT &&
+		       LB_RING_ENTRY_BACKEND_MASK == (1u << LB_HOP_BITS) - 1,
+	       "a packed hop list holds LB_HOPS_MAX - 1 backend ids");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -177,13 +189,14 @@ __noinline int lb_too_big(struct xdp_md *ctx, __u32 fits)
  * Send the packet to backend @backend_id inside its VIP's encapsulation.
  * @hash: the flow's hash, for the GUE source port and the IPv6 flow label
  */
-__noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash)
+__noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 hops)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct bpf_fib_lookup fib = {};
 	struct lb_backend *b;
 	struct lb_config *cfg;
-	__u32 zero = 0, l3, len, overhead, outer_ip, ifindex;
+	__u32 zero = 0, l3, len, overhead, outer_ip, ifindex, alen, n = 0, i;
+	__u64 kept = 0;
 	__u8 tos, inner_proto, smac[ETH_ALEN], dmac[ETH_ALEN];
 	__be16 proto;
 	int rc;
@@ -212,7 +225,26 @@ __noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash)
 	if (!b || !cfg)
 		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
 	outer_ip = b->family == LB_FAMILY_IPV4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
-	overhead = outer_ip + (b->forward == LB_FORWARD_GUE ? LB_GUE_LEN : 0);
+	alen = b->family == LB_FAMILY_IPV4 ? 4 : 16;
+	/*
+	 * The hops that are still there, of the destination's family: their
+	 * number sizes the headers. Ids, not addresses, are kept (the stack
+	 * has no room for three IPv6 addresses): a hop's address is read again
+	 * when written, and stays the same while its slot is in use.
+	 */
+	for (i = 0; i < LB_HOPS_MAX - 1 && b->forward == LB_FORWARD_GUE; i++) {
+		__u32 id = LB_HOP(hops, i);
+		struct lb_backend *h;
+
+		if (i >= LB_HOPS_COUNT(hops))
+			break;
+		h = bpf_map_lookup_elem(&backends, &id);
+		if (!h || h->state == LB_BACKEND_UNUSED || h->family != b->family)
+			continue;
+		kept |= (__u64)id << (LB_HOP_BITS * n);
+		n++;
+	}
+	overhead = outer_ip + (b->forward == LB_FORWARD_GUE ? LB_GUE_LEN + n * alen : 0);
 
 	/* The route to the backend, checked against the encapsulated length. */
 	fib.tot_len = (__u16)(len + overhead);
@@ -303,7 +335,7 @@ __noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash)
 			/* From the ephemeral range, by flow: the backend's NIC spreads flows. */
 			udp->source = bpf_htons((__u16)(0xc000 | (hash & 0x3fff)));
 			udp->dest = cfg->gue_port;
-			udp->len = bpf_htons((__u16)(len + LB_GUE_LEN));
+			udp->len = bpf_htons((__u16)(len + LB_GUE_LEN + n * alen));
 			/*
 			 * Zero over IPv4 (RFC 768: no checksum). Zero over IPv6 too, as
 			 * RFC 6935 and 6936 allow for a tunnel: the inner packet carries
@@ -313,12 +345,33 @@ __noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash)
 			 * a pass over every byte of every packet.
 			 */
 			udp->check = 0;
-			gue->flags_hlen = 1; /* version 0, data, one word of private data */
+			/* Version 0, data; private data: one word, then the hops. */
+			gue->flags_hlen = (__u8)(1 + n * alen / 4);
 			gue->proto = inner_proto;
 			gue->flags = 0;
 			gue->private_type = 0;
 			gue->next_hop = 0;
-			gue->hop_count = 0;
+			gue->hop_count = (__u8)n;
+			for (i = 0; i < LB_HOPS_MAX - 1; i++) {
+				__u8 *at = (__u8 *)(gue + 1) + i * alen;
+				__u32 id = LB_HOP(kept, i);
+				struct lb_backend *h;
+
+				if (i >= n)
+					break;
+				h = bpf_map_lookup_elem(&backends, &id);
+				if (!h)
+					return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+				if (alen == 4) {
+					if ((void *)(at + 4) > end)
+						return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+					__builtin_memcpy(at, h->addr, 4);
+				} else {
+					if ((void *)(at + 16) > end)
+						return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
+					__builtin_memcpy(at, h->addr, 16);
+				}
+			}
 		}
 	}
 	if (ifindex == ctx->ingress_ifindex)

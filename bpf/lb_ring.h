@@ -56,6 +56,15 @@ LB_RING_CLASS_MAP(rings_1, LB_RING_CLASS1_SLOTS);
 LB_RING_CLASS_MAP(rings_2, LB_RING_CLASS2_SLOTS);
 LB_RING_CLASS_MAP(rings_3, LB_RING_CLASS3_SLOTS);
 
+/* Each VIP's previous rings (gue VIPs only), newest first. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LB_VIPS_MAX);
+	__type(key, __u32);
+	__type(value, struct lb_vip_history);
+	LB_PINNED;
+} history SEC(".maps");
+
 /*
  * Not reasons, but "read the VIP again": the slot holds a newer ring than the
  * VIP value read, or none (the controller emptied it after a swap).
@@ -114,6 +123,57 @@ static __always_inline int ring_choose(const struct lb_vip *vip, __u64 hash, __u
 		return ring_pick(bpf_map_lookup_elem(&rings_3, &slot), vip, hash, backend_id);
 	default:
 		return PARSE_FAIL(LB_REASON_DROP_BAD_RING);
+	}
+}
+
+/* The owner of @hash in previous ring @ring that @ref describes, or 0. */
+static __always_inline int owner_in(void *ring, const struct lb_ring_ref *ref, __u64 hash)
+{
+	const union lb_ring_slot *header;
+	__u32 id = 0;
+
+	if (!ring)
+		return 0;
+	header = ring_slot(ring, LB_RING_FINGERPRINT_SLOT);
+	if (!header || header->fingerprint != ref->fingerprint)
+		return 0;
+	return ring_search(ring, ref->index_bits, hash, &id) ? 0 : (int)id;
+}
+
+/*
+ * The owner of @hash under previous ring @k of VIP @vip_id: its backend id,
+ * or 0 when there is no such ring (or its reference was read torn, or the
+ * slot holds another ring). Global, so verified once on its own: the four
+ * inlined searches are not copied into every caller.
+ */
+__noinline int lb_ring_owner_before(__u32 vip_id, __u32 k, __u64 hash)
+{
+	struct lb_vip_history *h;
+	struct lb_ring_ref ref;
+	__u32 slot;
+
+	_Static_assert(LB_RING_HISTORY == 3, "one read per previous ring below");
+	if (k >= LB_RING_HISTORY || vip_id >= LB_VIPS_MAX)
+		return 0;
+	h = bpf_map_lookup_elem(&history, &vip_id);
+	if (!h)
+		return 0;
+	/* Constant indices: clang's bound check of a variable one is not the verifier's. */
+	ref = k == 0 ? h->rings[0] : k == 1 ? h->rings[1] : h->rings[2];
+	if (!ref.fingerprint || ref.place >= LB_RING_HISTORY)
+		return 0;
+	slot = LB_RING_HISTORY_SLOT(vip_id, (__u32)ref.place);
+	switch (ref.ring_class) {
+	case 0:
+		return owner_in(bpf_map_lookup_elem(&rings_0, &slot), &ref, hash);
+	case 1:
+		return owner_in(bpf_map_lookup_elem(&rings_1, &slot), &ref, hash);
+	case 2:
+		return owner_in(bpf_map_lookup_elem(&rings_2, &slot), &ref, hash);
+	case 3:
+		return owner_in(bpf_map_lookup_elem(&rings_3, &slot), &ref, hash);
+	default:
+		return 0;
 	}
 }
 

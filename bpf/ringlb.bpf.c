@@ -94,7 +94,8 @@ static __always_inline struct lb_backend *backend_usable(__u32 id, __u32 vip_id)
 	struct lb_backend *b = bpf_map_lookup_elem(&backends, &id);
 
 	/* state first: the other fields are stable whenever it is not UNUSED. */
-	if (!b || b->state == LB_BACKEND_UNUSED || b->vip_id != vip_id)
+	if (!b || b->state == LB_BACKEND_UNUSED || b->state == LB_BACKEND_RETIRED ||
+	    b->vip_id != vip_id)
 		return NULL;
 	return b;
 }
@@ -157,10 +158,50 @@ static __always_inline int flow_rate_allows(__u64 now)
 	return 1;
 }
 
+/* May backend @id be a later hop of a packet of VIP @vip_id going to @family? */
+static __always_inline int hop_usable(__u32 id, __u32 vip_id, __u8 family)
+{
+	struct lb_backend *b = bpf_map_lookup_elem(&backends, &id);
+
+	/* Draining and retired backends too: their connections are why hops exist. */
+	return b && b->state != LB_BACKEND_UNUSED && b->vip_id == vip_id &&
+	       b->forward == LB_FORWARD_GUE && b->family == family;
+}
+
+/*
+ * The hop list of a flow whose owner under the serving ring is @first: its
+ * owners under the VIP's previous rings, newest first, each once and never
+ * @first, as LB_HOPS() packs them for lb_encap().
+ */
+static __always_inline __u64 hops_of(__u32 vip_id, __u64 hash, __u32 first, __u8 family)
+{
+	__u32 a = 0, b = 0, n = 0, k;
+	__u64 hops = 0;
+
+	for (k = 0; k < LB_RING_HISTORY; k++) {
+		__u32 id = (__u32)lb_ring_owner_before(vip_id, k, hash);
+
+		if (!id || id == first || id == a || id == b || !hop_usable(id, vip_id, family))
+			continue;
+		/* Scalars, not an array: a store at a variable index is not verifiable here. */
+		if (n == 0)
+			a = id;
+		else if (n == 1)
+			b = id;
+		hops |= (__u64)id << (LB_HOP_BITS * n);
+		n++;
+	}
+	return hops | (__u64)n << LB_HOPS_COUNT_SHIFT;
+}
+
 /*
  * The flow's backend: its pinned one when that backend is still there
  * (active, or draining for a packet of an established connection), else the
- * ring's choice, pinned for next time unless @follow_only (an ICMP error
+ * ring's choice. A packet of a connection the balancer did not see start (a
+ * TCP packet other than a SYN, not pinned) to a GUE backend also gets a hop
+ * list (@hops): where the previous rings put the flow. The ring's choice is
+ * pinned for next time unless the VIP is stateless, the packet got a hop
+ * list (its connection may live elsewhere), @follow_only (an ICMP error
  * follows a flow but neither makes nor refreshes one) or the packet is a
  * RST. A RST of a pinned flow goes to its backend, which judges it, and the
  * flow stays pinned: a spoofed or out-of-window RST moves nothing.
@@ -168,9 +209,10 @@ static __always_inline int flow_rate_allows(__u64 now)
 static __always_inline int backend_choose(struct lb_flow_key *key,
 					  const struct lb_vip_key *vip_key,
 					  const struct lb_vip *vip, __u8 tcp_flags,
-					  int follow_only, struct lb_backend **out, __u32 *out_id)
+					  int follow_only, struct lb_backend **out, __u32 *out_id,
+					  __u64 *hops)
 {
-	struct lb_flow *flow = bpf_map_lookup_elem(&flows, key);
+	struct lb_flow *flow = NULL;
 	__u32 vip_id = vip->vip_id;
 	__u64 now = bpf_ktime_get_coarse_ns();
 	struct lb_backend_counters *bc;
@@ -180,6 +222,9 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	__u32 id = 0;
 	int err, retried = 0;
 
+	*hops = 0;
+	if (!(vip->flags & LB_VIP_STATELESS))
+		flow = bpf_map_lookup_elem(&flows, key);
 	if (flow && flow->vip_id == vip_id) {
 		id = flow->backend_id;
 		b = backend_usable(id, vip_id);
@@ -226,7 +271,11 @@ again:
 	*out_id = id;
 	if (follow_only)
 		return 0;
-	if (!(tcp_flags & TCP_FLAG_RST) && flow_rate_allows(now)) {
+	if (b->forward == LB_FORWARD_GUE && key->protocol == IPPROTO_TCP &&
+	    !new_connection(tcp_flags))
+		*hops = hops_of(vip_id, hash, id, b->family);
+	if (!(vip->flags & LB_VIP_STATELESS) && !LB_HOPS_COUNT(*hops) &&
+	    !(tcp_flags & TCP_FLAG_RST) && flow_rate_allows(now)) {
 		fresh.backend_cookie = b->cookie;
 		fresh.last_seen_ns = now;
 		fresh.backend_id = id;
@@ -295,6 +344,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 	struct ethhdr *eth;
 	struct lb_vip *vip;
 	__u32 reason, backend_id;
+	__u64 hops;
 	__u8 tcp_flags;
 	int err;
 
@@ -311,7 +361,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 
 	/* ICMP errors follow the flow; they neither pin nor close it. */
 	err = backend_choose(&key, &vip_key, vip, tcp_flags, reason == LB_REASON_FORWARDED_ICMP,
-			     &backend, &backend_id);
+			     &backend, &backend_id, &hops);
 	if (err < 0)
 		return verdict(-err, bytes);
 
@@ -320,7 +370,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 		__u64 *w = (__u64 *)&key, mix = w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4];
 
 		mix *= 0x9e3779b97f4a7c15ull;
-		err = lb_encap(ctx, backend_id, (__u32)(mix >> 32));
+		err = lb_encap(ctx, backend_id, (__u32)(mix >> 32), hops);
 		if (LB_ENCAP_REASON(err) == LB_REASON_FORWARDED_TOO_BIG)
 			err = lb_too_big(ctx, LB_ENCAP_FITS(err));
 		if (LB_ENCAP_REASON(err) != LB_REASON_FORWARDED) {
@@ -328,7 +378,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 			return LB_ENCAP_ACTION(err);
 		}
 		/* Forwarded: an ICMP error about the flow counts as one, like under l2. */
-		count(reason, bytes);
+		count(LB_HOPS_COUNT(hops) ? LB_REASON_FORWARDED_HOPS : reason, bytes);
 		stats_add(vip->vip_id, backend_id, bytes);
 		return LB_ENCAP_ACTION(err);
 	}

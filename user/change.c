@@ -380,6 +380,8 @@ int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entri
 	err = apply(&ctx, args, &want, why);
 	if (err)
 		goto undo_links; /* attach may have made its link already */
+	/* Every change keeps the rings it replaces, whatever command made it. */
+	state_history_advance(&ss.applied, &want);
 	want.generation = ss.applied.generation + 1;
 	if (ss.have_maps) {
 		err = ctl_record(&ss.maps, &ss.applied, 1);

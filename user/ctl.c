@@ -48,7 +48,7 @@ void ctl_vip_key(const struct state_vip *v, struct lb_vip_key *key)
 
 static enum lb_backend_state wanted_state(const struct state_backend *b)
 {
-	return b->draining ? LB_BACKEND_DRAINING : LB_BACKEND_ACTIVE;
+	return b->retired ? LB_BACKEND_RETIRED : b->draining ? LB_BACKEND_DRAINING : LB_BACKEND_ACTIVE;
 }
 
 static const struct state_vip *vip_in(const struct state *s, const struct state_vip *v)
@@ -61,18 +61,20 @@ static int ring_changed(const struct state_vip *before, const struct state_vip *
 {
 	size_t i, active_before = 0, active_now = 0;
 
-	if (!before || before->id != now->id || before->vnodes != now->vnodes)
+	if (!before || before->id != now->id || before->vnodes != now->vnodes ||
+	    before->stateless != now->stateless)
 		return 1;
 	for (i = 0; i < before->backend_count; i++)
-		active_before += !before->backends[i].draining;
+		active_before += state_backend_in_ring(&before->backends[i]);
 	for (i = 0; i < now->backend_count; i++) {
 		const struct state_backend *b = &now->backends[i], *was;
 
-		if (b->draining)
+		if (!state_backend_in_ring(b))
 			continue;
 		active_now++;
 		was = state_backend_find(before, b->name);
-		if (!was || was->draining || was->weight != b->weight || was->id != b->id)
+		if (!was || !state_backend_in_ring(was) || was->weight != b->weight ||
+		    was->id != b->id)
 			return 1;
 	}
 	return active_before != active_now;
@@ -112,6 +114,17 @@ static int slot_holds(const struct lb_backend *slot, const struct lb_backend *wa
 	       slot->forward == want->forward &&
 	       memcmp(slot->addr, want->addr, sizeof(slot->addr)) == 0 &&
 	       memcmp(slot->mac, want->mac, sizeof(slot->mac)) == 0;
+}
+
+/* Are all @len bytes at @p zero? 0 if so, else 1. */
+static int memchr_inv_zero(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+
+	while (len--)
+		if (*c++)
+			return 1;
+	return 0;
 }
 
 static int vip_id_wanted(const struct state *s, __u32 id)
@@ -219,7 +232,7 @@ static struct ringmap_member *ring_members(const struct state_vip *v, size_t *co
 	for (i = 0; i < v->backend_count; i++) {
 		const struct state_backend *b = &v->backends[i];
 
-		if (!b->draining)
+		if (state_backend_in_ring(b))
 			members[(*count)++] = (struct ringmap_member){ b->name, b->weight, b->id };
 	}
 	return members;
@@ -240,7 +253,7 @@ static int ring_patch(const struct lb_maps *maps, const struct state_vip *before
 	size_t from_points, nb, na;
 	int err;
 
-	if (before->vnodes != v->vnodes || before->id != v->id)
+	if (before->vnodes != v->vnodes || before->id != v->id || before->stateless != v->stateless)
 		return -EAGAIN;
 	err = state_vip_summary(before, &from_points, &from_fingerprint) ?:
 	      state_vip_summary(v, &change.to_points, &to_fingerprint);
@@ -265,6 +278,12 @@ static int ring_patch(const struct lb_maps *maps, const struct state_vip *before
 	free(was);
 	free(now);
 	return err;
+}
+
+/* The VIP value's flags @v asks for. */
+static __u8 vip_flags(const struct state_vip *v)
+{
+	return v->stateless ? LB_VIP_STATELESS : 0;
 }
 
 /* Phase 2: changed rings swapped in (a VIP's key comes with its first ring). */
@@ -299,15 +318,95 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 			return fail(why, err, "building the ring of %s", spec);
 		/* Unknown maps (after a crash): most VIPs serve their ring already. */
 		if (!applied && lb_vip_compare(maps, &key, v->id, ring, ids, differs,
-					       sizeof(differs)) == 0)
+					       sizeof(differs)) == 0 &&
+		    served.flags == vip_flags(v))
 			err = 0;
-		else if ((err = lb_vip_install(maps, &key, v->id, ring, ids)) == 0)
+		else if ((err = lb_vip_install_as(maps, &key, v->id, ring, ids, vip_flags(v))) == 0)
 			/* The new ring serves; a spare that cannot be made is made next time. */
 			lb_vip_settle(maps, &key, v->id, NULL);
 		ring_free(ring);
 		free(ids);
 		if (err)
 			return fail(why, err, "swapping the ring of %s", spec);
+	}
+	return 0;
+}
+
+/* Do @before and @v keep the same previous rings? */
+static int history_same(const struct state_vip *before, const struct state_vip *v)
+{
+	size_t i;
+
+	if (!before || before->id != v->id || before->history_count != v->history_count ||
+	    memcmp(before->past_vnodes, v->past_vnodes, sizeof(v->past_vnodes)))
+		return 0;
+	for (i = 0; i < v->backend_count; i++) {
+		const struct state_backend *b = &v->backends[i];
+		const struct state_backend *was = state_backend_find(before, b->name);
+
+		if (!was ? memchr_inv_zero(b->past_weight, sizeof(b->past_weight)) :
+			   was->id != b->id ||
+			   memcmp(was->past_weight, b->past_weight, sizeof(b->past_weight)))
+			return 0;
+	}
+	for (i = 0; i < before->backend_count; i++)
+		if (!state_backend_find(v, before->backends[i].name) &&
+		    memchr_inv_zero(before->backends[i].past_weight,
+				    sizeof(before->backends[i].past_weight)))
+			return 0;
+	return 1;
+}
+
+/* Build @v's previous rings; free with past_rings_free(). */
+static int past_rings_build(const struct state_vip *v, struct ring **rings, __u32 **ids)
+{
+	__u32 k;
+	int err;
+
+	memset(rings, 0, LB_RING_HISTORY * sizeof(*rings));
+	memset(ids, 0, LB_RING_HISTORY * sizeof(*ids));
+	for (k = 0; k < v->history_count; k++) {
+		err = state_vip_past_ring(v, k, &rings[k], &ids[k]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void past_rings_free(struct ring **rings, __u32 **ids)
+{
+	__u32 k;
+
+	for (k = 0; k < LB_RING_HISTORY; k++) {
+		ring_free(rings[k]);
+		free(ids[k]);
+	}
+}
+
+/*
+ * Phase 2b: each VIP's previous rings, after its new ring serves and while
+ * the backends they name are installed (retired ones included).
+ */
+static int sync_history(const struct lb_maps *maps, const struct state *applied,
+			const struct state *want, char why[CTL_WHY_MAX])
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < want->vip_count; i++) {
+		const struct state_vip *v = &want->vips[i];
+		struct ring *rings[LB_RING_HISTORY];
+		__u32 *ids[LB_RING_HISTORY];
+		char spec[ADDR_TEXT_MAX];
+
+		if (applied && history_same(vip_in(applied, v), v))
+			continue;
+		vip_format(&v->spec, spec);
+		err = past_rings_build(v, rings, ids) ?:
+		      lb_vip_history_sync(maps, v->id, rings, ids, v->history_count);
+		past_rings_free(rings, ids);
+		if (err)
+			return fail(why, err, "keeping the previous rings of %s", spec);
 	}
 	return 0;
 }
@@ -437,7 +536,7 @@ int ctl_sync(const struct lb_maps *maps, const struct state *applied, const stru
 	if (!later)
 		return fail(why, -ENOMEM, "syncing the maps");
 	err = config_sync(maps, want, why) ?: install_backends(maps, want, later, why) ?:
-	      swap_rings(maps, applied, want, why) ?:
+	      swap_rings(maps, applied, want, why) ?: sync_history(maps, applied, want, why) ?:
 	      install_deferred(maps, later, why) ?: update_states(maps, want, why) ?:
 	      remove_vips(maps, applied, want, why) ?: free_backends(maps, want, why);
 	free(later);
@@ -589,6 +688,7 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 {
 	struct lb_vip_key key, next;
 	struct lb_control rec;
+	struct lb_vip served;
 	int bad = 0, err;
 	size_t i, j;
 	__u32 id;
@@ -621,9 +721,28 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 		if (lb_vip_compare(maps, &key, v->id, ring, ids, why, sizeof(why))) {
 			say(report, arg, "VIP %s: %s", spec, why);
 			bad++;
+		} else if (bpf_map_lookup_elem(maps->vips, &key, &served) == 0 &&
+			   served.flags != vip_flags(v)) {
+			say(report, arg, "VIP %s: the kernel's VIP value is %s", spec,
+			    served.flags & LB_VIP_STATELESS ? "stateless" : "pinned");
+			bad++;
 		}
 		ring_free(ring);
 		free(ids);
+		{
+			struct ring *rings[LB_RING_HISTORY];
+			__u32 *past_ids[LB_RING_HISTORY];
+
+			err = past_rings_build(v, rings, past_ids);
+			if (!err && lb_vip_history_compare(maps, v->id, rings, past_ids,
+							   v->history_count, why, sizeof(why))) {
+				say(report, arg, "VIP %s: %s", spec, why);
+				bad++;
+			}
+			past_rings_free(rings, past_ids);
+			if (err)
+				return err;
+		}
 		for (j = 0; j < v->backend_count; j++) {
 			const struct state_backend *b = &v->backends[j];
 			struct lb_backend slot, entry;
@@ -637,7 +756,7 @@ int ctl_verify(const struct lb_maps *maps, const struct state *want,
 				bad++;
 			} else if (slot.state != entry.state) {
 				say(report, arg, "VIP %s: backend %s: slot %u is %s", spec, b->name,
-				    b->id, slot.state == LB_BACKEND_DRAINING ? "draining" : "active");
+				    b->id, lb_backend_state_name(slot.state));
 				bad++;
 			}
 		}
@@ -827,6 +946,36 @@ static const struct state_backend *backend_by_id(const struct state_vip *vip, __
 	return NULL;
 }
 
+/* @out's hop list: the owners of its hash under @vip's previous rings, as hops_of() finds them. */
+static int hops_find(const struct state_vip *vip, struct ctl_answer *out)
+{
+	const struct state_backend *first = out->backend;
+	struct ring_lookup_result res;
+	__u32 k, *ids;
+	struct ring *ring;
+	int err;
+
+	for (k = 0; k < vip->history_count; k++) {
+		const struct state_backend *b;
+		unsigned int j;
+
+		err = state_vip_past_ring(vip, k, &ring, &ids);
+		if (err)
+			return err;
+		b = ring_lookup(ring, out->hash, &res) == 0 ? backend_by_id(vip, ids[res.member]) :
+							      NULL;
+		ring_free(ring);
+		free(ids);
+		if (!b || b == first || b->addr.family != first->addr.family)
+			continue;
+		for (j = 0; j < out->hop_count && out->hops[j] != b; j++)
+			;
+		if (j == out->hop_count)
+			out->hops[out->hop_count++] = b;
+	}
+	return 0;
+}
+
 int ctl_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct state_vip *vip,
 	       const struct addr *client, __u16 client_port, struct ctl_answer *out)
 {
@@ -845,10 +994,11 @@ int ctl_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct s
 	lb_flow_key_init(&key, client->family, client->bytes, htons(client_port),
 			 vip->spec.addr.bytes, htons(vip->spec.port), vip->spec.protocol);
 	out->hash = lb_flow_hash(secret, &key);
-	if (maps && bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && flow.vip_id == vip->id &&
-	    lb_backend_read(maps, flow.backend_id, &slot) == 0 &&
-	    slot.state != LB_BACKEND_UNUSED && slot.vip_id == vip->id &&
-	    slot.cookie == flow.backend_cookie) {
+	/* A stateless VIP's flows are never looked up; a retired backend holds no flow. */
+	if (maps && !vip->stateless && bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 &&
+	    flow.vip_id == vip->id && lb_backend_read(maps, flow.backend_id, &slot) == 0 &&
+	    slot.state != LB_BACKEND_UNUSED && slot.state != LB_BACKEND_RETIRED &&
+	    slot.vip_id == vip->id && slot.cookie == flow.backend_cookie) {
 		pinned = backend_by_id(vip, flow.backend_id);
 		out->pinned = 1;
 		/* A draining backend keeps the flow, but a new connection goes to the ring. */
@@ -865,5 +1015,8 @@ int ctl_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct s
 	out->backend = out->pinned ? pinned : out->new_connection;
 	ring_free(ring);
 	free(ids);
+	if (!out->pinned && out->backend && vip->forward == LB_FORWARD_GUE &&
+	    vip->spec.protocol == IPPROTO_TCP)
+		return hops_find(vip, out);
 	return 0;
 }

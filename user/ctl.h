@@ -141,12 +141,17 @@ int ctl_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 idle
  *                  draining backend, which takes no new connection
  * @pinned: 1 when the flow table holds it, 0 when the ring places it
  * @hash: the flow's position on the ring
+ * @hops: the hop list a packet of the flow other than a SYN carries (gue,
+ *        TCP, not pinned): its owners under the VIP's previous rings
+ * @hop_count: how many
  */
 struct ctl_answer {
 	const struct state_backend *backend;
 	const struct state_backend *new_connection;
 	int pinned;
 	__u64 hash;
+	const struct state_backend *hops[LB_HOPS_MAX - 1];
+	unsigned int hop_count;
 };
 
 /**

@@ -24,7 +24,9 @@
 #include <unistd.h>
 #include <linux/magic.h>
 #include <linux/neighbour.h>
+#include <linux/inet_diag.h>
 #include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
 
 #include <libmnl/libmnl.h>
 
@@ -537,4 +539,79 @@ int host_bpffs(const char *dir)
 	struct statfs st;
 
 	return statfs(dir, &st) == 0 && st.f_type == BPF_FS_MAGIC;
+}
+
+/* --- connections in the socket table ------------------------------------------------ */
+
+struct conn_count {
+	const struct vip_spec *vip;
+	unsigned long count;
+};
+
+static int conn_entry(const struct nlmsghdr *nlh, void *data)
+{
+	const struct inet_diag_msg *m = mnl_nlmsg_get_payload(nlh);
+	struct conn_count *cc = data;
+	size_t len = cc->vip->addr.family == LB_FAMILY_IPV4 ? 4 : 16;
+
+	if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+		return MNL_CB_OK;
+	if (m->id.idiag_sport == htons(cc->vip->port) &&
+	    memcmp(m->id.idiag_src, cc->vip->addr.bytes, len) == 0)
+		cc->count++;
+	return MNL_CB_OK;
+}
+
+int host_vip_connections(const struct vip_spec *vip, unsigned long *count,
+			 char why[HOST_WHY_MAX])
+{
+	/* Every state that may still receive a client's packet but TIME_WAIT and LISTEN. */
+	const __u32 states = 1u << 1 | 1u << 3 | 1u << 4 | 1u << 5 | 1u << 8 | 1u << 9 | 1u << 11;
+	struct conn_count cc = { .vip = vip };
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct inet_diag_req_v2 *req;
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	unsigned int seq = (unsigned int)time(NULL);
+	ssize_t n;
+	int err = 0, rc;
+
+	*count = 0;
+	if (vip->protocol != IPPROTO_TCP) {
+		snprintf(why, HOST_WHY_MAX, "only a TCP VIP has connections to count");
+		return -EINVAL;
+	}
+	nl = mnl_socket_open(NETLINK_SOCK_DIAG);
+	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		err = -errno;
+		snprintf(why, HOST_WHY_MAX, "cannot open sock_diag: %s", strerror(errno));
+		goto out;
+	}
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	nlh->nlmsg_seq = seq;
+	req = mnl_nlmsg_put_extra_header(nlh, sizeof(*req));
+	req->sdiag_family = vip->addr.family == LB_FAMILY_IPV4 ? AF_INET : AF_INET6;
+	req->sdiag_protocol = IPPROTO_TCP;
+	req->idiag_states = states;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
+		err = -errno;
+		snprintf(why, HOST_WHY_MAX, "asking for the socket table: %s", strerror(errno));
+		goto out;
+	}
+	do {
+		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		rc = n < 0 ? MNL_CB_ERROR :
+			     mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl), conn_entry, &cc);
+	} while (rc == MNL_CB_OK);
+	if (rc == MNL_CB_ERROR) {
+		err = -(errno ? errno : EIO);
+		snprintf(why, HOST_WHY_MAX, "reading the socket table: %s", strerror(-err));
+	}
+out:
+	if (nl)
+		mnl_socket_close(nl);
+	*count = cc.count;
+	return err;
 }

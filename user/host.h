@@ -96,4 +96,13 @@ int host_may_verify(void);
  */
 int host_bpffs(const char *dir);
 
+/**
+ * host_vip_connections() - this host's TCP connections to a VIP, from its
+ * socket table (sock_diag): every state but LISTEN and TIME_WAIT, request
+ * sockets included.
+ * Return: 0 and @count, or -errno with @why (-EINVAL for a UDP VIP).
+ */
+int host_vip_connections(const struct vip_spec *vip, unsigned long *count,
+			 char why[HOST_WHY_MAX]);
+
 #endif /* RINGLB_HOST_H */

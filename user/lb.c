@@ -59,6 +59,7 @@ static const struct {
 	{ "rings_1", offsetof(struct lb_maps, rings[1]) },
 	{ "rings_2", offsetof(struct lb_maps, rings[2]) },
 	{ "rings_3", offsetof(struct lb_maps, rings[3]) },
+	{ "history", offsetof(struct lb_maps, history) },
 	{ "flows", offsetof(struct lb_maps, flows) },
 	{ "control", offsetof(struct lb_maps, control) },
 	{ "config", offsetof(struct lb_maps, config) },
@@ -383,6 +384,13 @@ int lb_backend_install(const struct lb_maps *maps, __u32 id, const struct lb_bac
 	return 0;
 }
 
+const char *lb_backend_state_name(__u8 state)
+{
+	static const char *const names[] = { "unused", "active", "draining", "retired" };
+
+	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
+}
+
 int lb_backend_set_state(const struct lb_maps *maps, __u32 id, enum lb_backend_state state)
 {
 	struct lb_backend current;
@@ -538,16 +546,27 @@ static int vip_slot_clear(const struct lb_maps *maps, __u32 vip_id, int class,
 	return 0;
 }
 
-/* Empty every ring slot of a VIP outside class @keep_class (-1: all of them). */
+/* Forget a VIP's previous rings: its history reference, zeroed. */
+static int history_clear(const struct lb_maps *maps, __u32 vip_id)
+{
+	struct lb_vip_history none = { 0 };
+
+	return bpf_map_update_elem(maps->history, &vip_id, &none, BPF_ANY) ? -errno : 0;
+}
+
+/*
+ * Empty a VIP's serving and spare slots outside class @keep_class, or, for
+ * @keep_class -1, every slot of the VIP, previous rings included.
+ */
 static int vip_slots_clear(const struct lb_maps *maps, __u32 vip_id, int keep_class)
 {
-	unsigned int parity;
+	unsigned int parity, slots = keep_class < 0 ? LB_RING_SLOTS_PER_VIP : 2;
 	int c, err;
 
 	for (c = 0; c < LB_RING_CLASSES; c++) {
 		if (c == keep_class)
 			continue;
-		for (parity = 0; parity < LB_RING_SLOTS_PER_VIP; parity++) {
+		for (parity = 0; parity < slots; parity++) {
 			err = vip_slot_clear(maps, vip_id, c, parity);
 			if (err)
 				return err;
@@ -559,7 +578,13 @@ static int vip_slots_clear(const struct lb_maps *maps, __u32 vip_id, int keep_cl
 int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member)
 {
-	struct lb_vip current, vip = { .vip_id = vip_id };
+	return lb_vip_install_as(maps, key, vip_id, ring, backend_of_member, 0);
+}
+
+int lb_vip_install_as(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		      const struct ring *ring, const __u32 *backend_of_member, __u8 flags)
+{
+	struct lb_vip current, vip = { .vip_id = vip_id, .flags = flags };
 	struct ring_mapping fresh = { .fd = -1 };
 	struct ring_shape shape;
 	unsigned int parity = 0;
@@ -592,7 +617,8 @@ int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u
 	err = vip_value_set(maps, key, &vip);
 	if (err)
 		return err;
-	return shape.points ? 0 : vip_slots_clear(maps, vip_id, -1);
+	/* An empty ring: no serving map, and none spare; previous rings stay. */
+	return shape.points ? 0 : vip_slots_clear(maps, vip_id, LB_RING_CLASSES);
 }
 
 /*
@@ -742,12 +768,160 @@ int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key)
 
 	if (bpf_map_lookup_elem(maps->vips, key, &current))
 		return errno == ENOENT ? 0 : -errno;
-	return vip_value_delete(maps, key) ?: vip_slots_clear(maps, current.vip_id, -1);
+	return vip_value_delete(maps, key) ?: history_clear(maps, current.vip_id) ?:
+	       vip_slots_clear(maps, current.vip_id, -1);
 }
 
 int lb_vip_rings_clear(const struct lb_maps *maps, __u32 vip_id)
 {
-	return vip_id >= LB_VIPS_MAX ? -ERANGE : vip_slots_clear(maps, vip_id, -1);
+	return vip_id >= LB_VIPS_MAX ? -ERANGE :
+	       history_clear(maps, vip_id) ?: vip_slots_clear(maps, vip_id, -1);
+}
+
+/* Empty history place @place of a VIP in every class. */
+static int place_clear(const struct lb_maps *maps, __u32 vip_id, __u32 place)
+{
+	int c, err;
+
+	for (c = 0; c < LB_RING_CLASSES; c++) {
+		err = vip_slot_clear(maps, vip_id, c, 2 + place);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Does place @ref->place hold the ring @ref describes, whole? */
+static int place_holds(const struct lb_maps *maps, __u32 vip_id, const struct lb_ring_ref *ref)
+{
+	struct ring_mapping rm;
+	int same;
+
+	if (!ref->fingerprint ||
+	    ring_mapping_open(&rm, maps, vip_id, ref->ring_class, 2 + ref->place,
+			      ref->index_bits, PROT_READ))
+		return 0;
+	same = image_is(&rm, ref->fingerprint, ref->points);
+	ring_mapping_close(&rm);
+	return same;
+}
+
+int lb_vip_history_sync(const struct lb_maps *maps, __u32 vip_id, struct ring *const *rings,
+			__u32 *const *backend_ids, __u32 count)
+{
+	struct lb_vip_history have = { 0 }, want = { 0 };
+	int used[LB_RING_HISTORY] = { 0 }, err;
+	struct ring_shape shape[LB_RING_HISTORY];
+	__u32 i, j, p;
+
+	if (vip_id >= LB_VIPS_MAX || count > LB_RING_HISTORY)
+		return -ERANGE;
+	if (bpf_map_lookup_elem(maps->history, &vip_id, &have))
+		return -errno;
+	/* Rings the kernel has already keep their places. */
+	for (i = 0; i < count; i++) {
+		err = ring_shape_of(rings[i], &shape[i]);
+		if (err)
+			return err;
+		if (!shape[i].points)
+			return -EINVAL;
+		want.rings[i] = (struct lb_ring_ref){ .fingerprint = shape[i].fingerprint,
+						      .points = (__u32)shape[i].points,
+						      .ring_class = (__u8)shape[i].class,
+						      .index_bits = (__u8)shape[i].bits,
+						      .place = LB_RING_HISTORY };
+		for (j = 0; j < LB_RING_HISTORY; j++) {
+			struct lb_ring_ref r = have.rings[j];
+
+			if (r.place < LB_RING_HISTORY && !used[r.place] &&
+			    r.fingerprint == want.rings[i].fingerprint &&
+			    r.points == want.rings[i].points && r.ring_class == shape[i].class &&
+			    r.index_bits == shape[i].bits && place_holds(maps, vip_id, &r)) {
+				want.rings[i].place = r.place;
+				used[r.place] = 1;
+				break;
+			}
+		}
+	}
+	/* The others, built whole in a free place (a packet reading it there now skips it). */
+	for (i = 0; i < count; i++) {
+		struct ring_mapping fresh = { .fd = -1 };
+
+		if (want.rings[i].place < LB_RING_HISTORY)
+			continue;
+		for (p = 0; used[p]; p++)
+			;
+		used[p] = 1;
+		want.rings[i].place = (__u8)p;
+		err = place_clear(maps, vip_id, p) ?:
+		      ring_mapping_create(&fresh, shape[i].class, shape[i].bits);
+		if (err)
+			return err;
+		err = ringmap_render(&fresh.image, rings[i], backend_ids[i], shape[i].fingerprint) ?:
+		      ring_mapping_place(&fresh, maps, vip_id, shape[i].class, 2 + p);
+		ring_mapping_close(&fresh);
+		if (err)
+			return err;
+	}
+	if (memcmp(&have, &want, sizeof(want)) &&
+	    bpf_map_update_elem(maps->history, &vip_id, &want, BPF_ANY))
+		return -errno;
+	/* Places no previous ring uses any more. */
+	for (p = 0; p < LB_RING_HISTORY; p++) {
+		err = used[p] ? 0 : place_clear(maps, vip_id, p);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int lb_vip_history_compare(const struct lb_maps *maps, __u32 vip_id, struct ring *const *rings,
+			   __u32 *const *backend_ids, __u32 count, char *why, size_t why_len)
+{
+	struct lb_vip_history have;
+	struct ring_mapping rm;
+	struct ring_shape shape;
+	__u32 i;
+	int err;
+
+	if (bpf_map_lookup_elem(maps->history, &vip_id, &have))
+		return -errno;
+	for (i = 0; i < LB_RING_HISTORY; i++) {
+		struct lb_ring_ref r = have.rings[i];
+
+		if (i >= count) {
+			if (r.fingerprint) {
+				snprintf(why, why_len, "the kernel keeps a previous ring %u the state "
+					 "does not", i + 1);
+				return -EBADMSG;
+			}
+			continue;
+		}
+		err = ring_shape_of(rings[i], &shape);
+		if (err)
+			return err;
+		if (r.fingerprint != shape.fingerprint || r.points != shape.points ||
+		    r.ring_class != shape.class || r.index_bits != shape.bits ||
+		    r.place >= LB_RING_HISTORY) {
+			snprintf(why, why_len, "the kernel's previous ring %u is not the state's",
+				 i + 1);
+			return -EBADMSG;
+		}
+		err = ring_mapping_open(&rm, maps, vip_id, r.ring_class, 2 + r.place, r.index_bits,
+					PROT_READ);
+		if (err) {
+			snprintf(why, why_len, "the kernel has no previous ring %u in its slot", i + 1);
+			return -EBADMSG;
+		}
+		err = ringmap_compare(&rm.image, rings[i], backend_ids[i], shape.fingerprint);
+		ring_mapping_close(&rm);
+		if (err) {
+			snprintf(why, why_len, "the kernel's previous ring %u differs from the state's",
+				 i + 1);
+			return -EBADMSG;
+		}
+	}
+	return 0;
 }
 
 int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,

@@ -45,6 +45,7 @@ struct lb_maps {
 	int vips;
 	int backends;
 	int rings[LB_RING_CLASSES];
+	int history;
 	int flows;
 	int control;
 	int config;
@@ -144,6 +145,10 @@ void lb_maps_init(struct lb_maps *maps);
 int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member);
 
+/** lb_vip_install_as() - lb_vip_install() of a VIP value with @flags (LB_VIP_STATELESS). */
+int lb_vip_install_as(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		      const struct ring *ring, const __u32 *backend_of_member, __u8 flags);
+
 /**
  * struct lb_ring_change - a VIP's ring changed point by point.
  * @edits: the points added and removed (ringmap_apply()); removals first
@@ -198,6 +203,34 @@ int lb_vip_patch(const struct lb_maps *maps, const struct lb_vip_key *key, __u32
  */
 int lb_vip_settle(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		  const struct lb_ring_change *change);
+
+/**
+ * lb_vip_history_sync() - make a VIP's previous rings in the kernel these.
+ * @maps: the maps
+ * @vip_id: the VIP
+ * @rings: its previous rings, newest first (each with points)
+ * @backend_ids: backend id of each ring's members
+ * @count: how many, 0 .. LB_RING_HISTORY
+ *
+ * A ring the kernel keeps already stays where it is; another is built whole
+ * in a place no wanted ring uses; then the VIP's history reference is
+ * replaced (map "history") and places no ring uses are emptied. A packet
+ * that read the old reference finds another ring or none in a place and
+ * skips it: its hop list is shorter, never wrong.
+ */
+int lb_vip_history_sync(const struct lb_maps *maps, __u32 vip_id, struct ring *const *rings,
+			__u32 *const *backend_ids, __u32 count);
+
+/**
+ * lb_vip_history_compare() - does the kernel keep exactly these previous
+ * rings for the VIP (reference and every slot the search reads)?
+ * Return: 0, -EBADMSG with @why, or a negative errno.
+ */
+int lb_vip_history_compare(const struct lb_maps *maps, __u32 vip_id, struct ring *const *rings,
+			   __u32 *const *backend_ids, __u32 count, char *why, size_t why_len);
+
+/** lb_backend_state_name() - "unused", "active", "draining", "retired" or "?". */
+const char *lb_backend_state_name(__u8 state);
 
 /** lb_vip_remove() - remove a VIP's key, then its rings. */
 int lb_vip_remove(const struct lb_maps *maps, const struct lb_vip_key *key);

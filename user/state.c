@@ -230,8 +230,11 @@ void state_backend_remove(struct state_vip *vip, struct state_backend *b)
 	vip->backend_count--;
 }
 
-/* The ring members of a VIP: its backends that are not draining. */
-static struct ring_member *ring_members_of(const struct state_vip *vip, size_t *count)
+/*
+ * The ring members of a VIP: its backends in the ring (@k < 0), or the
+ * members of its previous ring @k (their weights then).
+ */
+static struct ring_member *ring_members_of(const struct state_vip *vip, int k, size_t *count)
 {
 	struct ring_member *members;
 	size_t i;
@@ -241,10 +244,13 @@ static struct ring_member *ring_members_of(const struct state_vip *vip, size_t *
 	if (!members)
 		return NULL;
 	for (i = 0; i < vip->backend_count; i++) {
-		if (vip->backends[i].draining)
+		const struct state_backend *b = &vip->backends[i];
+		__u32 weight = k < 0 ? b->weight : b->past_weight[k];
+
+		if (k < 0 ? !state_backend_in_ring(b) : weight == 0)
 			continue;
-		members[*count].name = vip->backends[i].name;
-		members[*count].weight = vip->backends[i].weight;
+		members[*count].name = b->name;
+		members[*count].weight = weight;
 		(*count)++;
 	}
 	return members;
@@ -256,7 +262,7 @@ int state_vip_summary(const struct state_vip *vip, size_t *points, uint64_t *fin
 	size_t n;
 	int err;
 
-	members = ring_members_of(vip, &n);
+	members = ring_members_of(vip, -1, &n);
 	if (!members)
 		return -ENOMEM;
 	err = ring_summary(vip->vnodes, members, n, points, fingerprint);
@@ -264,7 +270,8 @@ int state_vip_summary(const struct state_vip *vip, size_t *points, uint64_t *fin
 	return err;
 }
 
-int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backend_ids)
+/* The VIP's ring (@k < 0) or its previous ring @k, and each member's backend id. */
+static int ring_of(const struct state_vip *vip, int k, struct ring **out, __u32 **backend_ids)
 {
 	struct ring_member *members;
 	struct ring *r = NULL;
@@ -274,10 +281,10 @@ int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backe
 
 	*out = NULL;
 	*backend_ids = NULL;
-	members = ring_members_of(vip, &n);
+	members = ring_members_of(vip, k, &n);
 	if (!members)
 		return -ENOMEM;
-	err = ring_build(&r, vip->vnodes, members, n);
+	err = ring_build(&r, k < 0 ? vip->vnodes : vip->past_vnodes[k], members, n);
 	if (err)
 		goto out;
 	ids = calloc(n ? n : 1, sizeof(*ids));
@@ -297,6 +304,122 @@ out:
 	free(ids);
 	free(members);
 	return err;
+}
+
+int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backend_ids)
+{
+	return ring_of(vip, -1, out, backend_ids);
+}
+
+int state_vip_past_ring(const struct state_vip *vip, __u32 k, struct ring **out,
+			__u32 **backend_ids)
+{
+	*out = NULL;
+	*backend_ids = NULL;
+	if (k >= vip->history_count)
+		return -ENOENT;
+	return ring_of(vip, (int)k, out, backend_ids);
+}
+
+/* Is @b a member of one of its VIP's previous rings? */
+static int past_member(const struct state_vip *v, const struct state_backend *b)
+{
+	__u32 k;
+
+	for (k = 0; k < v->history_count; k++)
+		if (b->past_weight[k])
+			return 1;
+	return 0;
+}
+
+/* Make @before's ring @v's newest previous ring, forgetting the oldest beyond the limit. */
+static void history_push(const struct state_vip *before, struct state_vip *v)
+{
+	size_t i;
+	__u32 k;
+
+	if (v->history_count < LB_RING_HISTORY)
+		v->history_count++;
+	for (k = v->history_count - 1; k > 0; k--)
+		v->past_vnodes[k] = v->past_vnodes[k - 1];
+	v->past_vnodes[0] = before->vnodes;
+	for (i = 0; i < v->backend_count; i++) {
+		struct state_backend *b = &v->backends[i];
+		const struct state_backend *was = state_backend_find(before, b->name);
+
+		for (k = LB_RING_HISTORY - 1; k > 0; k--)
+			b->past_weight[k] = k < v->history_count ? b->past_weight[k - 1] : 0;
+		b->past_weight[0] = was && was->cookie == b->cookie && state_backend_in_ring(was) ?
+					    was->weight : 0;
+	}
+}
+
+/*
+ * Backends @before had and @v lost: retired while a previous ring names
+ * them. @pushed: @before's ring just became @v's newest previous ring.
+ */
+static int retire_removed(const struct state_vip *before, struct state_vip *v, int pushed)
+{
+	struct state_backend *backends;
+	size_t i;
+
+	for (i = 0; i < before->backend_count; i++) {
+		const struct state_backend *was = &before->backends[i];
+		struct state_backend keep = *was;
+		__u32 k;
+
+		if (state_backend_find(v, was->name))
+			continue;
+		if (pushed) {
+			for (k = LB_RING_HISTORY - 1; k > 0; k--)
+				keep.past_weight[k] = was->past_weight[k - 1];
+			keep.past_weight[0] = state_backend_in_ring(was) ? was->weight : 0;
+		}
+		if (!past_member(v, &keep))
+			continue;
+		keep.retired = 1;
+		keep.draining = 0;
+		backends = realloc(v->backends, (v->backend_count + 1) * sizeof(*backends));
+		if (!backends)
+			return -ENOMEM;
+		v->backends = backends;
+		v->backends[v->backend_count++] = keep;
+	}
+	return 0;
+}
+
+void state_history_advance(const struct state *before, struct state *after)
+{
+	size_t i, j;
+
+	for (i = 0; i < after->vip_count; i++) {
+		struct state_vip *v = &after->vips[i];
+		const struct state_vip *was = before ? state_vip_find(before, &v->spec) : NULL;
+		size_t p_was = 0, p_now = 0;
+		uint64_t f_was = 0, f_now = 0;
+		int pushed;
+
+		if (v->forward != LB_FORWARD_GUE) {
+			v->history_count = 0;
+			for (j = 0; j < v->backend_count; j++)
+				memset(v->backends[j].past_weight, 0,
+				       sizeof(v->backends[j].past_weight));
+			continue;
+		}
+		if (!was || was->id != v->id || was->forward != LB_FORWARD_GUE)
+			continue;
+		if (state_vip_summary(was, &p_was, &f_was) || state_vip_summary(v, &p_now, &f_now))
+			continue;
+		pushed = p_was && (p_was != p_now || f_was != f_now);
+		if (pushed)
+			history_push(was, v);
+		/* Out of memory: a removed backend goes now, as it did before history. */
+		(void)retire_removed(was, v, pushed);
+		/* Retired backends no previous ring names any more leave. */
+		for (j = v->backend_count; j-- > 0;)
+			if (v->backends[j].retired && !past_member(v, &v->backends[j]))
+				state_backend_remove(v, &v->backends[j]);
+	}
 }
 
 struct state_iface *state_iface_find(const struct state *s, const char *name)
@@ -334,8 +457,22 @@ int state_forward_parse(const char *text, int *forward)
 
 /* --- JSON ----------------------------------------------------------------------- */
 
-/* A backend; its MAC only for an l2 VIP, whose frames are rewritten to it. */
-static json_t *backend_to_json(const struct state_backend *b, int forward)
+/* Numbers as a JSON array. */
+static json_t *uints_to_json(const __u32 *values, __u32 count)
+{
+	json_t *a = json_array();
+	__u32 k;
+
+	for (k = 0; a && k < count; k++)
+		json_array_append_new(a, json_integer(values[k]));
+	return a;
+}
+
+/*
+ * A backend; its MAC only for an l2 VIP, whose frames are rewritten to it;
+ * its weights in the previous rings only when its VIP keeps some.
+ */
+static json_t *backend_to_json(const struct state_backend *b, const struct state_vip *v)
 {
 	char addr[ADDR_TEXT_MAX], mac[MAC_TEXT_MAX];
 	json_t *j;
@@ -344,10 +481,13 @@ static json_t *backend_to_json(const struct state_backend *b, int forward)
 	mac_format(b->mac, mac);
 	j = json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I}", "name", b->name, "address", addr,
 		      "mac", mac, "weight", (json_int_t)b->weight, "state",
-		      b->draining ? "draining" : "active", "id", (json_int_t)b->id, "cookie",
-		      (json_int_t)b->cookie);
-	if (j && forward != LB_FORWARD_L2)
+		      state_backend_state(b), "id",
+		      (json_int_t)b->id, "cookie", (json_int_t)b->cookie);
+	if (j && v->forward != LB_FORWARD_L2)
 		json_object_del(j, "mac");
+	if (j && v->history_count)
+		json_object_set_new(j, "past_weights",
+				    uints_to_json(b->past_weight, v->history_count));
 	return j;
 }
 
@@ -363,14 +503,28 @@ static json_t *vips_to_json(const struct state *s)
 
 		vip_format(&v->spec, spec);
 		for (j = 0; j < v->backend_count; j++)
-			json_array_append_new(backends, backend_to_json(&v->backends[j], v->forward));
-		/* "forward" only when not l2: files of l2 VIPs read and digest as before. */
-		json_array_append_new(vips, v->forward == LB_FORWARD_L2 ?
-			json_pack("{s:I, s:s, s:I, s:o}", "id", (json_int_t)v->id, "vip", spec,
-				  "vnodes", (json_int_t)v->vnodes, "backends", backends) :
-			json_pack("{s:I, s:s, s:I, s:s, s:o}", "id", (json_int_t)v->id, "vip",
-				  spec, "vnodes", (json_int_t)v->vnodes, "forward",
-				  state_forward_name(v->forward), "backends", backends));
+			json_array_append_new(backends, backend_to_json(&v->backends[j], v));
+		/*
+		 * "forward" only when not l2, "flows" only when stateless,
+		 * "past_vnodes" only with previous rings: files of VIPs without
+		 * them read and digest as before.
+		 */
+		json_t *o = json_pack("{s:I, s:s, s:I}", "id", (json_int_t)v->id, "vip", spec,
+				      "vnodes", (json_int_t)v->vnodes);
+
+		if (o && v->forward != LB_FORWARD_L2)
+			json_object_set_new(o, "forward",
+					    json_string(state_forward_name(v->forward)));
+		if (o && v->stateless)
+			json_object_set_new(o, "flows", json_string("stateless"));
+		if (o && v->history_count)
+			json_object_set_new(o, "past_vnodes",
+					    uints_to_json(v->past_vnodes, v->history_count));
+		if (o)
+			json_object_set_new(o, "backends", backends);
+		else
+			json_decref(backends);
+		json_array_append_new(vips, o);
 	}
 	return vips;
 }
@@ -489,9 +643,29 @@ static int get_string(json_t *obj, const char *key, const char **out, const char
 	return 0;
 }
 
-static int backend_from_json(json_t *obj, struct state_backend *b, int forward,
+/* @count numbers of @min .. @max in array @key of @obj. */
+static int uints_from_json(json_t *obj, const char *key, __u32 *out, __u32 count, __u32 min,
+			   __u32 max, const char *where, char why[STATE_WHY_MAX])
+{
+	json_t *a = json_object_get(obj, key), *item;
+	size_t k;
+
+	if (!json_is_array(a) || json_array_size(a) != count)
+		return refuse(why, "%s.%s: must be an array of %u numbers", where, key, count);
+	json_array_foreach(a, k, item) {
+		if (!json_is_integer(item) || json_integer_value(item) < min ||
+		    json_integer_value(item) > max)
+			return refuse(why, "%s.%s[%zu]: must be an integer, %u .. %u", where, key,
+				      k, min, max);
+		out[k] = (__u32)json_integer_value(item);
+	}
+	return 0;
+}
+
+static int backend_from_json(json_t *obj, struct state_backend *b, const struct state_vip *v,
 			     const char *where, char why[STATE_WHY_MAX])
 {
+	int forward = v->forward;
 	const char *name = NULL, *address = NULL, *mac = NULL, *state = NULL, *problem = NULL;
 	json_int_t weight = 0, id = 0, cookie = 0;
 	int err;
@@ -513,10 +687,22 @@ static int backend_from_json(json_t *obj, struct state_backend *b, int forward,
 		return refuse(why, "%s.address: %s", where, problem);
 	if (mac && mac_parse(mac, b->mac, &problem))
 		return refuse(why, "%s.mac: %s", where, problem);
-	if (strcmp(state, "active") && strcmp(state, "draining"))
-		return refuse(why, "%s.state: must be \"active\" or \"draining\"", where);
+	if (strcmp(state, "active") && strcmp(state, "draining") && strcmp(state, "retired"))
+		return refuse(why, "%s.state: must be \"active\", \"draining\" or \"retired\"",
+			      where);
+	if (v->history_count) {
+		err = uints_from_json(obj, "past_weights", b->past_weight, v->history_count, 0,
+				      RING_WEIGHT_MAX, where, why);
+		if (err)
+			return err;
+	} else if (json_object_get(obj, "past_weights")) {
+		return refuse(why, "%s.past_weights: its VIP keeps no previous rings", where);
+	}
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	b->draining = strcmp(state, "draining") == 0;
+	b->retired = strcmp(state, "retired") == 0;
+	if (b->retired && !past_member(v, b))
+		return refuse(why, "%s.state: retired, but no previous ring names it", where);
 	b->weight = (__u32)weight;
 	b->id = (__u32)id;
 	b->cookie = (__u64)cookie;
@@ -552,6 +738,34 @@ static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 		if (state_forward_parse(forward, &v->forward))
 			return refuse(why, "%s.forward: must be \"l2\", \"ipip\" or \"gue\"", where);
 	}
+	if (json_object_get(obj, "flows")) {
+		const char *flows = NULL;
+
+		err = get_string(obj, "flows", &flows, where, why);
+		if (err)
+			return err;
+		if (strcmp(flows, "pinned") && strcmp(flows, "stateless"))
+			return refuse(why, "%s.flows: must be \"pinned\" or \"stateless\"", where);
+		v->stateless = strcmp(flows, "stateless") == 0;
+		if (v->stateless && v->forward != LB_FORWARD_GUE)
+			return refuse(why, "%s.flows: a stateless VIP must forward with gue", where);
+	}
+	if (json_object_get(obj, "past_vnodes")) {
+		json_t *past = json_object_get(obj, "past_vnodes");
+
+		if (v->forward != LB_FORWARD_GUE)
+			return refuse(why, "%s.past_vnodes: only a gue VIP keeps previous rings",
+				      where);
+		if (!json_is_array(past) || json_array_size(past) < 1 ||
+		    json_array_size(past) > LB_RING_HISTORY)
+			return refuse(why, "%s.past_vnodes: must be an array of 1 .. %d numbers",
+				      where, LB_RING_HISTORY);
+		v->history_count = (__u32)json_array_size(past);
+		err = uints_from_json(obj, "past_vnodes", v->past_vnodes, v->history_count,
+				      RING_VNODES_MIN, RING_VNODES_MAX, where, why);
+		if (err)
+			return err;
+	}
 	v->id = (__u32)id;
 	v->vnodes = (__u32)vnodes;
 	backends = json_object_get(obj, "backends");
@@ -565,7 +779,7 @@ static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 		char at[128];
 
 		snprintf(at, sizeof(at), "%s.backends[%zu]", where, i);
-		err = backend_from_json(b, &v->backends[i], v->forward, at, why);
+		err = backend_from_json(b, &v->backends[i], v, at, why);
 		if (err)
 			return err;
 		v->backend_count++;
@@ -573,12 +787,21 @@ static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 			if (strcmp(v->backends[j].name, v->backends[i].name) == 0)
 				return refuse(why, "%s.name: duplicate backend \"%s\"", at,
 					      v->backends[i].name);
-		if (!v->backends[i].draining)
+		if (state_backend_in_ring(&v->backends[i]))
 			points += (uint64_t)v->backends[i].weight * v->vnodes;
 	}
 	if (points > RING_POINTS_MAX)
 		return refuse(why, "%s: %llu ring points, over the limit of %u", where,
 			      (unsigned long long)points, RING_POINTS_MAX);
+	for (j = 0; j < v->history_count; j++) {
+		points = 0;
+		for (i = 0; i < v->backend_count; i++)
+			points += (uint64_t)v->backends[i].past_weight[j] * v->past_vnodes[j];
+		if (points == 0 || points > RING_POINTS_MAX)
+			return refuse(why, "%s.past_vnodes[%zu]: a previous ring of %llu points, "
+				      "not 1 .. %u", where, j, (unsigned long long)points,
+				      RING_POINTS_MAX);
+	}
 	return 0;
 }
 

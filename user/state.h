@@ -17,6 +17,7 @@
 #include <linux/types.h>
 
 #include "addr.h"
+#include "lb_contract.h"
 
 struct ring;
 
@@ -37,6 +38,11 @@ struct ring;
  * @mac: the MAC frames are rewritten to
  * @weight: 0 .. RING_WEIGHT_MAX
  * @draining: 1 when it takes no new flows
+ * @retired: 1 when it was removed but a previous ring of its (gue) VIP still
+ *           names it: it takes no flows, but is a hop of hop lists, and
+ *           keeps its slot until no previous ring names it
+ * @past_weight: its weight in each of the VIP's previous rings, newest
+ *               first; 0 where it was not a member (or draining)
  * @id: its slot in the backends map, 1 .. LB_BACKENDS_MAX - 1
  * @cookie: its identity, 1 .. STATE_COOKIE_MAX, random and unique in the
  *          state: a backend added again, or another backend in the same slot,
@@ -48,6 +54,8 @@ struct state_backend {
 	__u8 mac[6];
 	__u32 weight;
 	int draining;
+	int retired;
+	__u32 past_weight[LB_RING_HISTORY];
 	__u32 id;
 	__u64 cookie;
 };
@@ -58,6 +66,10 @@ struct state_backend {
  * @spec: address, port, protocol
  * @vnodes: ring points per unit of weight
  * @forward: enum lb_forward: MAC rewrite (l2), IPIP or GUE; fixed at vip add
+ * @stateless: 1 for a VIP that takes no flow-table entries (gue only)
+ * @history_count: previous rings kept (gue VIPs), 0 .. LB_RING_HISTORY
+ * @past_vnodes: K of each previous ring, newest first; its members are the
+ *               backends with a past_weight there
  * @backend_count: entries in @backends
  * @backends: in the order they were added
  */
@@ -66,6 +78,9 @@ struct state_vip {
 	struct vip_spec spec;
 	__u32 vnodes;
 	int forward;
+	int stateless;
+	__u32 history_count;
+	__u32 past_vnodes[LB_RING_HISTORY];
 	size_t backend_count;
 	struct state_backend *backends;
 };
@@ -218,6 +233,38 @@ void state_backend_remove(struct state_vip *vip, struct state_backend *b);
  * Return: 0, or a ring library error (-E2BIG: over the point limit).
  */
 int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backend_ids);
+
+/** state_backend_in_ring() - does @b own points of its VIP's ring (not draining nor retired)? */
+static inline int state_backend_in_ring(const struct state_backend *b)
+{
+	return !b->draining && !b->retired;
+}
+
+/** state_backend_state() - "active", "draining" or "retired", as the state file says. */
+static inline const char *state_backend_state(const struct state_backend *b)
+{
+	return b->retired ? "retired" : b->draining ? "draining" : "active";
+}
+
+/**
+ * state_vip_past_ring() - build previous ring @k of a VIP, as state_vip_ring().
+ * Return: 0, -ENOENT when the VIP keeps no ring @k, or a ring library error.
+ */
+int state_vip_past_ring(const struct state_vip *vip, __u32 k, struct ring **out,
+			__u32 **backend_ids);
+
+/**
+ * state_history_advance() - keep the previous rings of @after's gue VIPs.
+ * @before: the committed state
+ * @after: the state a command made of it, changed in place
+ *
+ * A gue VIP whose ring differs from @before's gets @before's ring as its
+ * newest previous ring (when that ring had points); the oldest beyond
+ * LB_RING_HISTORY is forgotten. A backend the command removed stays as
+ * retired while a previous ring names it, and a retired backend no previous
+ * ring names any more leaves. Other VIPs keep no history.
+ */
+void state_history_advance(const struct state *before, struct state *after);
 
 /**
  * state_vip_summary() - ring_summary() of a VIP's ring: what state_vip_ring()

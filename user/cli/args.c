@@ -69,9 +69,13 @@ struct state_backend *cli_backend_find(const struct state_vip *v, const char *na
 	struct state_backend *b = state_backend_find(v, name);
 	char text[ADDR_TEXT_MAX];
 
+	vip_format(&v->spec, text);
 	if (!b) {
-		vip_format(&v->spec, text);
 		snprintf(why, CTL_WHY_MAX, "no backend '%s' on VIP %s", name, text);
+	} else if (b->retired) {
+		snprintf(why, CTL_WHY_MAX, "backend '%s' of VIP %s was removed (it stays a hop "
+			 "while a previous ring names it)", name, text);
+		b = NULL;
 	}
 	return b;
 }

@@ -130,7 +130,10 @@ static int backend_add_apply(const struct ctl_apply *ctx, const void *args, stru
 		return -ENOENT;
 	vip_format(&v->spec, vip);
 	if (state_backend_find(v, a->name)) {
-		snprintf(why, CTL_WHY_MAX, "backend '%s' already exists on VIP %s", a->name, vip);
+		snprintf(why, CTL_WHY_MAX, state_backend_find(v, a->name)->retired ?
+			 "backend '%s' of VIP %s was removed, and previous rings still name it: "
+			 "add it under another name" : "backend '%s' already exists on VIP %s",
+			 a->name, vip);
 		return -EEXIST;
 	}
 	snprintf(b.name, sizeof(b.name), "%s", a->name);

@@ -117,7 +117,8 @@ extern const struct cli_command cli_vip_add, cli_vip_del;
 extern const struct cli_command cli_backend_add, cli_backend_weight, cli_backend_drain,
 	cli_backend_remove;
 extern const struct cli_command cli_secret_set;
-extern const struct cli_command cli_decap_attach, cli_decap_detach, cli_decap_stats;
+extern const struct cli_command cli_decap_attach, cli_decap_detach, cli_decap_stats,
+	cli_decap_drained;
 extern const struct cli_command cli_show, cli_stats, cli_lookup, cli_plan, cli_verify;
 extern const struct cli_command cli_save, cli_restore;
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "host.h"
 #include "decap.h"
 
 #define DECAP_IFACES_MAX 16
@@ -237,4 +238,51 @@ const struct cli_command cli_decap_stats = {
 	.object = "decap", .verb = "stats", .run = decap_stats_run, .flags = CLI_OUTPUT,
 	.help = "    Frames the decap program saw, by reason: decapsulated (IPIP, GUE) or\n"
 		"    passed untouched, and why.",
+};
+
+struct decap_drained_args {
+	struct vip_spec vip;
+};
+
+static int decap_drained_parse(struct cli *c, void *args, char **operands, int count)
+{
+	(void)count;
+	return cli_vip_arg(c, operands[0], &((struct decap_drained_args *)args)->vip);
+}
+
+static void decap_drained_text(const json_t *model)
+{
+	unsigned long n = (unsigned long)json_integer_value(json_object_get(model, "connections"));
+	const char *vip = json_string_value(json_object_get(model, "vip"));
+
+	if (n)
+		printf("not drained: %lu connection%s to %s on this host\n", n, n == 1 ? "" : "s",
+		       vip);
+	else
+		printf("drained: no connection to %s on this host\n", vip);
+}
+
+static int decap_drained_run(struct cli *c, const void *args)
+{
+	const struct decap_drained_args *a = args;
+	char why[HOST_WHY_MAX], text[ADDR_TEXT_MAX];
+	unsigned long n;
+
+	if (host_vip_connections(&a->vip, &n, why))
+		return cli_report(c, "%s", why);
+	vip_format(&a->vip, text);
+	cli_print(c, json_pack("{s:s, s:I}", "vip", text, "connections", (json_int_t)n),
+		  decap_drained_text);
+	/* Scripts wait on the exit status: 0 once nothing is left. */
+	return n ? 1 : 0;
+}
+
+const struct cli_command cli_decap_drained = {
+	.object = "decap", .verb = "drained", .operands = "VIP", .min_operands = 1,
+	.max_operands = 1, .args_size = sizeof(struct decap_drained_args),
+	.parse = decap_drained_parse, .run = decap_drained_run, .flags = CLI_OUTPUT,
+	.help = "    On a backend: its connections to VIP, from the host's socket table\n"
+		"    (every state but LISTEN and TIME_WAIT). Exits 0 when there are none:\n"
+		"    a drained backend of a stateless VIP, whose connections the balancer\n"
+		"    does not track, is done then and can be removed.",
 };

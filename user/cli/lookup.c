@@ -35,7 +35,17 @@ static int lookup_parse(struct cli *c, void *args, char **operands, int count)
 
 static void lookup_text(const json_t *model)
 {
+	json_t *hops = json_object_get(model, "hops"), *hop;
+	size_t i;
+
 	printf("%s\n", json_string_value(json_object_get(model, "backend")));
+	if (!json_array_size(hops))
+		return;
+	/* A second line only for a flow with a hop list: scripts reading one name still can. */
+	printf("then:");
+	json_array_foreach(hops, i, hop)
+		printf(" %s", json_string_value(hop));
+	printf(" (the hop list of its packets other than a SYN)\n");
 }
 
 /* Where the flow goes, or why it goes nowhere. */
@@ -80,8 +90,16 @@ static int lookup_answer(struct cli *c, const struct lookup_args *a, const struc
 	addr_format(&answer.backend->addr, addr);
 	*model = json_pack("{s:s, s:s, s:s, s:s, s:s?}", "backend", answer.backend->name,
 			   "address", addr, "via", answer.pinned ? "flow table" : "ring", "state",
-			   answer.backend->draining ? "draining" : "active", "new_connection",
+			   state_backend_state(answer.backend), "new_connection",
 			   answer.new_connection ? answer.new_connection->name : NULL);
+	if (*model && answer.hop_count) {
+		json_t *hops = json_array();
+		unsigned int i;
+
+		for (i = 0; i < answer.hop_count; i++)
+			json_array_append_new(hops, json_string(answer.hops[i]->name));
+		json_object_set_new(*model, "hops", hops);
+	}
 	return 0;
 }
 
@@ -108,5 +126,6 @@ const struct cli_command cli_lookup = {
 	.run = lookup_run, .flags = CLI_OUTPUT,
 	.help = "    The backend the kernel picks for this client's flow: its pinned\n"
 		"    backend if the flow table holds one, else the ring's, hashed with the\n"
-		"    key the kernel uses.",
+		"    key the kernel uses. For a TCP flow of a gue VIP the ring places, also\n"
+		"    the hop list its packets other than a SYN carry (\"then:\").",
 };

@@ -19,6 +19,7 @@ const struct cli_command *const cli_commands[] = {
 	&cli_decap_attach,
 	&cli_decap_detach,
 	&cli_decap_stats,
+	&cli_decap_drained,
 	&cli_show,
 	&cli_stats,
 	&cli_lookup,

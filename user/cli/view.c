@@ -31,7 +31,7 @@ static const char *member_str(const json_t *o, const char *key)
 
 static const char *backend_state(const struct state_backend *b)
 {
-	return b->draining ? "draining" : "active";
+	return state_backend_state(b);
 }
 
 /* The maps, when they are there and this process may read them; else none. */

@@ -14,7 +14,16 @@ struct vip_args {
 	struct vip_spec vip;
 	__u32 vnodes;
 	int forward;
+	int stateless;
 };
+
+static int vip_flows_set(struct cli *c, void *args, const char *value)
+{
+	if (strcmp(value, "pinned") && strcmp(value, "stateless"))
+		return cli_usage(c, "--flows is pinned or stateless, not '%s'", value);
+	((struct vip_args *)args)->stateless = strcmp(value, "stateless") == 0;
+	return 0;
+}
 
 static int vip_forward_set(struct cli *c, void *args, const char *value)
 {
@@ -40,6 +49,9 @@ static int vip_operands_parse(struct cli *c, void *args, char **operands, int co
 	(void)count;
 	if (!a->vnodes)
 		a->vnodes = RING_VNODES_DEFAULT;
+	if (a->stateless && a->forward != LB_FORWARD_GUE)
+		return cli_usage(c, "--flows stateless needs --forward gue: only GUE carries the "
+				 "hop list that holds a stateless VIP's connections");
 	return cli_vip_arg(c, operands[0], &a->vip);
 }
 
@@ -52,9 +64,11 @@ static int vip_add_apply(const struct ctl_apply *ctx, const void *args, struct s
 	int err = state_vip_add(want, &a->vip, a->vnodes, &v);
 
 	(void)ctx;
-	if (!err)
-		v->forward = a->forward;
 	vip_format(&a->vip, text);
+	if (!err) {
+		v->forward = a->forward;
+		v->stateless = a->stateless;
+	}
 	if (err == -EEXIST)
 		snprintf(why, CTL_WHY_MAX, "VIP %s already exists", text);
 	else if (err == -ENOSPC)
@@ -80,6 +94,8 @@ static int vip_del_apply(const struct ctl_apply *ctx, const void *args, struct s
 static const struct cli_option vip_add_options[] = {
 	{ "vnodes", "K", "ring points per unit of backend weight (default 4096)", vip_vnodes_set },
 	{ "forward", "l2|ipip|gue", "how packets reach the backends (default l2)", vip_forward_set },
+	{ "flows", "pinned|stateless",
+	  "pin flows in the flow table (default), or not at all (gue only)", vip_flows_set },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -91,7 +107,11 @@ const struct cli_command cli_vip_add = {
 		"    A ring holds at most 1048576 points: more than 256 total weight needs a\n"
 		"    smaller --vnodes. --forward l2 rewrites the MACs (backends on this\n"
 		"    segment, direct server return); ipip and gue encapsulate to routed\n"
-		"    backends of either family, which run `ringlb decap attach`.",
+		"    backends of either family, which run `ringlb decap attach`. A gue VIP\n"
+		"    keeps its last 3 rings: a packet the balancer did not pin carries a hop\n"
+		"    list (its owners under them), and a backend without its connection\n"
+		"    sends it on. --flows stateless pins nothing: the rings and the\n"
+		"    backends hold every connection.",
 };
 
 const struct cli_command cli_vip_del = {

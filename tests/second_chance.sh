@@ -1,0 +1,185 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Second chance end to end, with real connections, on the routed network of
+# scripts/routed.sh (client - router - balancer - router - three backends
+# running `ringlb decap attach`, nginx on the VIPs).
+#
+#   table lost   200 slow downloads from a pinned gue VIP; a backend is
+#                added, then the balancer starts over with new maps (an
+#                empty flow table): every download completes whole, the
+#                ones whose owner changed held by their old backend through
+#                the hop list the balancer now puts on their packets
+#   stateless    300 slow downloads from a stateless gue VIP (no flow-table
+#                entry at all) through an add, a drain, a remove and a
+#                weight change a few seconds apart: every download whole;
+#                then new connections go where lookup says, and the drained
+#                backend says, from its socket table, when it has no
+#                connection left (`ringlb decap drained`)
+#   lookup       the hop list `lookup` prints for a flow is the one the
+#                balancer's packets carry (read off the wire at a backend)
+#
+# A download is "whole" when curl says 200 and the 256 KiB body is all the
+# digit of the one backend that served it: a reset, or a move to another
+# backend, fails it.
+#
+# Needs root. Without it the script skips, except under CI=true.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/lib.sh"
+. "$ROOT/scripts/routed.sh"
+
+require_root second_chance
+
+TEST_NAME=second_chance
+P=rsc$$
+W=$(mktemp -d)
+PIN=/sys/fs/bpf/ringlb-$P
+RINGLB_NS=${P}lb
+trap 'kill $(jobs -p) 2>/dev/null; routed_down "$P" "$W"; rm -rf "$PIN" "$PIN"-b* "$W"' EXIT
+
+be() {
+	local i=$1
+	shift
+	nsenter --net="/run/netns/${P}b$i" "$ROOT/build/ringlb" --state "$W/b$i/state.json" \
+		--pin-dir "$PIN-b$i" "$@"
+}
+client() { ip netns exec "${P}c1" "$@"; }
+
+VP="$ROUTED_VIP4:80/tcp"    # pinned (the default)
+VS="$ROUTED_VIP4B:80/tcp"   # stateless
+attach() {
+	ringlb attach eth0 --source "$ROUTED_LB4" --source "$ROUTED_LB6" >/dev/null
+}
+
+# downloads DIR N VIP_ADDR RATE: N slow downloads in the background, each
+# recording "http_code local_port" in DIR/K.code and its body in DIR/K.
+downloads() {
+	local dir=$1 n=$2 addr=$3 rate=$4 k
+	mkdir -p "$dir"
+	for k in $(seq 1 "$n"); do
+		client curl -s -m 90 --limit-rate "$rate" -o "$dir/$k" \
+			-w '%{http_code} %{local_port}' "http://$addr/slow" >"$dir/$k.code" &
+	done
+}
+
+# whole DIR N: how many of N downloads completed, 256 KiB of one backend's digit.
+whole() {
+	local dir=$1 n=$2 k ok=0
+	for k in $(seq 1 "$n"); do
+		[ "$(cut -d' ' -f1 "$dir/$k.code")" = 200 ] &&
+			[ "$(stat -c %s "$dir/$k")" -eq 262144 ] &&
+			[ "$(head -c 1 "$dir/$k" | tr -d 1-3 | wc -c)" -eq 0 ] &&
+			[ "$(tr -d "$(head -c 1 "$dir/$k")" <"$dir/$k" | wc -c)" -eq 0 ] &&
+			ok=$((ok + 1))
+	done
+	echo $ok
+}
+
+# wait_started DIR N: until every download has its first KiB (10 s at most).
+wait_started() {
+	local dir=$1 n=$2 t
+	for t in $(seq 1 100); do
+		[ "$(cat "$dir"/*[0-9] 2>/dev/null | wc -c)" -ge $((n * 1024)) ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+decap_count() { be "$1" decap stats --json | jq ".$2.packets"; }
+
+routed_up "$P" "$W" || die "routed network"
+attach || die "attach"
+for i in 1 2 3; do
+	mkdir -p "$W/b$i"
+	be "$i" decap attach eth0 --from "$ROUTED_LB4/32" --from "$ROUTED_LB6/128" >/dev/null ||
+		die "decap attach on b$i"
+done
+ringlb vip add "$VP" --forward gue && ringlb vip add "$VS" --forward gue --flows stateless ||
+	die "vip add"
+for spec in "$VP" "$VS"; do
+	ringlb backend add "$spec" b1 "$(routed_backend4 1)" &&
+		ringlb backend add "$spec" b2 "$(routed_backend4 2)" || die "backend add $spec"
+done
+
+refused=$(ringlb vip add "$ROUTED_VIP4:81/tcp" --forward ipip --flows stateless 2>&1)
+[ $? -ne 0 ] && [ "$(echo "$refused" | wc -l)" -eq 1 ] && ! ringlb show | grep -q ":81/" &&
+	pass "vip add --flows stateless on an ipip VIP: refused in one line, '$refused'" ||
+	fail "vip add --flows stateless on an ipip VIP: '$refused'"
+
+# --- table lost -----------------------------------------------------------------------------
+saved0=$(( $(decap_count 1 decap_second_chance) + $(decap_count 2 decap_second_chance) ))
+downloads "$W/lost" 200 "$ROUTED_VIP4" 24k
+wait_started "$W/lost" 200 || echo "     (not every download had started)"
+ringlb backend add "$VP" b3 "$(routed_backend4 3)" >/dev/null || fail "add b3"
+sleep 1
+moved=0
+ringlb detach eth0 >/dev/null || fail "detach"
+rm -rf "$PIN"
+attach || fail "attach with new maps"
+wait $(jobs -p) 2>/dev/null
+for k in $(seq 1 200); do
+	read -r code port <"$W/lost/$k.code"
+	[ "$(ringlb lookup "$VP" "$ROUTED_CLIENT4:$port" --json | jq -r .backend)" != \
+		"b$(head -c 1 "$W/lost/$k")" ] && moved=$((moved + 1))
+done
+saved=$(( $(decap_count 1 decap_second_chance) + $(decap_count 2 decap_second_chance) - saved0 ))
+ok=$(whole "$W/lost" 200)
+if [ "$ok" -eq 200 ] && [ "$moved" -gt 0 ] && [ "$saved" -gt 0 ]; then
+	pass "table lost: 200 of 200 downloads whole after an add and a fresh attach with new maps; $moved of them now owned by another backend, held by their old one ($saved packets taken by second chance)"
+else
+	fail "table lost: $ok of 200 downloads whole; $moved moved; $saved packets taken by second chance"
+fi
+ringlb verify >/dev/null 2>&1 && pass "table lost: verify clean after the fresh attach" ||
+	fail "table lost: verify: $(ringlb verify 2>&1)"
+
+# --- stateless --------------------------------------------------------------------------------
+saved0=0
+for i in 1 2 3; do saved0=$((saved0 + $(decap_count "$i" decap_second_chance))); done
+downloads "$W/sl" 300 "$ROUTED_VIP4B" 16k
+wait_started "$W/sl" 300 || echo "     (not every download had started)"
+ringlb backend add "$VS" b3 "$(routed_backend4 3)" >/dev/null || fail "stateless: add b3"
+sleep 3
+ringlb backend drain "$VS" b1 >/dev/null || fail "stateless: drain b1"
+sleep 3
+drained_early=$(be 1 decap drained "$VS" 2>&1)
+drained_early_rc=$?
+ringlb backend remove "$VS" b1 >/dev/null || fail "stateless: remove b1"
+sleep 3
+ringlb backend weight "$VS" b2 3 >/dev/null || fail "stateless: weight b2"
+retired=$(ringlb show --json | jq -r --arg v "$VS" '.vips[] | select(.vip == $v) | .backends[] | select(.name == "b1") | .state')
+wait $(jobs -p) 2>/dev/null
+saved=0
+for i in 1 2 3; do saved=$((saved + $(decap_count "$i" decap_second_chance))); done
+saved=$((saved - saved0))
+ok=$(whole "$W/sl" 300)
+on_b1=$(grep -l . "$W"/sl/[0-9]* 2>/dev/null | xargs -r head -qc 1 | grep -c 1)
+if [ "$ok" -eq 300 ] && [ "$saved" -gt 0 ]; then
+	pass "stateless: 300 of 300 downloads whole through add b3, drain b1, remove b1, weight b2 3, 3 s apart ($on_b1 of them from b1; $saved packets taken by second chance)"
+else
+	fail "stateless: $ok of 300 downloads whole ($on_b1 from b1); $saved packets taken by second chance"
+fi
+[ "$retired" = retired ] && pass "stateless: removed b1 stays retired (a hop only) while previous rings name it" ||
+	fail "stateless: removed b1 is '$retired', not retired"
+drained=$(be 1 decap drained "$VS" 2>&1)
+drained_rc=$?
+if [ $drained_early_rc -ne 0 ] && [ $drained_rc -eq 0 ]; then
+	pass "stateless: b1's socket table told when its drain finished: during, '$drained_early'; after, '$drained'"
+else
+	fail "stateless: decap drained on b1: during ($drained_early_rc) '$drained_early', after ($drained_rc) '$drained'"
+fi
+client curl -s -m 10 -H 'Connection: close' -w '%{local_port}\n' "http://$ROUTED_VIP4B/[1-30]" |
+	paste -d" " - - >"$W/new"
+agree=0
+while read -r name port; do
+	[ "$(ringlb lookup "$VS" "$ROUTED_CLIENT4:$port" --json | jq -r '.new_connection')" = "$name" ] &&
+		agree=$((agree + 1))
+done <"$W/new"
+[ "$agree" -eq 30 ] && ! grep -q "^b1 " "$W/new" &&
+	pass "stateless: 30 of 30 new connections where lookup says (none to b1), $(ringlb stats --json | jq --arg v "$VS" '[.vips[] | select(.vip == $v) | .backends[].live_flows] | add') flow-table entries" ||
+	fail "stateless: $agree of 30 new connections where lookup says: $(cut -d' ' -f1 "$W/new" | sort | uniq -c | tr '\n' ' ')"
+
+verify=$(ringlb verify 2>&1) && pass "verify: $verify" || fail "verify: $verify"
+echo "second_chance: $FAILS failed"
+[ $FAILS -eq 0 ]
