@@ -209,6 +209,7 @@ e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
 	$(Q)echo "== e2e.sh"; tests/e2e.sh
 	$(Q)echo "== integrity.sh"; tests/integrity.sh
 	$(Q)echo "== encap.sh"; tests/encap.sh
+	$(Q)echo "== second_chance.sh"; tests/second_chance.sh
 	$(Q)echo "== reliability.sh"; CHANGES=$(CHANGES) CRASHES=$(CRASHES) tests/reliability.sh
 
 test: deps

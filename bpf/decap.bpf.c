@@ -162,6 +162,7 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct bpf_fib_lookup fib = {};
 	__u8 *hop;
+	int rc;
 
 	if (next_hop >= hop_count || l3 != sizeof(struct ethhdr) || outer > 256 ||
 	    ours(ctx, data + l3 + outer, end, version))
@@ -209,12 +210,25 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 			return -1;
 		*index = next_hop + 1;
 	}
-	if (bpf_fib_lookup(ctx, &fib, sizeof(fib), 0) != BPF_FIB_LKUP_RET_SUCCESS)
-		return -2;
+	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
 	{
 		struct ethhdr *eth = data;
+		__u8 mac[ETH_ALEN];
 
 		if ((void *)(eth + 1) > end)
+			return -2;
+		/*
+		 * No neighbour entry for the hop (a peer on this segment this host
+		 * never spoke to: XDP cannot resolve one): back to the machine the
+		 * frame came from, the router that brought it, which routes it on.
+		 */
+		if (rc == BPF_FIB_LKUP_RET_NO_NEIGH && fib.ifindex == ctx->ingress_ifindex) {
+			__builtin_memcpy(mac, eth->h_source, ETH_ALEN);
+			__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
+			__builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
+			return XDP_TX;
+		}
+		if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 			return -2;
 		__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
 		__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);

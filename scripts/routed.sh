@@ -150,6 +150,11 @@ routed_up() {
 	done
 	routed_veth "${p}r2" eth3 "${p}b3" eth0
 	routed_addr "${p}r2" eth3 198.18.14.1/24 2001:db8:14::1/64
+	# A backend's decap program sends hop-list packets on with XDP_TX.
+	for dev in a1 a2 eth3; do
+		ip -n "${p}r2" link set dev "$dev" xdp obj "$here/build/xdp_pass.bpf.o" sec xdp \
+			program xdp_pass
+	done
 	for i in 1 2 3; do
 		routed_addr "${p}b$i" eth0 "$(routed_backend4 "$i")/24" "$(routed_backend6 "$i")/64"
 		if [ "$i" -le 2 ]; then
@@ -159,6 +164,9 @@ routed_up() {
 			ip -n "${p}b$i" route add default via 198.18.14.1
 			ip -n "${p}b$i" -6 route add default via 2001:db8:14::1
 		fi
+		# The FIB answers the decap program's second chance only where forwarding is on.
+		ip netns exec "${p}b$i" sysctl -qw net.ipv4.conf.eth0.forwarding=1 \
+			net.ipv6.conf.eth0.forwarding=1
 		ip -n "${p}b$i" addr add "$ROUTED_VIP4/32" dev lo
 		ip -n "${p}b$i" addr add "$ROUTED_VIP4B/32" dev lo
 		ip -n "${p}b$i" -6 addr add "$ROUTED_VIP6/128" dev lo nodad

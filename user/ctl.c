@@ -286,7 +286,7 @@ static __u8 vip_flags(const struct state_vip *v)
 	return v->stateless ? LB_VIP_STATELESS : 0;
 }
 
-/* Phase 2: changed rings swapped in (a VIP's key comes with its first ring). */
+/* Phase 2b: changed rings swapped in (a VIP's key comes with its first ring). */
 static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		      const struct state *want, char why[CTL_WHY_MAX])
 {
@@ -384,8 +384,10 @@ static void past_rings_free(struct ring **rings, __u32 **ids)
 }
 
 /*
- * Phase 2b: each VIP's previous rings, after its new ring serves and while
- * the backends they name are installed (retired ones included).
+ * Phase 2a: each VIP's previous rings, before its new ring serves: the ring
+ * it replaces is kept already when the swap makes a flow's owner change, so
+ * no packet of a moved connection goes out without its old owner as a hop.
+ * The backends they name are installed by then (retired ones included).
  */
 static int sync_history(const struct lb_maps *maps, const struct state *applied,
 			const struct state *want, char why[CTL_WHY_MAX])
@@ -536,7 +538,7 @@ int ctl_sync(const struct lb_maps *maps, const struct state *applied, const stru
 	if (!later)
 		return fail(why, -ENOMEM, "syncing the maps");
 	err = config_sync(maps, want, why) ?: install_backends(maps, want, later, why) ?:
-	      swap_rings(maps, applied, want, why) ?: sync_history(maps, applied, want, why) ?:
+	      sync_history(maps, applied, want, why) ?: swap_rings(maps, applied, want, why) ?:
 	      install_deferred(maps, later, why) ?: update_states(maps, want, why) ?:
 	      remove_vips(maps, applied, want, why) ?: free_backends(maps, want, why);
 	free(later);
