@@ -161,10 +161,12 @@ unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UN
 
 # --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
 PROG_LIBS := user/lb.c user/ringmap.c user/decap.c user/host.c user/addr.c $(RING_SRCS)
+# The hop-list test asks ctl_lookup() too, which reads a state.
+PROG_TEST_LIBS := user/ctl.c user/state.c
 # host.c (the host's addresses, for the decap program's maps) needs these.
 LDLIBS_HOST := -lmnl -lcap
-$(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS),\
-	-lcmocka -lpthread $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
+$(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS) $(PROG_TEST_LIBS),\
+	-lcmocka -lpthread -ljansson $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 $(eval $(call program,test_hostile,tests/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 

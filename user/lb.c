@@ -791,8 +791,13 @@ static int place_clear(const struct lb_maps *maps, __u32 vip_id, __u32 place)
 	return 0;
 }
 
-/* Does place @ref->place hold the ring @ref describes, whole? */
-static int place_holds(const struct lb_maps *maps, __u32 vip_id, const struct lb_ring_ref *ref)
+/*
+ * Does place @ref->place hold @ring with @backend_ids, whole? Compared slot
+ * by slot: a fingerprint names the members, not the backends they stand for
+ * (a name added again gets another slot).
+ */
+static int place_holds(const struct lb_maps *maps, __u32 vip_id, const struct lb_ring_ref *ref,
+		       const struct ring *ring, const __u32 *backend_ids)
 {
 	struct ring_mapping rm;
 	int same;
@@ -801,7 +806,8 @@ static int place_holds(const struct lb_maps *maps, __u32 vip_id, const struct lb
 	    ring_mapping_open(&rm, maps, vip_id, ref->ring_class, 2 + ref->place,
 			      ref->index_bits, PROT_READ))
 		return 0;
-	same = image_is(&rm, ref->fingerprint, ref->points);
+	same = image_is(&rm, ref->fingerprint, ref->points) &&
+	       ringmap_compare(&rm.image, ring, backend_ids, ref->fingerprint) == 0;
 	ring_mapping_close(&rm);
 	return same;
 }
@@ -836,7 +842,8 @@ int lb_vip_history_sync(const struct lb_maps *maps, __u32 vip_id, struct ring *c
 			if (r.place < LB_RING_HISTORY && !used[r.place] &&
 			    r.fingerprint == want.rings[i].fingerprint &&
 			    r.points == want.rings[i].points && r.ring_class == shape[i].class &&
-			    r.index_bits == shape[i].bits && place_holds(maps, vip_id, &r)) {
+			    r.index_bits == shape[i].bits &&
+			    place_holds(maps, vip_id, &r, rings[i], backend_ids[i])) {
 				want.rings[i].place = r.place;
 				used[r.place] = 1;
 				break;

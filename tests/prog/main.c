@@ -7,6 +7,7 @@
  *   frames.c      what becomes of each kind of frame, and under which reason
  *   flows.c       swaps, pins, drain, FIN/SYN/RST, slots, counters
  *   encap.c       IPIP and GUE byte by byte, too big, the drops (own netns)
+ *   hops.c        hop lists from previous rings, pins, stateless, retired (own netns)
  *   decap.c       the backend-side decap program on a table of frames
  *   second_chance.c  what a backend takes and what it sends on (real sockets)
  *   vip_reader.c  a VIP value stays whole under a packet reading it
@@ -27,11 +28,11 @@
 #include "prog.h"
 
 extern const struct harness_group agreement_group, frames_group, flows_group, encap_group,
-	decap_group, second_chance_group, vip_reader_group, pins_group;
+	decap_group, second_chance_group, hops_group, vip_reader_group, pins_group;
 
 static const struct harness_group *const groups[] = {
 	&agreement_group, &frames_group, &flows_group, &encap_group, &decap_group,
-	&second_chance_group, &vip_reader_group, &pins_group,
+	&second_chance_group, &hops_group, &vip_reader_group, &pins_group,
 };
 
 int main(void)
