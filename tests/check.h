@@ -18,6 +18,18 @@
 			fail_msg(__VA_ARGS__);  \
 	} while (0)
 
+/*
+ * check_eq() - an equality assertion that prints what it got and what it
+ * wanted, each with the expression that gave it.
+ */
+#define check_eq(got, want)                                                               \
+	do {                                                                              \
+		unsigned long long got_ = (unsigned long long)(got);                      \
+		unsigned long long want_ = (unsigned long long)(want);                    \
+		if (got_ != want_)                                                        \
+			fail_msg("%s = %llu, want %s = %llu", #got, got_, #want, want_);  \
+	} while (0)
+
 /**
  * root_rule() - may a test that needs root (CAP_BPF, CAP_NET_ADMIN) run?
  * @test: its name, for the message

@@ -21,18 +21,6 @@
 #include "ring.h"
 #include "testutil.h"
 
-/*
- * check_eq() - an equality assertion that prints what it got and what it
- * wanted, each with the expression that gave it.
- */
-#define check_eq(got, want)                                                               \
-	do {                                                                              \
-		unsigned long long got_ = (unsigned long long)(got);                      \
-		unsigned long long want_ = (unsigned long long)(want);                    \
-		if (got_ != want_)                                                        \
-			fail_msg("%s = %llu, want %s = %llu", #got, got_, #want, want_);  \
-	} while (0)
-
 /* --- any program: load, run, count ------------------------------------------------------ */
 
 /**

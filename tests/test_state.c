@@ -546,6 +546,135 @@ static void test_state_of_an_earlier_build_loads(void **state)
 	state_free(&s);
 }
 
+/* A gue VIP with backends @names (weight 1 each), as a command leaves it. */
+static void gue_vip(struct state *s, const char *const *names, size_t n)
+{
+	const char *problem = NULL;
+	struct vip_spec spec;
+	struct state_vip *v;
+	size_t i;
+
+	state_init(s);
+	assert_int_equal(vip_parse("198.18.0.100:80/tcp", &spec, &problem), 0);
+	assert_int_equal(state_vip_add(s, &spec, 64, &v), 0);
+	v->forward = LB_FORWARD_GUE;
+	v->stateless = 1;
+	for (i = 0; i < n; i++) {
+		struct state_backend b = { .weight = 1 };
+
+		snprintf(b.name, sizeof(b.name), "%s", names[i]);
+		assert_int_equal(addr_parse("198.18.13.11", &b.addr, &problem), 0);
+		assert_int_equal(state_backend_add(s, v, &b), 0);
+	}
+}
+
+/* The state a command makes: a copy of @before, changed by @change, history advanced. */
+static void command(struct state *before, void (*change)(struct state_vip *v))
+{
+	struct state after;
+
+	assert_int_equal(state_clone(&after, before), 0);
+	change(&after.vips[0]);
+	state_history_advance(before, &after);
+	state_free(before);
+	*before = after;
+}
+
+static void add_c(struct state_vip *v)
+{
+	struct state_backend b = *state_backend_find(v, "a");
+
+	snprintf(b.name, sizeof(b.name), "c");
+	b.id = 3;
+	b.cookie = 333;
+	v->backends = realloc(v->backends, (v->backend_count + 1) * sizeof(b));
+	v->backends[v->backend_count++] = b;
+}
+static void drain_a(struct state_vip *v) { state_backend_find(v, "a")->draining = 1; }
+static void remove_a(struct state_vip *v) { state_backend_remove(v, state_backend_find(v, "a")); }
+static void weigh_b(struct state_vip *v) { state_backend_find(v, "b")->weight = 3; }
+static void weigh_c(struct state_vip *v) { state_backend_find(v, "c")->weight = 2; }
+static void weigh_b1(struct state_vip *v) { state_backend_find(v, "b")->weight = 1; }
+
+/*
+ * A gue VIP keeps the rings its changes replace, newest first, three at
+ * most; a removed backend stays retired while one of them names it, then
+ * leaves; the history round-trips through the file and is validated.
+ */
+static void test_history_keeps_three_rings_and_retires_removed_backends(void **state)
+{
+	static const char *const names[] = { "a", "b" };
+	static const struct {
+		const char *from, *to, *where;
+	} mutations[] = {
+		{ "\"past_vnodes\": [", "\"past_vnodes\": [0, ", "past_vnodes" },
+		{ "\"state\": \"retired\"", "\"state\": \"retiring\"", "retired" },
+		{ "\"past_weights\": [", "\"past_weights\": [1, ", "past_weights" },
+		{ "\"flows\": \"stateless\"", "\"flows\": \"sometimes\"", "flows" },
+		{ "\"forward\": \"gue\"", "\"forward\": \"ipip\"", "gue" },
+	};
+	char why[STATE_WHY_MAX] = "", *text;
+	struct state s, back;
+	struct state_backend *a;
+	struct ring *ring;
+	__u32 *ids;
+	size_t i;
+
+	(void)state;
+	gue_vip(&s, names, 2);
+	command(&s, add_c);
+	check_eq(s.vips[0].history_count, 1);
+	command(&s, drain_a);
+	check_eq(s.vips[0].history_count, 2);
+	command(&s, remove_a);
+	/* No ring changed: nothing kept, but a is retired, named by both kept rings. */
+	check_eq(s.vips[0].history_count, 2);
+	a = state_backend_find(&s.vips[0], "a");
+	check(a && a->retired, "removed a is not retired");
+	check_eq(a->past_weight[0], 1);
+	check_eq(a->past_weight[1], 1);
+	check(!state_backend_in_ring(a), "a retired backend is in the ring");
+	assert_int_equal(state_vip_past_ring(&s.vips[0], 1, &ring, &ids), 0);
+	check_eq(ring_member_count(ring), 2); /* {a, b}: the first ring */
+	ring_free(ring);
+	free(ids);
+	check(state_vip_past_ring(&s.vips[0], 2, &ring, &ids) == -ENOENT, "a third ring kept");
+
+	text = state_to_text(&s);
+	check(state_from_text(&back, text, why) == 0, "reload: %s", why);
+	{
+		char *again = state_to_text(&back);
+
+		check(strcmp(text, again) == 0, "the history changed in the round trip");
+		free(again);
+	}
+	state_free(&back);
+	for (i = 0; i < sizeof(mutations) / sizeof(mutations[0]); i++) {
+		const char *at = strstr(text, mutations[i].from);
+		char bad[8192];
+
+		check(at != NULL, "mutation %zu: '%s' not in the text", i, mutations[i].from);
+		snprintf(bad, sizeof(bad), "%.*s%s%s", (int)(at - text), text, mutations[i].to,
+			 at + strlen(mutations[i].from));
+		why[0] = '\0';
+		check(state_from_text(&back, bad, why) != 0, "mutation %zu accepted", i);
+		check(!mutations[i].where || strstr(why, mutations[i].where), "mutation %zu: '%s'", i,
+		      why);
+	}
+	free(text);
+
+	/* Three more changes: a's rings are forgotten one by one, then a leaves. */
+	command(&s, weigh_b);
+	check_eq(s.vips[0].history_count, 3);
+	check(state_backend_find(&s.vips[0], "a") != NULL, "a left while a ring names it");
+	command(&s, weigh_c);
+	check_eq(s.vips[0].history_count, 3);
+	check(state_backend_find(&s.vips[0], "a") != NULL, "a left while the third ring names it");
+	command(&s, weigh_b1);
+	check(state_backend_find(&s.vips[0], "a") == NULL, "a stays when no ring names it");
+	state_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_restore_gives_a_new_vip_an_id_no_other_vip_serves_from),
 		cmocka_unit_test(test_state_files_are_never_written_through_a_planted_link),
 		cmocka_unit_test(test_state_of_an_earlier_build_loads),
+		cmocka_unit_test(test_history_keeps_three_rings_and_retires_removed_backends),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
