@@ -25,8 +25,9 @@
  *
  * bench_reset feeds programs that change the frame's length (encapsulation,
  * decapsulation): each run first makes the packet the frame in frame_reset
- * again (its length by moving the head, then its bytes), then tail-calls
- * the program under test.
+ * again (its length by moving the head, then its bytes), writes the next
+ * flow when asked to (as bench_driver does), then tail-calls the program
+ * under test.
  */
 /* Maps of its own: nothing is pinned (lb_vips.h). */
 #define LB_MAPS_PRIVATE
@@ -101,19 +102,16 @@ struct {
 	__type(value, __u64);
 } packet_number SEC(".maps");
 
-SEC("xdp")
-int bench_driver(struct xdp_md *ctx)
+/* Write the next flow of @cfg into the frame: a fresh one, or the next of flow_tuples. */
+static __always_inline int flow_next(void *data, void *end, const struct bench_config *cfg)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	struct bench_config *cfg;
 	struct bench_tuple *t, fresh;
 	__u32 zero = 0, slot;
 	__u64 *n, i;
 
-	cfg = bpf_map_lookup_elem(&config, &zero);
 	n = bpf_map_lookup_elem(&packet_number, &zero);
-	if (!cfg || !n || data + FRAME_SPORT_OFFSET + 2 > end)
-		return XDP_ABORTED;
+	if (!n || data + FRAME_SPORT_OFFSET + 2 > end)
+		return -1;
 	i = (*n)++;
 	if (cfg->fresh_flows) {
 		/* 2^40 flows before one repeats: 198.0.0.0/8 x 65,536 ports. */
@@ -126,10 +124,23 @@ int bench_driver(struct xdp_md *ctx)
 			slot = 0;
 		t = bpf_map_lookup_elem(&flow_tuples, &slot);
 		if (!t)
-			return XDP_ABORTED;
+			return -1;
 	}
 	__builtin_memcpy(data + FRAME_SADDR_OFFSET, &t->saddr, 4);
 	__builtin_memcpy(data + FRAME_SPORT_OFFSET, &t->sport, 2);
+	return 0;
+}
+
+SEC("xdp")
+int bench_driver(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct bench_config *cfg;
+	__u32 zero = 0;
+
+	cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg || flow_next(data, end, cfg))
+		return XDP_ABORTED;
 	bpf_tail_call(ctx, &targets, cfg->target);
 	return XDP_ABORTED;
 }
@@ -262,6 +273,9 @@ int bench_reset(struct xdp_md *ctx)
 			break;
 		*to = *(__u16 *)&f->data[i * 2];
 	}
+	/* One flow over and over unless told otherwise (fresh flows, or several). */
+	if ((cfg->fresh_flows || cfg->flows > 1) && flow_next(data, end, cfg))
+		return XDP_ABORTED;
 	bpf_tail_call(ctx, &targets, cfg->target);
 	return XDP_ABORTED;
 }

@@ -634,6 +634,175 @@ static void encap_per_packet(void)
 	harness_net_leave();
 }
 
+/* --- 1d. second chance per packet --------------------------------------------------------- */
+
+#define SC_BACKENDS 64
+
+/* Backend ids of @r's members, by name: "backend-N" is @base + N whatever ring it is in. */
+static __u32 *ids_by_name(const struct ring *r, __u32 base)
+{
+	size_t n = ring_member_count(r), m;
+	__u32 *ids = calloc(n, sizeof(*ids));
+
+	if (!ids)
+		die("ids", -ENOMEM);
+	for (m = 0; m < n; m++)
+		ids[m] = base + (__u32)atoi(ring_member_name(r, (__u32)m) + strlen("backend-"));
+	return ids;
+}
+
+/* @how's runs through the shipped program: a pinned or a stateless gue VIP. */
+enum { SC_EMPTY, SC_PINNED_EST, SC_PINNED_NEW, SC_STATELESS, SC_STATELESS_SYN, SC_COUNT };
+
+static void second_chance_per_packet(void)
+{
+	static const char *const names[SC_COUNT] = {
+		"harness", "pinned, established", "pinned, new flow", "stateless, not a SYN",
+		"stateless, a SYN",
+	};
+	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
+				     .iface_mac = { 2, 0, 0, 0, 0x11, 2 } };
+	struct lb_config cfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
+	struct pkt frames[SC_COUNT], unused;
+	double ns[SC_COUNT][ROUNDS], med[SC_COUNT];
+	struct ring *past[LB_RING_HISTORY], *r;
+	__u32 *past_ids[LB_RING_HISTORY], *ids[2];
+	struct bench_xdp_bpf *skel;
+	struct lb_prog *shipped;
+	__u64 hops0, hops, packets = 0;
+	__u32 id, verdict, slot = S_SHIPPED, k;
+	int ifindex, e, round, fd, v;
+	__u8 a[16];
+
+	printf("\n1d. Second chance per packet: the driver of 1c writing the next flow into the\n"
+	       "   frame; IPv4 TCP to two gue VIPs of %d backends (ring of 16 points each), ns\n"
+	       "   per packet net of the harness, median of %d interleaved runs of %d packets.\n"
+	       "   pinned: a VIP with a flow table, its %d flows pinned (established) or a\n"
+	       "   fresh flow every packet (new: the ring, and a flow-table insert). stateless:\n"
+	       "   no flow table, three previous rings kept (one backend fewer each: the last\n"
+	       "   three changes), a fresh flow every packet; not a SYN: the hop list is worked\n"
+	       "   out (three searches more) and written when the flow moved.\n",
+	       SC_BACKENDS, ROUNDS, PACKETS_PER_RUN, FLOWS);
+	ifindex = harness_net_enter();
+	if (ifindex < 0)
+		die("the encapsulation network", -EIO);
+	skel = bench_open(&unused);
+	if (lb_prog_load(&shipped, &opts))
+		die("load the shipped program", -errno);
+	pkt_addr(LB_FAMILY_IPV4, HARNESS_SOURCE4, a);
+	memcpy(cfg.source4, a, 4);
+	if (lb_config_write(lb_prog_maps(shipped), &cfg))
+		die("encapsulation settings", -errno);
+	/* Backends 1..64 serve VIP 0 (pinned), 65..128 VIP 1 (stateless). */
+	for (v = 0; v < 2; v++)
+		for (id = 0; id < SC_BACKENDS; id++) {
+			struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
+						.vip_id = (__u32)v, .cookie = id + 1,
+						.forward = LB_FORWARD_GUE,
+						.addr = { 198, 18, (__u8)(13 + v), (__u8)(id + 1) } };
+			__u32 slot_id = 1 + (__u32)v * SC_BACKENDS + id;
+
+			if (lb_backend_install(lb_prog_maps(shipped), slot_id, &b))
+				die("backend", -errno);
+		}
+	r = ring_sized(SC_BACKENDS, 16);
+	for (v = 0; v < 2; v++) {
+		struct lb_vip_key key = { .port = htons(80), .protocol = IPPROTO_TCP,
+					  .family = LB_FAMILY_IPV4 };
+		struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,
+					 .src = "198.18.1.1", .sport = 40000, .dport = 80,
+					 .tcp_flags = 0x10 };
+		char vip[32];
+
+		snprintf(vip, sizeof(vip), "198.18.0.%d", 100 + v);
+		pkt_addr(LB_FAMILY_IPV4, vip, key.addr);
+		ids[v] = ids_by_name(r, 1 + (__u32)v * SC_BACKENDS);
+		if (lb_vip_install_as(lb_prog_maps(shipped), &key, (__u32)v, r, ids[v],
+				      v ? LB_VIP_STATELESS : 0))
+			die("VIP", -errno);
+		spec.dst = vip;
+		pkt_build(&frames[v ? SC_STATELESS : SC_PINNED_EST], &spec);
+		spec.tcp_flags = 0x02;
+		if (v)
+			pkt_build(&frames[SC_STATELESS_SYN], &spec);
+	}
+	frames[SC_PINNED_NEW] = frames[SC_PINNED_EST];
+	frames[SC_EMPTY] = frames[SC_PINNED_EST];
+	for (k = 0; k < LB_RING_HISTORY; k++) {
+		past[k] = ring_sized(SC_BACKENDS - 1 - k, 16);
+		past_ids[k] = ids_by_name(past[k], 1 + SC_BACKENDS);
+	}
+	/* Newest first: 63 backends, then 62, then 61 (so the serving ring added one each time). */
+	if (lb_vip_history_sync(lb_prog_maps(shipped), 1, past, past_ids, LB_RING_HISTORY))
+		die("previous rings", -errno);
+	fd = lb_prog_fd(shipped);
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
+		die("prog array", -errno);
+	hops0 = harness_percpu_sum(lb_prog_maps(shipped)->reason_stats, LB_REASON_FORWARDED_HOPS,
+				   2, 0);
+	for (round = -1; round < ROUNDS; round++)
+		for (e = 0; e < SC_COUNT; e++) {
+			struct bench_config c = { e == SC_EMPTY ? S_EMPTY : S_SHIPPED,
+						  e == SC_PINNED_NEW || e >= SC_STATELESS, FLOWS };
+			struct bench_frame f = { .len = (__u32)frames[e].len };
+			struct xdp_md md = { .data_end = (__u32)frames[e].len,
+					     .ingress_ifindex = (__u32)ifindex };
+			unsigned char out[PKT_MAX];
+			__u32 zero = 0;
+			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frames[e].data,
+				    .data_size_in = (__u32)frames[e].len, .data_out = out,
+				    .data_size_out = sizeof(out), .ctx_in = &md,
+				    .ctx_size_in = sizeof(md), .repeat = PACKETS_PER_RUN);
+
+			memcpy(f.data, frames[e].data, frames[e].len);
+			if (bpf_map_update_elem(bpf_map__fd(skel->maps.config), &zero, &c, BPF_ANY) ||
+			    bpf_map_update_elem(bpf_map__fd(skel->maps.frame_reset), &zero, &f,
+						BPF_ANY) ||
+			    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.bench_reset), &o))
+				die("BPF_PROG_TEST_RUN of bench_reset", -errno);
+			verdict = o.retval;
+			if (verdict != XDP_TX) {
+				fprintf(stderr, "bench: %s returned %u\n", names[e], verdict);
+				die("a second-chance benchmark frame was not forwarded", -EPROTO);
+			}
+			if (e == SC_STATELESS && round >= 0)
+				packets += PACKETS_PER_RUN;
+			/* round -1 warms caches and pins the established flows */
+			if (round >= 0)
+				ns[e][round] = o.duration;
+		}
+	hops = harness_percpu_sum(lb_prog_maps(shipped)->reason_stats, LB_REASON_FORWARDED_HOPS,
+				  2, 0) - hops0;
+	for (e = 0; e < SC_COUNT; e++) {
+		qsort(ns[e], ROUNDS, sizeof(double), cmp_double);
+		med[e] = ns[e][ROUNDS / 2] - (e ? ns[SC_EMPTY][ROUNDS / 2] : 0);
+	}
+	printf("   %-22s %9s %9s %-20s %8s\n", "", "net ns", "ratio", "to", "goal");
+	printf("   %-22s %9.1f\n", names[SC_EMPTY], ns[SC_EMPTY][ROUNDS / 2]);
+	printf("   %-22s %9.1f\n", names[SC_PINNED_EST], med[SC_PINNED_EST]);
+	printf("   %-22s %9.1f %9.2f %-20s\n", names[SC_PINNED_NEW], med[SC_PINNED_NEW],
+	       med[SC_PINNED_NEW] / med[SC_PINNED_EST], "pinned, established");
+	printf("   %-22s %9.1f %9.2f %-20s %8s\n", names[SC_STATELESS], med[SC_STATELESS],
+	       med[SC_STATELESS] / med[SC_PINNED_EST], "pinned, established", "<= 1.15");
+	printf("   %-22s %9s %9.2f %-20s\n", "", "", med[SC_STATELESS] / med[SC_PINNED_NEW],
+	       "pinned, new flow");
+	printf("   %-22s %9.1f %9.2f %-20s\n", names[SC_STATELESS_SYN], med[SC_STATELESS_SYN],
+	       med[SC_STATELESS_SYN] / med[SC_PINNED_EST], "pinned, established");
+	printf("   stateless packets that carried a hop list: %.1f%% (%llu of %llu, the rest kept "
+	       "their owner)\n", packets ? 100.0 * (double)hops / (double)(packets + PACKETS_PER_RUN) : 0.0,
+	       (unsigned long long)hops, (unsigned long long)(packets + PACKETS_PER_RUN));
+	for (k = 0; k < LB_RING_HISTORY; k++) {
+		ring_free(past[k]);
+		free(past_ids[k]);
+	}
+	free(ids[0]);
+	free(ids[1]);
+	ring_free(r);
+	lb_prog_close(shipped);
+	bench_xdp_bpf__destroy(skel);
+	harness_net_leave();
+}
+
 /* --- 2. forwarding rate --------------------------------------------------------------- */
 
 /* Attach @prog_fd natively, blast for FORWARD_SECONDS, return frames sent per second. */
@@ -665,7 +834,21 @@ static void forwarding(void)
 		"{ eth(da=02:00:00:00:00:02, sa=02:00:00:00:00:21, type=0x0800),\n"
 		"  ipv4(sa=198.18.0.21, da=198.18.0.100, ttl=64),\n"
 		"  udp(sp=dinc(1024, 5119), dp=53), fill(0x61, 18) }\n";
-	char dir[] = "/tmp/ringlb-bench-XXXXXX", conf[256], cmd[512];
+	/* A flood of new flows: SYNs from random sources and ports, each a flow never seen. */
+	static const char flood_text[] =
+		"{ eth(da=02:00:00:00:00:02, sa=02:00:00:00:00:21, type=0x0800),\n"
+		"  ipv4(sa=drnd(), da=198.18.0.100, ttl=64),\n"
+		"  tcp(sp=drnd(), dp=80, syn), fill(0x61, 6) }\n";
+	/* The same to a stateless gue VIP, its ACKs (not SYNs): every one gets its hops worked out. */
+	static const char flood_gue_text[] =
+		"{ eth(da=02:00:00:00:00:02, sa=02:00:00:00:00:21, type=0x0800),\n"
+		"  ipv4(sa=drnd(), da=198.18.0.101, ttl=64),\n"
+		"  tcp(sp=drnd(), dp=80, ack), fill(0x61, 6) }\n";
+	char dir[] = "/tmp/ringlb-bench-XXXXXX", conf[256], flood[256], flood_gue[256], cmd[512];
+	double floor_flood[FORWARD_ROUNDS], ring_flood[FORWARD_ROUNDS], gue_flood[FORWARD_ROUNDS];
+	struct lb_vip_key stateless_key = bench_vip_key(IPPROTO_TCP, 80);
+	struct lb_vip_key tcp_key = bench_vip_key(IPPROTO_TCP, 80);
+	__u64 refused0, refused;
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
 				     .iface_mac = { 2, 0, 0, 0, 0, 2 } };
 	struct lb_vip_key key = bench_vip_key(IPPROTO_UDP, 53);
@@ -684,7 +867,10 @@ static void forwarding(void)
 	       "   %d runs alternating programs; frames forwarded with native XDP_TX per second.\n"
 	       "   floor: parse+hash, no choice; ringlb: the shipped program, the VIP l2; gue:\n"
 	       "   the shipped program, the VIP's backends reached by GUE (FIB lookup, 36 more\n"
-	       "   bytes per frame)\n",
+	       "   bytes per frame). flood: TCP SYNs from random sources and ports, every frame\n"
+	       "   a new flow, to an l2 VIP with a flow table (new flows pinned up to the rate);\n"
+	       "   stateless: TCP ACKs from random sources to a stateless gue VIP with one\n"
+	       "   previous ring (of other points: a hop list for each flow whose owner it changed)\n",
 	       FORWARD_SECONDS, FORWARD_ROUNDS);
 	if (!mkdtemp(dir))
 		die("mkdtemp", -errno);
@@ -692,6 +878,15 @@ static void forwarding(void)
 	f = fopen(conf, "w");
 	fputs(conf_text, f);
 	fclose(f);
+	snprintf(flood, sizeof(flood), "%s/flood.trafgen", dir);
+	f = fopen(flood, "w");
+	fputs(flood_text, f);
+	fclose(f);
+	snprintf(flood_gue, sizeof(flood_gue), "%s/flood-gue.trafgen", dir);
+	f = fopen(flood_gue, "w");
+	fputs(flood_gue_text, f);
+	fclose(f);
+	stateless_key.addr[3] = 101;
 	snprintf(cmd, sizeof(cmd), "scripts/topology.sh down " FORWARD_PREFIX " %s; "
 		 "scripts/topology.sh up " FORWARD_PREFIX " %s 2 && "
 		 "for b in 1 2; do ip -n " FORWARD_PREFIX "b$b link set dev eth0 xdp obj "
@@ -720,12 +915,15 @@ static void forwarding(void)
 	r = ring_sized(2, RING_VNODES_DEFAULT);
 	bench_maps_of(skel, &bench_maps);
 	if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids) ||
-	    lb_vip_install(&bench_maps, &key, 0, r, ids))
+	    lb_vip_install(&bench_maps, &key, 0, r, ids) ||
+	    lb_vip_install(lb_prog_maps(shipped), &tcp_key, 0, r, ids) ||
+	    lb_vip_install(&bench_maps, &tcp_key, 0, r, ids))
 		die("swap", -errno);
 	/* The same backends reached by GUE: slots 3 and 4, the balancer's FIB, backend neighbours. */
 	{
 		struct lb_config c = { .source4 = { 198, 18, 0, 2 },
-				       .gue_port = htons(LB_GUE_PORT_DEFAULT) };
+				       .gue_port = htons(LB_GUE_PORT_DEFAULT),
+				       .new_flows_max = LB_NEW_FLOWS_MAX_DEFAULT };
 
 		for (id = 3; id <= 4; id++) {
 			struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
@@ -733,6 +931,25 @@ static void forwarding(void)
 						.addr = { 198, 18, 0, (__u8)(10 + id - 2) } };
 
 			bpf_map_update_elem(lb_prog_maps(shipped)->backends, &id, &b, BPF_ANY);
+		}
+		/* VIP 1: 198.18.0.101:80, stateless, served by them, one previous ring. */
+		for (id = 5; id <= 6; id++) {
+			struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
+						.cookie = id, .forward = LB_FORWARD_GUE, .vip_id = 1,
+						.addr = { 198, 18, 0, (__u8)(10 + id - 4) } };
+
+			bpf_map_update_elem(lb_prog_maps(shipped)->backends, &id, &b, BPF_ANY);
+		}
+		{
+			__u32 stateless_ids[2] = { 5, 6 }, *past_ids[1] = { stateless_ids };
+			struct ring *past[1] = { ring_sized(2, RING_VNODES_DEFAULT / 2) };
+
+			if (lb_vip_install_as(lb_prog_maps(shipped), &stateless_key, 1, r,
+					      stateless_ids, LB_VIP_STATELESS) ||
+			    lb_vip_install(&bench_maps, &stateless_key, 1, r, ids) ||
+			    lb_vip_history_sync(lb_prog_maps(shipped), 1, past, past_ids, 1))
+				die("the stateless VIP", -errno);
+			ring_free(past[0]);
 		}
 		if (lb_config_write(lb_prog_maps(shipped), &c) ||
 		    system("sysctl -qw net.ipv4.conf.eth0.forwarding=1 && "
@@ -753,16 +970,40 @@ static void forwarding(void)
 		gue_pps[round] = forward_pps(ifindex, lb_prog_fd(shipped),
 					     lb_prog_maps(shipped)->reason_stats,
 					     LB_REASON_FORWARDED, 2, 0, conf);
+		floor_flood[round] = forward_pps(ifindex, bpf_program__fd(skel->progs.bench_floor),
+						 bpf_map__fd(skel->maps.sent), 0, 1, 0, flood);
+		ring_flood[round] = forward_pps(ifindex, lb_prog_fd(shipped),
+						lb_prog_maps(shipped)->reason_stats,
+						LB_REASON_FORWARDED, 2, 0, flood);
+		/* Counted by the ring's verdict: forwarded, with or without a hop list. */
+		gue_flood[round] =
+			forward_pps(ifindex, lb_prog_fd(shipped), lb_prog_maps(shipped)->vip_stats, 1,
+				    2, 0, flood_gue);
 	}
+	refused0 = 0;
+	refused = harness_percpu_sum(lb_prog_maps(shipped)->flow_rate, 0, 3, 2) - refused0;
 	qsort(floor_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	qsort(ring_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	qsort(gue_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
+	qsort(floor_flood, FORWARD_ROUNDS, sizeof(double), cmp_double);
+	qsort(ring_flood, FORWARD_ROUNDS, sizeof(double), cmp_double);
+	qsort(gue_flood, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor pps", "ringlb pps",
 	       "ratio", "goal", floor_pps[FORWARD_ROUNDS / 2], ring_pps[FORWARD_ROUNDS / 2],
 	       ring_pps[FORWARD_ROUNDS / 2] / floor_pps[FORWARD_ROUNDS / 2], ">= 0.90");
 	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor pps", "gue pps",
 	       "ratio", "goal", floor_pps[FORWARD_ROUNDS / 2], gue_pps[FORWARD_ROUNDS / 2],
 	       gue_pps[FORWARD_ROUNDS / 2] / floor_pps[FORWARD_ROUNDS / 2], ">= 0.85");
+	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor flood pps",
+	       "ringlb pps", "ratio", "goal", floor_flood[FORWARD_ROUNDS / 2],
+	       ring_flood[FORWARD_ROUNDS / 2],
+	       ring_flood[FORWARD_ROUNDS / 2] / floor_flood[FORWARD_ROUNDS / 2], ">= 0.80");
+	printf("   (flood: %llu new flows not pinned, past %u per CPU per second)\n",
+	       (unsigned long long)refused, LB_NEW_FLOWS_MAX_DEFAULT);
+	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor flood pps",
+	       "stateless pps", "ratio", "goal", floor_flood[FORWARD_ROUNDS / 2],
+	       gue_flood[FORWARD_ROUNDS / 2],
+	       gue_flood[FORWARD_ROUNDS / 2] / floor_flood[FORWARD_ROUNDS / 2], ">= 0.80");
 	ring_free(r);
 	lb_prog_close(shipped);
 	bench_xdp_bpf__destroy(skel);
@@ -1119,6 +1360,7 @@ static const struct {
 	{ "per-packet", per_packet, 1 },
 	{ "memory", memory_reach, 1 },
 	{ "encap", encap_per_packet, 1 },
+	{ "second-chance", second_chance_per_packet, 1 },
 	{ "forwarding", forwarding, 1 },
 	{ "control-plane", control_plane, 1 },
 	{ "balance", balance, 0 },
@@ -1145,7 +1387,7 @@ int main(int argc, char **argv)
 			if (strcmp(argv[i], parts[p].name) == 0)
 				break;
 		if (p == sizeof(parts) / sizeof(parts[0])) {
-			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, encap, "
+			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, encap, second-chance, "
 				"forwarding, control-plane, balance)\n", argv[i]);
 			return 2;
 		}

@@ -29,11 +29,6 @@ static const char *member_str(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
-static const char *backend_state(const struct state_backend *b)
-{
-	return state_backend_state(b);
-}
-
 /* The maps, when they are there and this process may read them; else none. */
 static int maps_if_attached(const struct cli *c, struct lb_maps *maps)
 {
@@ -108,13 +103,18 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 		/* A MAC only where frames are rewritten to it. */
 		json_array_append_new(backends, json_pack(
 			"{s:s, s:s, s:s, s:s, s:I, s:f}", "name", b->name, "address", addr, "mac",
-			vp->forward == LB_FORWARD_L2 ? mac : "-", "state", backend_state(b),
+			vp->forward == LB_FORWARD_L2 ? mac : "-", "state", state_backend_state(b),
 			"weight", (json_int_t)b->weight, "share", shares[j]));
 	}
 	free(shares);
 	*out = json_pack("{s:s, s:I, s:s, s:I, s:I, s:o}", "vip", spec, "id", (json_int_t)vp->id,
 			 "forward", state_forward_name(vp->forward), "vnodes",
 			 (json_int_t)vp->vnodes, "points", (json_int_t)points, "backends", backends);
+	/* Said only for gue VIPs: the others print and parse as they always did. */
+	if (vp->forward == LB_FORWARD_GUE) {
+		json_object_set_new(*out, "flows", json_string(vp->stateless ? "stateless" : "pinned"));
+		json_object_set_new(*out, "previous_rings", json_integer(vp->history_count));
+	}
 	/* Hosts with the same configuration serve the same digest. */
 	ctl_vip_key(vp, &key);
 	if (maps && lb_vip_ring_digest(maps, &key, &digest) == 0)
@@ -133,11 +133,15 @@ static void show_text(const json_t *model)
 		const char *forward = member_str(v, "forward");
 
 		/* The forwarding said only when not l2: l2 VIPs print as they always did. */
-		printf("VIP %s  id %llu%s%s  %llu points per weight  %llu points\n"
-		       "  %-20s %-24s %-17s %-9s %6s %8s\n", member_str(v, "vip"), member_u64(v, "id"),
+		printf("VIP %s  id %llu%s%s  %llu points per weight  %llu points",
+		       member_str(v, "vip"), member_u64(v, "id"),
 		       strcmp(forward, "l2") ? "  forward " : "", strcmp(forward, "l2") ? forward : "",
-		       member_u64(v, "vnodes"), member_u64(v, "points"), "NAME", "ADDRESS", "MAC",
-		       "STATE", "WEIGHT", "SHARE");
+		       member_u64(v, "vnodes"), member_u64(v, "points"));
+		if (json_object_get(v, "flows"))
+			printf("  flows %s  previous rings %llu", member_str(v, "flows"),
+			       member_u64(v, "previous_rings"));
+		printf("\n  %-20s %-24s %-17s %-9s %6s %8s\n", "NAME", "ADDRESS", "MAC", "STATE",
+		       "WEIGHT", "SHARE");
 		json_array_foreach(json_object_get(v, "backends"), j, b)
 			printf("  %-20s %-24s %-17s %-9s %6llu %7.2f%%\n", member_str(b, "name"),
 			       member_str(b, "address"), member_str(b, "mac"), member_str(b, "state"),
@@ -274,7 +278,7 @@ static json_t *stats_vip(const struct state_vip *vp, const struct lb_maps *maps,
 		percpu_sum(maps->backend_stats, b->id, 3, bc);
 		json_array_append_new(backends, json_pack(
 			"{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "name", b->name, "state",
-			backend_state(b), "packets", (json_int_t)bc[0], "bytes", (json_int_t)bc[1],
+			state_backend_state(b), "packets", (json_int_t)bc[0], "bytes", (json_int_t)bc[1],
 			"new_flows", (json_int_t)bc[2], "live_flows", (json_int_t)tally->live[b->id],
 			"closing_flows", (json_int_t)tally->closing[b->id]));
 	}
