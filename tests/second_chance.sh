@@ -16,8 +16,13 @@
 #                then new connections go where lookup says, and the drained
 #                backend says, from its socket table, when it has no
 #                connection left (`ringlb decap drained`)
-#   lookup       the hop list `lookup` prints for a flow is the one the
-#                balancer's packets carry (read off the wire at a backend)
+#   flood        100 slow downloads from the pinned VIP through a drain and
+#                an add while spoofed SYNs flood it: past the rate of new
+#                flows nothing is pinned, so no pin is evicted, and what is
+#                not pinned carries its hop list
+#
+# The hop lists themselves, and `lookup`'s agreement with them on 2,000
+# random flows, are tests/prog/hops.c's.
 #
 # A download is "whole" when curl says 200 and the 256 KiB body is all the
 # digit of the one backend that served it: a reset, or a move to another
@@ -49,8 +54,10 @@ client() { ip netns exec "${P}c1" "$@"; }
 
 VP="$ROUTED_VIP4:80/tcp"    # pinned (the default)
 VS="$ROUTED_VIP4B:80/tcp"   # stateless
+# A low rate of new flows a CPU pins per second, so the flood below goes unpinned.
 attach() {
-	ringlb attach eth0 --source "$ROUTED_LB4" --source "$ROUTED_LB6" >/dev/null
+	ringlb attach eth0 --source "$ROUTED_LB4" --source "$ROUTED_LB6" --new-flow-rate 1000 \
+		>/dev/null
 }
 
 # downloads DIR N VIP_ADDR RATE: N slow downloads in the background, each
@@ -201,6 +208,34 @@ done <"$W/new"
 [ "$agree" -eq 30 ] && ! grep -q "^b1 " "$W/new" &&
 	pass "stateless: 30 of 30 new connections where lookup says (none to b1), $(ringlb stats --json | jq --arg v "$VS" '[.vips[] | select(.vip == $v) | .backends[].live_flows] | add') flow-table entries" ||
 	fail "stateless: $agree of 30 new connections where lookup says: $(cut -d' ' -f1 "$W/new" | sort | uniq -c | tr '\n' ' ')"
+
+# --- flood -----------------------------------------------------------------------------------
+# 100 slow downloads from the pinned VIP; spoofed SYNs from random sources as fast as trafgen
+# sends them; meanwhile b2 drains and a backend is added (b3's host under another name: b3
+# itself stays retired while previous rings name it). Past the rate the balancer pins nothing,
+# so the flood evicts no pin, and what is not pinned carries its hop list.
+ringlb backend remove "$VP" b3 >/dev/null || fail "flood: remove b3"
+sleep 1
+downloads "$W/flood" 100 "$ROUTED_VIP4" 32k
+wait_started "$W/flood" 100 || echo "     (not every download had started)"
+r1mac=$(ip -n "${P}r1" -j link show eth0 | jq -r '.[0].address')
+c1mac=$(ip -n "${P}c1" -j link show eth0 | jq -r '.[0].address')
+printf '{ eth(da=%s, sa=%s, type=0x0800),\n  ipv4(sa=drnd(), da=%s, ttl=64),\n  tcp(sp=drnd(), dp=80, syn) }\n' \
+	"$r1mac" "$c1mac" "$ROUTED_VIP4" >"$W/syn.trafgen"
+unpinned0=$(ringlb stats --json | jq .new_flows_unpinned)
+client timeout 6 trafgen -o eth0 -c "$W/syn.trafgen" --cpus 1 -q >/dev/null 2>&1 &
+flood=$!
+sleep 1
+ringlb backend drain "$VP" b2 >/dev/null || fail "flood: drain b2"
+sleep 1
+ringlb backend add "$VP" b3b "$(routed_backend4 3)" >/dev/null || fail "flood: add b3b"
+wait $flood
+wait $(jobs -p) 2>/dev/null
+unpinned=$(( $(ringlb stats --json | jq .new_flows_unpinned) - unpinned0 ))
+ok=$(whole "$W/flood" 100)
+[ "$ok" -eq 100 ] && [ "$unpinned" -gt 0 ] &&
+	pass "flood: 100 of 100 downloads whole through a drain and an add under a flood of spoofed SYNs ($unpinned new flows not pinned)" ||
+	fail "flood: $ok of 100 downloads whole; $unpinned new flows not pinned"
 
 verify=$(ringlb verify 2>&1) && pass "verify: $verify" || fail "verify: $verify"
 echo "second_chance: $FAILS failed"
