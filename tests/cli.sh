@@ -74,6 +74,10 @@ refused "MAC that cannot be resolved" "cannot resolve the MAC" -- ringlb backend
 refused "missing interface" "no such interface" -- ringlb attach nosuch0
 refused "attach twice" "already attached" -- ringlb attach eth0
 refused "detach of an interface not attached" "not attached to eth1" -- ringlb detach eth1
+refused "--flows other than pinned or stateless" "--flows is pinned or stateless" -- ringlb vip add 198.18.0.101:80/tcp --forward gue --flows sometimes
+refused "a stateless l2 VIP" "--flows stateless needs --forward gue" -- ringlb vip add 198.18.0.101:80/tcp --flows stateless
+refused "decap drained of a malformed VIP" "malformed VIP" -- ringlb decap drained 198.18.0.300:80/tcp
+refused "decap drained of a UDP VIP" "only a TCP VIP" -- ringlb decap drained 198.18.0.100:53/udp
 refused "unknown command" "unknown command" -- ringlb frobnicate
 refused "unknown verb" "unknown verb" -- ringlb vip frob "$VIP"
 refused "unknown option" "unknown option" -- ringlb vip add 198.18.0.101:80/tcp --frob
@@ -115,8 +119,8 @@ fi
 cp "$W/good.json" "$W/state.json"
 
 # --help explains every command.
-if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 19 ]; then
-	pass "ringlb --help lists the 19 commands"
+if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 20 ]; then
+	pass "ringlb --help lists the 20 commands"
 else
 	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 fi

@@ -33,21 +33,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 require_root encap
 
-TEST_NAME=encap
-P=rle$$
-W=$(mktemp -d)
-PIN=/sys/fs/bpf/ringlb-$P
-RINGLB_NS=${P}lb
-trap 'routed_down "$P" "$W"; rm -rf "$PIN" "$PIN"-b* "$W"' EXIT
-
-# be I ARGS: ringlb on backend I, on its own state and pins.
-be() {
-	local i=$1
-	shift
-	nsenter --net="/run/netns/${P}b$i" "$ROOT/build/ringlb" --state "$W/b$i/state.json" \
-		--pin-dir "$PIN-b$i" "$@"
-}
-client() { ip netns exec "${P}c1" "$@"; }
+routed_session encap rle
 
 V4I="$ROUTED_VIP4:80/tcp"       # IPv4 VIP over IPIP
 V4G="$ROUTED_VIP4B:80/tcp"      # IPv4 VIP over GUE
@@ -74,7 +60,6 @@ check_lookup() {
 	echo "$agree $n"
 }
 
-routed_up "$P" "$W" || die "routed network"
 
 # --- set-up: balancer and backends ------------------------------------------------
 # A small flow table and a low rate of new flows a CPU pins per second, for the flood

@@ -35,6 +35,26 @@ topo_session() {
 	trap 'topo_down "$P" "$W"; rm -rf "$PIN" "$W"' EXIT
 }
 
+# routed_session NAME PREFIX: the same on scripts/routed.sh (sourced first),
+# the network brought up, its jobs killed on exit, be I ARGS (ringlb on
+# backend I, on its own state and pins) and client ARGS (in the client).
+routed_session() {
+	TEST_NAME=$1
+	P=$2$$
+	W=$(mktemp -d)
+	PIN=/sys/fs/bpf/ringlb-$P
+	RINGLB_NS=${P}lb
+	trap 'kill $(jobs -p) 2>/dev/null; routed_down "$P" "$W"; rm -rf "$PIN" "$PIN"-b* "$W"' EXIT
+	routed_up "$P" "$W" || die "routed network"
+}
+be() {
+	local i=$1
+	shift
+	nsenter --net="/run/netns/${P}b$i" "$ROOT/build/ringlb" --state "$W/b$i/state.json" \
+		--pin-dir "$PIN-b$i" "$@"
+}
+client() { ip netns exec "${P}c1" "$@"; }
+
 # veth_session PREFIX: a private network namespace NS with one veth pair
 # (eth0 at 198.18.0.2/24, eth1), W (scratch directory), PIN (bpffs
 # directory), a trap that removes all three however the script ends, and

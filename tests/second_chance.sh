@@ -37,20 +37,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 require_root second_chance
 
-TEST_NAME=second_chance
-P=rsc$$
-W=$(mktemp -d)
-PIN=/sys/fs/bpf/ringlb-$P
-RINGLB_NS=${P}lb
-trap 'kill $(jobs -p) 2>/dev/null; routed_down "$P" "$W"; rm -rf "$PIN" "$PIN"-b* "$W"' EXIT
-
-be() {
-	local i=$1
-	shift
-	nsenter --net="/run/netns/${P}b$i" "$ROOT/build/ringlb" --state "$W/b$i/state.json" \
-		--pin-dir "$PIN-b$i" "$@"
-}
-client() { ip netns exec "${P}c1" "$@"; }
+routed_session second_chance rsc
 
 VP="$ROUTED_VIP4:80/tcp"    # pinned (the default)
 VS="$ROUTED_VIP4B:80/tcp"   # stateless
@@ -96,7 +83,6 @@ wait_started() {
 
 decap_count() { be "$1" decap stats --json | jq ".$2.packets"; }
 
-routed_up "$P" "$W" || die "routed network"
 attach || die "attach"
 for i in 1 2 3; do
 	mkdir -p "$W/b$i"

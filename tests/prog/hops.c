@@ -229,6 +229,14 @@ static int pinned(const struct pkt_spec *spec)
 	return bpf_map_lookup_elem(maps->flows, &key, &flow) == 0;
 }
 
+/* A random flow of the VIP, its packet an ACK (not a SYN: one a hop list is for). */
+static void ack_flow(struct test_rng *rng, struct pkt_spec *spec, char *client, size_t len)
+{
+	random_flow(rng, VIP, spec, client, len);
+	spec->src = client;
+	spec->tcp_flags = TCP_ACK;
+}
+
 static void setup_vip(struct rings *rs, __u8 flags)
 {
 	struct lb_vip_key key = vip_key_of_test(VIP);
@@ -289,9 +297,7 @@ static void test_hop_lists_name_the_previous_owners(void **state)
 	for (i = 0; i < FLOWS; i++) {
 		struct pkt_spec spec;
 
-		random_flow(&rng, VIP, &spec, client, sizeof(client));
-		spec.src = client;
-		spec.tcp_flags = TCP_ACK;
+		ack_flow(&rng, &spec, client, sizeof(client));
 		n = send_and_check(&rs, &spec, 1, 0xf, got);
 		lookup_agrees(&sv, &spec, got, n);
 		lengths[n]++;
@@ -327,9 +333,7 @@ static void test_retired_backends_are_hops_and_freed_ones_are_not(void **state)
 	for (i = 0; i < FLOWS / 4; i++) {
 		struct pkt_spec spec;
 
-		random_flow(&rng, VIP, &spec, client, sizeof(client));
-		spec.src = client;
-		spec.tcp_flags = TCP_ACK;
+		ack_flow(&rng, &spec, client, sizeof(client));
 		with += send_and_check(&rs, &spec, 1, 0xf, NULL) > 0;
 		check(!pinned(&spec), "a stateless VIP pinned flow %u", i);
 	}
@@ -339,9 +343,7 @@ static void test_retired_backends_are_hops_and_freed_ones_are_not(void **state)
 	for (i = 0; i < FLOWS / 4; i++) {
 		struct pkt_spec spec;
 
-		random_flow(&rng, VIP, &spec, client, sizeof(client));
-		spec.src = client;
-		spec.tcp_flags = TCP_ACK;
+		ack_flow(&rng, &spec, client, sizeof(client));
 		send_and_check(&rs, &spec, 1, 0xe, NULL);
 	}
 	/* Without previous rings, lists are empty. */
@@ -349,9 +351,7 @@ static void test_retired_backends_are_hops_and_freed_ones_are_not(void **state)
 	for (i = 0; i < 200; i++) {
 		struct pkt_spec spec;
 
-		random_flow(&rng, VIP, &spec, client, sizeof(client));
-		spec.src = client;
-		spec.tcp_flags = TCP_ACK;
+		ack_flow(&rng, &spec, client, sizeof(client));
 		n = send_and_check(&rs, &spec, 0, 0xf, NULL);
 		check_eq(n, 0);
 	}
