@@ -213,12 +213,8 @@ for k in $(seq 1 100); do
 		>"$W/flood/$k.code" &
 done
 sleep 1
-r1mac=$(ip -n "${P}r1" -j link show eth0 | jq -r '.[0].address')
-c1mac=$(ip -n "${P}c1" -j link show eth0 | jq -r '.[0].address')
-printf '{ eth(da=%s, sa=%s, type=0x0800),\n  ipv4(sa=drnd(), da=%s, ttl=64),\n  tcp(sp=drnd(), dp=80, syn) }\n' \
-	"$r1mac" "$c1mac" "$ROUTED_VIP4" >"$W/syn.trafgen"
 unpinned0=$(ringlb stats --json | jq .new_flows_unpinned)
-client timeout 6 trafgen -o eth0 -c "$W/syn.trafgen" --cpus 1 -q >/dev/null 2>&1 &
+syn_flood "$ROUTED_VIP4" 6 &
 flood=$!
 sleep 1
 ringlb backend drain "$V4I" b2 >/dev/null || fail "drain under the flood"

@@ -204,12 +204,8 @@ ringlb backend remove "$VP" b3 >/dev/null || fail "flood: remove b3"
 sleep 1
 downloads "$W/flood" 100 "$ROUTED_VIP4" 32k
 wait_started "$W/flood" 100 || echo "     (not every download had started)"
-r1mac=$(ip -n "${P}r1" -j link show eth0 | jq -r '.[0].address')
-c1mac=$(ip -n "${P}c1" -j link show eth0 | jq -r '.[0].address')
-printf '{ eth(da=%s, sa=%s, type=0x0800),\n  ipv4(sa=drnd(), da=%s, ttl=64),\n  tcp(sp=drnd(), dp=80, syn) }\n' \
-	"$r1mac" "$c1mac" "$ROUTED_VIP4" >"$W/syn.trafgen"
 unpinned0=$(ringlb stats --json | jq .new_flows_unpinned)
-client timeout 6 trafgen -o eth0 -c "$W/syn.trafgen" --cpus 1 -q >/dev/null 2>&1 &
+syn_flood "$ROUTED_VIP4" 6 &
 flood=$!
 sleep 1
 ringlb backend drain "$VP" b2 >/dev/null || fail "flood: drain b2"
