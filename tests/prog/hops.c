@@ -38,8 +38,13 @@ static int ifindex;
 
 /* The backends a .. d of the test, and the rings they make. */
 static const char *const names[NAMES] = { "a", "b", "c", "d" };
-static const char *const addrs[NAMES] = { "198.18.13.21", "198.18.13.22", "198.18.13.23",
-					  "198.18.13.24" };
+static const char *const addrs4[NAMES] = { "198.18.13.21", "198.18.13.22", "198.18.13.23",
+					   "198.18.13.24" };
+static const char *const addrs6[NAMES] = { "2001:db8:13::21", "2001:db8:13::22", "2001:db8:13::23",
+					   "2001:db8:13::24" };
+/* The backends' family (the outer header's): hops are 4 or 16 bytes. */
+static int family = LB_FAMILY_IPV4;
+static const char *const *addrs = addrs4;
 static __u32 ids[NAMES];
 
 /*
@@ -123,8 +128,8 @@ static __u32 id_of_addr(const unsigned char *a)
 	int i;
 
 	for (i = 0; i < NAMES; i++) {
-		pkt_addr(LB_FAMILY_IPV4, addrs[i], want);
-		if (memcmp(want, a, 4) == 0)
+		pkt_addr(family, addrs[i], want);
+		if (memcmp(want, a, family == LB_FAMILY_IPV4 ? 4 : 16) == 0)
 			return ids[i];
 	}
 	return 0;
@@ -143,7 +148,7 @@ static unsigned int send_and_check(const struct rings *rs, const struct pkt_spec
 	struct pkt p;
 	size_t out_len;
 	__u32 verdict, want[3] = { 0 };
-	unsigned int n = 0, count, i;
+	unsigned int n = 0, count, i, ip, alen, gue;
 	__u64 hash;
 
 	pkt_build(&p, spec);
@@ -153,20 +158,24 @@ static unsigned int send_and_check(const struct rings *rs, const struct pkt_spec
 		n = hops_wanted(rs, hash, usable_mask, want);
 	verdict = harness_run_on(lb_prog_fd(prog), ifindex, p.data, p.len, out, &out_len);
 	check(verdict == XDP_TX, "verdict %u, not XDP_TX", verdict);
-	check_eq(id_of_addr(out + 14 + 16), owner(rs, 0, hash));
-	count = out[42 + 7];
-	check(count == n, "hop count %u, want %u (flow hash %016llx; owners %u %u %u %u; got %u %u %u; to %u)",
-	      count, n, (unsigned long long)hash, owner(rs, 0, hash), owner(rs, 1, hash),
-	      owner(rs, 2, hash), owner(rs, 3, hash), id_of_addr(out + 50), id_of_addr(out + 54),
-	      id_of_addr(out + 58), id_of_addr(out + 30));
-	check_eq(out[42] & 0x1f, 1 + n); /* hlen: one word, then the hops */
-	check_eq(out[42 + 6], 0);       /* next hop: the list's first */
-	for (i = 0; got && i < n; i++)
-		got[i] = id_of_addr(out + 50 + 4 * i);
-	for (i = 0; i < n; i++)
-		check(id_of_addr(out + 50 + 4 * i) == want[i], "hop %u is backend %u, want %u", i,
-		      id_of_addr(out + 50 + 4 * i), want[i]);
-	check_eq(out_len, p.len + 20 + LB_GUE_LEN + 4 * n);
+	/* Outer header, UDP, GUE (4 bytes), its private word (4), the hops. */
+	ip = family == LB_FAMILY_IPV4 ? 20 : 40;
+	alen = family == LB_FAMILY_IPV4 ? 4 : 16;
+	gue = 14 + ip + 8;
+	check_eq(id_of_addr(out + 14 + (family == LB_FAMILY_IPV4 ? 16 : 24)), owner(rs, 0, hash));
+	count = out[gue + 7];
+	check(count == n, "hop count %u, want %u (flow hash %016llx)", count, n,
+	      (unsigned long long)hash);
+	check_eq(out[gue] & 0x1f, 1 + n * alen / 4); /* hlen: one word, then the hops */
+	check_eq(out[gue + 6], 0);                    /* next hop: the list's first */
+	for (i = 0; i < n; i++) {
+		__u32 hop = id_of_addr(out + gue + 8 + alen * i);
+
+		if (got)
+			got[i] = hop;
+		check(hop == want[i], "hop %u is backend %u, want %u", i, hop, want[i]);
+	}
+	check_eq(out_len, p.len + ip + LB_GUE_LEN + alen * n);
 	return n;
 }
 
@@ -247,10 +256,10 @@ static void setup_vip(struct rings *rs, __u8 flags)
 
 	pkt_addr(LB_FAMILY_IPV4, HARNESS_SOURCE4, c.source6);
 	memcpy(c.source4, c.source6, 4);
-	memset(c.source6, 0, sizeof(c.source6));
+	pkt_addr(LB_FAMILY_IPV6, HARNESS_SOURCE6, c.source6);
 	check(lb_config_write(maps, &c) == 0, "encapsulation settings");
 	for (i = 0; i < NAMES; i++)
-		ids[i] = backend_new_encap(VIP, LB_FAMILY_IPV4, addrs[i], LB_FORWARD_GUE);
+		ids[i] = backend_new_encap(VIP, family, addrs[i], LB_FORWARD_GUE);
 	for (i = 1; i < NAMES; i++)
 		assert_int_equal(ids[i], ids[0] + (__u32)i);
 	rings_build(rs);
@@ -358,6 +367,33 @@ static void test_retired_backends_are_hops_and_freed_ones_are_not(void **state)
 	teardown_vip(&rs);
 }
 
+/* IPv6 backends (of an IPv4 VIP): hops of 16 bytes, hlen counting them. */
+static void test_ipv6_backends_get_hops_of_16_bytes(void **state)
+{
+	struct test_rng rng = { SEED ^ 0x36363636 };
+	unsigned int i, lengths[4] = { 0 };
+	struct rings rs;
+	char client[64];
+
+	(void)state;
+	NEEDS_ROOT();
+	family = LB_FAMILY_IPV6;
+	addrs = addrs6;
+	setup_vip(&rs, 0);
+	for (i = 0; i < FLOWS / 4; i++) {
+		struct pkt_spec spec;
+
+		ack_flow(&rng, &spec, client, sizeof(client));
+		lengths[send_and_check(&rs, &spec, 1, 0xf, NULL)]++;
+	}
+	print_message("hops: IPv6 backends, %u flows: lists of 0/1/2/3 hops: %u/%u/%u/%u\n",
+		      FLOWS / 4, lengths[0], lengths[1], lengths[2], lengths[3]);
+	check(lengths[1] && lengths[2], "IPv6 lists of one and two hops");
+	teardown_vip(&rs);
+	family = LB_FAMILY_IPV4;
+	addrs = addrs4;
+}
+
 static int hops_setup(void **state)
 {
 	(void)state;
@@ -376,5 +412,5 @@ static int hops_teardown(void **state)
 
 HARNESS_GROUP(hops,
 	cmocka_unit_test_setup(test_hop_lists_name_the_previous_owners, hops_setup),
-	cmocka_unit_test_teardown(test_retired_backends_are_hops_and_freed_ones_are_not,
-				  hops_teardown));
+	cmocka_unit_test(test_retired_backends_are_hops_and_freed_ones_are_not),
+	cmocka_unit_test_teardown(test_ipv6_backends_get_hops_of_16_bytes, hops_teardown));
