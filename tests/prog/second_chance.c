@@ -50,6 +50,9 @@ static void put32(unsigned char *p, uint32_t v)
 	put16(p + 2, v & 0xffff);
 }
 
+/* The hops gue_frame() writes: the harness's next hop, unless a test says otherwise. */
+static const char *hop_addr = NEXT_HOP;
+
 /*
  * A GUE frame from the balancer to this host carrying an IPv4 TCP packet
  * 127.0.0.1:@sport -> 127.0.0.1:@dport with @flags, @seq and @ack, with a
@@ -72,7 +75,7 @@ static void gue_frame(struct pkt *p, uint16_t sport, uint16_t dport, uint8_t fla
 	for (i = 0; i < hops && 8 + (size_t)i * 4 + 4 <= e.gue_len; i++) {
 		uint8_t a[16];
 
-		pkt_addr(LB_FAMILY_IPV4, NEXT_HOP, a);
+		pkt_addr(LB_FAMILY_IPV4, hop_addr, a);
 		memcpy(gue + 8 + i * 4, a, 4);
 	}
 	d[0] = 0x45;
@@ -267,7 +270,36 @@ static void test_a_valid_syn_cookie_is_taken_here(void **state)
 	check_eq(decap_run(&p, out, &out_len, &reason), XDP_TX);
 }
 
+/*
+ * A hop on this host's own segment that it never spoke to has no neighbour
+ * entry, and XDP cannot make one: the frame goes back to the MAC it came
+ * from (the router), which routes it on, rather than being taken here.
+ */
+static void test_a_hop_without_neighbour_goes_back_to_the_router(void **state)
+{
+	unsigned char out[PKT_MAX], a[16];
+	size_t out_len;
+	__u32 reason;
+	struct pkt p;
+
+	(void)state;
+	NEEDS_ROOT();
+	hop_addr = "198.18.11.77"; /* on e0's subnet, no neighbour entry */
+	gue_frame(&p, 40200, 9999, 0x10, 1000, 2000, IPPROTO_TCP, 1, 0, 2);
+	hop_addr = NEXT_HOP;
+	check_eq(decap_run(&p, out, &out_len, &reason), XDP_TX);
+	check(reason == LB_DECAP_FORWARD_NEXT_HOP, "counted under %s",
+	      lb_decap_reason_names[reason]);
+	check(memcmp(out, p.data + 6, 6) == 0 && memcmp(out + 6, p.data, 6) == 0,
+	      "not sent back to the MAC it came from");
+	pkt_addr(LB_FAMILY_IPV4, "198.18.11.77", a);
+	check(memcmp(out + 30, a, 4) == 0, "outer destination is not the hop");
+	check_eq(out[42 + 6], 1);
+}
+
 HARNESS_GROUP(second_chance,
 	cmocka_unit_test_setup(test_backend_takes_what_is_its_own_and_sends_the_rest_on,
 			       second_chance_setup),
-	cmocka_unit_test_teardown(test_a_valid_syn_cookie_is_taken_here, second_chance_teardown));
+	cmocka_unit_test(test_a_valid_syn_cookie_is_taken_here),
+	cmocka_unit_test_teardown(test_a_hop_without_neighbour_goes_back_to_the_router,
+				  second_chance_teardown));
