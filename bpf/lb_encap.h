@@ -189,6 +189,21 @@ __noinline int lb_too_big(struct xdp_md *ctx, __u32 fits)
  * Send the packet to backend @backend_id inside its VIP's encapsulation.
  * @hash: the flow's hash, for the GUE source port and the IPv6 flow label
  */
+/* Do @a and @b (either may be NULL) have the same address: one host under two names? */
+static __always_inline int same_host(const struct lb_backend *a, const struct lb_backend *b)
+{
+	return a && b && *(__u64 *)a->addr == *(__u64 *)b->addr &&
+	       *(__u64 *)(a->addr + 8) == *(__u64 *)(b->addr + 8);
+}
+
+/* Backend slot of hop @i of a packed list, or NULL. */
+static __always_inline const struct lb_backend *hop_at(__u64 hops, __u32 i)
+{
+	__u32 id = LB_HOP(hops, i);
+
+	return bpf_map_lookup_elem(&backends, &id);
+}
+
 __noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 hops)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
@@ -227,7 +242,9 @@ __noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 
 	outer_ip = b->family == LB_FAMILY_IPV4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
 	alen = b->family == LB_FAMILY_IPV4 ? 4 : 16;
 	/*
-	 * The hops that are still there, of the destination's family: their
+	 * The hops that are still there, of the destination's family, each
+	 * host once and never the destination's (a backend added again under
+	 * another name shares its address with its retired self): their
 	 * number sizes the headers. Ids, not addresses, are kept (the stack
 	 * has no room for three IPv6 addresses): a hop's address is read again
 	 * when written, and stays the same while its slot is in use.
@@ -239,7 +256,9 @@ __noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 
 		if (i >= LB_HOPS_COUNT(hops))
 			break;
 		h = bpf_map_lookup_elem(&backends, &id);
-		if (!h || h->state == LB_BACKEND_UNUSED || h->family != b->family)
+		if (!h || h->state == LB_BACKEND_UNUSED || h->family != b->family ||
+		    same_host(h, b) || (n > 0 && same_host(h, hop_at(kept, 0))) ||
+		    (n > 1 && same_host(h, hop_at(kept, 1))))
 			continue;
 		kept |= (__u64)id << (LB_HOP_BITS * n);
 		n++;

@@ -968,9 +968,10 @@ static int hops_find(const struct state_vip *vip, struct ctl_answer *out)
 							      NULL;
 		ring_free(ring);
 		free(ids);
-		if (!b || b == first || b->addr.family != first->addr.family)
+		if (!b || b->addr.family != first->addr.family || addr_equal(&b->addr, &first->addr))
 			continue;
-		for (j = 0; j < out->hop_count && out->hops[j] != b; j++)
+		/* Each host once, as the program writes them. */
+		for (j = 0; j < out->hop_count && !addr_equal(&out->hops[j]->addr, &b->addr); j++)
 			;
 		if (j == out->hop_count)
 			out->hops[out->hop_count++] = b;

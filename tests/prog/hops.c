@@ -46,6 +46,13 @@ static const char *const addrs6[NAMES] = { "2001:db8:13::21", "2001:db8:13::22",
 static int family = LB_FAMILY_IPV4;
 static const char *const *addrs = addrs4;
 static __u32 ids[NAMES];
+/* The address each backend has: its own (i), or another's (one host under two names). */
+static int host_of[NAMES] = { 0, 1, 2, 3 };
+
+static int host(__u32 id)
+{
+	return host_of[id - ids[0]];
+}
 
 /*
  * Newest first: serving {b:3, c, d}, then {b, c, d}, {a, b, d}, {a, b}:
@@ -101,7 +108,10 @@ static __u32 owner(const struct rings *rs, int k, __u64 hash)
 	return rs->member_ids[k][res.member];
 }
 
-/* The hop list the program must write: owners under rings 1..3, not @first, each once. */
+/*
+ * The hop list the program must write: owners under rings 1..3, each host
+ * once and never @first's host.
+ */
 static unsigned int hops_wanted(const struct rings *rs, __u64 hash, __u32 usable_mask,
 				__u32 *hops)
 {
@@ -112,9 +122,9 @@ static unsigned int hops_wanted(const struct rings *rs, __u64 hash, __u32 usable
 	for (k = 1; k < 4; k++) {
 		__u32 id = owner(rs, k, hash);
 
-		if (id == first || !(usable_mask & 1u << (id - ids[0])))
+		if (host(id) == host(first) || !(usable_mask & 1u << (id - ids[0])))
 			continue;
-		for (j = 0; j < n && hops[j] != id; j++)
+		for (j = 0; j < n && host(hops[j]) != host(id); j++)
 			;
 		if (j == n)
 			hops[n++] = id;
@@ -169,11 +179,13 @@ static unsigned int send_and_check(const struct rings *rs, const struct pkt_spec
 	check_eq(out[gue] & 0x1f, 1 + n * alen / 4); /* hlen: one word, then the hops */
 	check_eq(out[gue + 6], 0);                    /* next hop: the list's first */
 	for (i = 0; i < n; i++) {
-		__u32 hop = id_of_addr(out + gue + 8 + alen * i);
+		__u8 a[16];
 
 		if (got)
-			got[i] = hop;
-		check(hop == want[i], "hop %u is backend %u, want %u", i, hop, want[i]);
+			got[i] = id_of_addr(out + gue + 8 + alen * i);
+		pkt_addr(family, addrs[host(want[i])], a);
+		check(memcmp(out + gue + 8 + alen * i, a, alen) == 0, "hop %u is not backend %u's host",
+		      i, want[i]);
 	}
 	check_eq(out_len, p.len + ip + LB_GUE_LEN + alen * n);
 	return n;
@@ -354,6 +366,31 @@ static void test_retired_backends_are_hops_and_freed_ones_are_not(void **state)
 
 		ack_flow(&rng, &spec, client, sizeof(client));
 		send_and_check(&rs, &spec, 1, 0xe, NULL);
+	}
+	/* a again, retired, at b's address: one host under two names is one hop, never its own. */
+	{
+		struct lb_backend e = { .family = (__u8)family, .state = LB_BACKEND_RETIRED,
+					.vip_id = VIP, .cookie = 999, .forward = LB_FORWARD_GUE };
+		unsigned int dup = 0;
+
+		pkt_addr(family, addrs[1], e.addr);
+		check(lb_backend_install(maps, ids[0], &e) == 0, "a at b's address");
+		host_of[0] = 1;
+		for (i = 0; i < FLOWS / 4; i++) {
+			struct pkt_spec spec;
+			struct lb_flow_key key;
+			__u64 hash;
+			int k;
+
+			ack_flow(&rng, &spec, client, sizeof(client));
+			key_of_spec(&spec, &key);
+			hash = lb_flow_hash(secret, &key);
+			for (k = 1; k < 4; k++)
+				dup += owner(&rs, k, hash) == ids[0];
+			send_and_check(&rs, &spec, 1, 0xf, NULL);
+		}
+		host_of[0] = 0;
+		check(dup > 0, "no flow had a among its owners");
 	}
 	/* Without previous rings, lists are empty. */
 	check(lb_vip_history_sync(maps, VIP, NULL, NULL, 0) == 0, "forget the previous rings");
