@@ -28,6 +28,9 @@
 # digit of the one backend that served it: a reset, or a move to another
 # backend, fails it.
 #
+# DEBUG=1 also prints, for stateless downloads that were not whole, where
+# `lookup` puts their flows now, and every backend's decap counters.
+#
 # Needs root. Without it the script skips, except under CI=true.
 set -uo pipefail
 
