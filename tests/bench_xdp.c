@@ -765,7 +765,7 @@ static void second_chance_per_packet(void)
 				fprintf(stderr, "bench: %s returned %u\n", names[e], verdict);
 				die("a second-chance benchmark frame was not forwarded", -EPROTO);
 			}
-			if (e == SC_STATELESS && round >= 0)
+			if (e == SC_STATELESS)
 				packets += PACKETS_PER_RUN;
 			/* round -1 warms caches and pins the established flows */
 			if (round >= 0)
@@ -789,8 +789,8 @@ static void second_chance_per_packet(void)
 	printf("   %-22s %9.1f %9.2f %-20s\n", names[SC_STATELESS_SYN], med[SC_STATELESS_SYN],
 	       med[SC_STATELESS_SYN] / med[SC_PINNED_EST], "pinned, established");
 	printf("   stateless packets that carried a hop list: %.1f%% (%llu of %llu, the rest kept "
-	       "their owner)\n", packets ? 100.0 * (double)hops / (double)(packets + PACKETS_PER_RUN) : 0.0,
-	       (unsigned long long)hops, (unsigned long long)(packets + PACKETS_PER_RUN));
+	       "their owner)\n", 100.0 * (double)hops / (double)packets,
+	       (unsigned long long)hops, (unsigned long long)packets);
 	for (k = 0; k < LB_RING_HISTORY; k++) {
 		ring_free(past[k]);
 		free(past_ids[k]);
@@ -848,7 +848,7 @@ static void forwarding(void)
 	double floor_flood[FORWARD_ROUNDS], ring_flood[FORWARD_ROUNDS], gue_flood[FORWARD_ROUNDS];
 	struct lb_vip_key stateless_key = bench_vip_key(IPPROTO_TCP, 80);
 	struct lb_vip_key tcp_key = bench_vip_key(IPPROTO_TCP, 80);
-	__u64 refused0, refused;
+	__u64 refused;
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
 				     .iface_mac = { 2, 0, 0, 0, 0, 2 } };
 	struct lb_vip_key key = bench_vip_key(IPPROTO_UDP, 53);
@@ -980,8 +980,8 @@ static void forwarding(void)
 			forward_pps(ifindex, lb_prog_fd(shipped), lb_prog_maps(shipped)->vip_stats, 1,
 				    2, 0, flood_gue);
 	}
-	refused0 = 0;
-	refused = harness_percpu_sum(lb_prog_maps(shipped)->flow_rate, 0, 3, 2) - refused0;
+	/* The maps are new: every refusal they counted is the floods'. */
+	refused = harness_percpu_sum(lb_prog_maps(shipped)->flow_rate, 0, 3, 2);
 	qsort(floor_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	qsort(ring_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	qsort(gue_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);

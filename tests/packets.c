@@ -47,6 +47,22 @@ void pkt_ipv4_checksum(struct pkt *pkt)
 	put16(ip + 10, (uint16_t)~sum);
 }
 
+/* Ethernet from the client to the balancer, with @vlan's tag when not 0: where L3 starts. */
+static size_t eth_put(unsigned char *p, uint16_t vlan, int family)
+{
+	size_t off = 12;
+
+	memcpy(p, pkt_lb_mac, 6);
+	memcpy(p + 6, pkt_client_mac, 6);
+	if (vlan) {
+		put16(p + off, ETHERTYPE_VLAN);
+		put16(p + off + 2, vlan);
+		off += 4;
+	}
+	put16(p + off, family == LB_FAMILY_IPV4 ? ETHERTYPE_IPV4 : ETHERTYPE_IPV6);
+	return off + 2;
+}
+
 void pkt_build(struct pkt *pkt, const struct pkt_spec *spec)
 {
 	unsigned char *p = pkt->data;
@@ -56,16 +72,7 @@ void pkt_build(struct pkt *pkt, const struct pkt_spec *spec)
 	memset(pkt, 0, sizeof(*pkt));
 	pkt_addr(spec->family, spec->src, src);
 	pkt_addr(spec->family, spec->dst, dst);
-	memcpy(p, pkt_lb_mac, 6);
-	memcpy(p + 6, pkt_client_mac, 6);
-	off = 12;
-	if (spec->vlan) {
-		put16(p + off, ETHERTYPE_VLAN);
-		put16(p + off + 2, spec->vlan);
-		off += 4;
-	}
-	put16(p + off, spec->family == LB_FAMILY_IPV4 ? ETHERTYPE_IPV4 : ETHERTYPE_IPV6);
-	off += 2;
+	off = eth_put(p, spec->vlan, spec->family);
 	pkt->l3 = off;
 	if (spec->family == LB_FAMILY_IPV4) {
 		size_t ihl = 5 + spec->ipv4_option_words;
@@ -153,16 +160,7 @@ void pkt_build_encap(struct pkt *pkt, const struct pkt_encap *e, const struct pk
 	uint8_t a[16];
 
 	memset(pkt, 0, sizeof(*pkt));
-	memcpy(p, pkt_lb_mac, 6);
-	memcpy(p + 6, pkt_client_mac, 6);
-	off = 12;
-	if (e->vlan) {
-		put16(p + off, ETHERTYPE_VLAN);
-		put16(p + off + 2, e->vlan);
-		off += 4;
-	}
-	put16(p + off, e->family == LB_FAMILY_IPV4 ? ETHERTYPE_IPV4 : ETHERTYPE_IPV6);
-	pkt->l3 = off + 2;
+	pkt->l3 = eth_put(p, e->vlan, e->family);
 	if (e->proto == IPPROTO_UDP)
 		udp_len = 8 + e->gue_len + inner_len;
 	off = pkt->l3;
