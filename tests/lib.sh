@@ -27,23 +27,24 @@ require_root() {
 # balancer's namespace against them, and die() for set-up failures.
 # Needs ROOT and topology.sh sourced.
 topo_session() {
+	session_names "$1" "$2"
+	trap 'topo_down "$P" "$W"; rm -rf "$PIN" "$W"' EXIT
+}
+
+# session_names NAME PREFIX: TEST_NAME, P, W, PIN and RINGLB_NS of a session.
+session_names() {
 	TEST_NAME=$1
 	P=$2$$
 	W=$(mktemp -d)
 	PIN=/sys/fs/bpf/ringlb-$P
 	RINGLB_NS=${P}lb
-	trap 'topo_down "$P" "$W"; rm -rf "$PIN" "$W"' EXIT
 }
 
 # routed_session NAME PREFIX: the same on scripts/routed.sh (sourced first),
 # the network brought up, its jobs killed on exit, be I ARGS (ringlb on
 # backend I, on its own state and pins) and client ARGS (in the client).
 routed_session() {
-	TEST_NAME=$1
-	P=$2$$
-	W=$(mktemp -d)
-	PIN=/sys/fs/bpf/ringlb-$P
-	RINGLB_NS=${P}lb
+	session_names "$1" "$2"
 	trap 'kill $(jobs -p) 2>/dev/null; routed_down "$P" "$W"; rm -rf "$PIN" "$PIN"-b* "$W"' EXIT
 	routed_up "$P" "$W" || die "routed network"
 }
