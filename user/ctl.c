@@ -116,17 +116,6 @@ static int slot_holds(const struct lb_backend *slot, const struct lb_backend *wa
 	       memcmp(slot->mac, want->mac, sizeof(slot->mac)) == 0;
 }
 
-/* Are all @len bytes at @p zero? 0 if so, else 1. */
-static int memchr_inv_zero(const void *p, size_t len)
-{
-	const unsigned char *c = p;
-
-	while (len--)
-		if (*c++)
-			return 1;
-	return 0;
-}
-
 static int vip_id_wanted(const struct state *s, __u32 id)
 {
 	size_t i;
@@ -344,15 +333,14 @@ static int history_same(const struct state_vip *before, const struct state_vip *
 		const struct state_backend *b = &v->backends[i];
 		const struct state_backend *was = state_backend_find(before, b->name);
 
-		if (!was ? memchr_inv_zero(b->past_weight, sizeof(b->past_weight)) :
+		if (!was ? state_backend_kept(v, b) :
 			   was->id != b->id ||
 			   memcmp(was->past_weight, b->past_weight, sizeof(b->past_weight)))
 			return 0;
 	}
 	for (i = 0; i < before->backend_count; i++)
 		if (!state_backend_find(v, before->backends[i].name) &&
-		    memchr_inv_zero(before->backends[i].past_weight,
-				    sizeof(before->backends[i].past_weight)))
+		    state_backend_kept(before, &before->backends[i]))
 			return 0;
 	return 1;
 }

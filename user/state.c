@@ -321,8 +321,7 @@ int state_vip_past_ring(const struct state_vip *vip, __u32 k, struct ring **out,
 	return ring_of(vip, (int)k, out, backend_ids);
 }
 
-/* Is @b a member of one of its VIP's previous rings? */
-static int past_member(const struct state_vip *v, const struct state_backend *b)
+int state_backend_kept(const struct state_vip *v, const struct state_backend *b)
 {
 	__u32 k;
 
@@ -375,7 +374,7 @@ static int retire_removed(const struct state_vip *before, struct state_vip *v, i
 				keep.past_weight[k] = was->past_weight[k - 1];
 			keep.past_weight[0] = state_backend_in_ring(was) ? was->weight : 0;
 		}
-		if (!past_member(v, &keep))
+		if (!state_backend_kept(v, &keep))
 			continue;
 		keep.retired = 1;
 		keep.draining = 0;
@@ -417,7 +416,7 @@ void state_history_advance(const struct state *before, struct state *after)
 		(void)retire_removed(was, v, pushed);
 		/* Retired backends no previous ring names any more leave. */
 		for (j = v->backend_count; j-- > 0;)
-			if (v->backends[j].retired && !past_member(v, &v->backends[j]))
+			if (v->backends[j].retired && !state_backend_kept(v, &v->backends[j]))
 				state_backend_remove(v, &v->backends[j]);
 	}
 }
@@ -701,7 +700,7 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const struct 
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	b->draining = strcmp(state, "draining") == 0;
 	b->retired = strcmp(state, "retired") == 0;
-	if (b->retired && !past_member(v, b))
+	if (b->retired && !state_backend_kept(v, b))
 		return refuse(why, "%s.state: retired, but no previous ring names it", where);
 	b->weight = (__u32)weight;
 	b->id = (__u32)id;

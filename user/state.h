@@ -253,6 +253,9 @@ static inline const char *state_backend_state(const struct state_backend *b)
 int state_vip_past_ring(const struct state_vip *vip, __u32 k, struct ring **out,
 			__u32 **backend_ids);
 
+/** state_backend_kept() - is @b a member of one of @v's previous rings? */
+int state_backend_kept(const struct state_vip *v, const struct state_backend *b);
+
 /**
  * state_history_advance() - keep the previous rings of @after's gue VIPs.
  * @before: the committed state
