@@ -54,13 +54,15 @@ endif
 RING_SRCS := $(sort $(wildcard ring/*.c))
 # The controller core: state, sync and maps, a library for every front end.
 CORE_SRCS := user/addr.c user/host.c user/lb.c user/ringmap.c user/state.c user/ctl.c user/change.c \
+	user/health.c user/probe.c \
 	user/decap.c
 # The ringlb command.
 CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 # Program tests and benchmarks: their shared harness.
 HARNESS_SRCS := tests/packets.c tests/harness.c
 PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
-SKELS := $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/vip_reader.skel.h \
+SKELS := $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
+	$(OUTPUT)/vip_reader.skel.h \
 	$(OUTPUT)/syncookie.skel.h \
 	$(OUTPUT)/bench_xdp.skel.h
 

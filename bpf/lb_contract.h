@@ -277,6 +277,18 @@ struct lb_gue {
 /** LB_ICMP_QUOTE_MAX - bytes of the packet an ICMP error from the balancer quotes. */
 #define LB_ICMP_QUOTE_MAX 128
 
+/* --- health checks (bpf/probe.bpf.c) ------------------------------------------- */
+
+/**
+ * LB_PROBE_MARK - the socket mark of the daemon's probe sockets: these bits,
+ * and the backend id probed in the low 12 (LB_RING_ENTRY_BACKEND_MASK).
+ * The probe program sends such a packet to that backend the way the data
+ * path sends a client's.
+ */
+#define LB_PROBE_MARK 0x524c0000u
+/** LB_PROBE_MARK_MASK - the bits of a mark that say "a probe". */
+#define LB_PROBE_MARK_MASK 0xfffff000u
+
 /* --- rings (maps "rings_0" .. "rings_3", arrays of maps) --------------------- */
 
 /*

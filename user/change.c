@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "host.h"
+#include "ring.h"
 
 /* --- where a deployment lives -------------------------------------------------------- */
 
@@ -358,14 +359,149 @@ static void nothing_changed(char why[CTL_WHY_MAX])
 	snprintf(why, CTL_WHY_MAX, "%s; nothing changed", cause);
 }
 
+/* --- the ring transition log ---------------------------------------------------------- */
+
+static json_int_t point_count(const struct ring *r)
+{
+	size_t n = 0;
+
+	ring_points(r, &n);
+	return (json_int_t)n;
+}
+
+/* A VIP's ring, or an empty one when it has none (added, removed, no backend). */
+static struct ring *transition_ring(const struct state_vip *v)
+{
+	struct ring *r = NULL;
+	__u32 *ids = NULL;
+
+	if (v && state_vip_ring(v, &r, &ids) == 0) {
+		free(ids);
+		return r;
+	}
+	return ring_new(&r, RING_VNODES_MIN) ? NULL : r;
+}
+
+/* One line for VIP @spec, whose ring differs between @was and @now. */
+static json_t *transition_line(const struct state_vip *was, const struct state_vip *now,
+			       const struct state *after, const char *cause, const char *outcome)
+{
+	struct ring *a = transition_ring(was), *b = transition_ring(now);
+	struct ring_diff diff = { 0 };
+	char spec[ADDR_TEXT_MAX], when[40];
+	struct passwd *pw = getpwuid(getuid());
+	json_t *line = NULL, *members;
+	struct timespec ts;
+	struct tm tm;
+	size_t i;
+
+	if (!a || !b || ring_diff(a, b, &diff))
+		goto out;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03ldZ",
+		 ts.tv_nsec / 1000000);
+	vip_format(now ? &now->spec : &was->spec, spec);
+	members = json_array();
+	for (i = 0; members && i < diff.count; i++) {
+		const struct ring_diff_member *m = &diff.members[i];
+
+		if (m->share_before != m->share_after)
+			json_array_append_new(members,
+					      json_pack("{s:s, s:f, s:f}", "backend", m->name,
+							"share_before", m->share_before,
+							"share_after", m->share_after));
+	}
+	line = json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:f, s:o, s:b, s:s}", "time", when,
+			 "vip", spec, "generation", (json_int_t)after->generation, "cause", cause,
+			 "user", pw ? pw->pw_name : "?", "points_before",
+			 point_count(a), "points_after",
+			 point_count(b), "moved", diff.moved, "backends", members,
+			 "fail_open", now && state_vip_fails_open(now), "outcome", outcome);
+	if (line && getenv("SUDO_USER"))
+		json_object_set_new(line, "sudo_user", json_string(getenv("SUDO_USER")));
+out:
+	ring_diff_free(&diff);
+	ring_free(a);
+	ring_free(b);
+	return line;
+}
+
+/* Does VIP @was's ring differ from @now's (either may be NULL)? */
+static int ring_moves(const struct state_vip *was, const struct state_vip *now)
+{
+	size_t p1 = 0, p2 = 0;
+	uint64_t f1 = 0, f2 = 0;
+
+	if (!was || !now)
+		return (was && state_vip_summary(was, &p1, &f1) == 0 && p1) ||
+		       (now && state_vip_summary(now, &p2, &f2) == 0 && p2);
+	if (state_vip_summary(was, &p1, &f1) || state_vip_summary(now, &p2, &f2))
+		return 1;
+	return p1 != p2 || f1 != f2;
+}
+
+/*
+ * Append one JSON line to rings.log beside the state file for every VIP
+ * whose ring the change from @before to @after moves: when, which VIP, the
+ * cause, who, points before and after, the share of the hash space that
+ * changed owner and each backend's share before and after, whether the VIP
+ * fails open, and the outcome ("ok", or "failed: why": the old ring serves).
+ */
+static void transitions_log(const struct ctl_site *site, const struct state *before,
+			    const struct state *after, const char *cause, const char *outcome)
+{
+	char path[PATH_MAX];
+	size_t i;
+	int fd;
+
+	ctl_site_path(site, "rings.log", path, sizeof(path));
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	for (i = 0; i < before->vip_count + after->vip_count; i++) {
+		const struct state_vip *was, *now;
+		json_t *line;
+		char *text;
+
+		if (i < after->vip_count) {
+			now = &after->vips[i];
+			was = state_vip_find(before, &now->spec);
+		} else {
+			was = &before->vips[i - after->vip_count];
+			now = NULL;
+			if (state_vip_find(after, &was->spec))
+				continue;
+		}
+		if (!ring_moves(was, now))
+			continue;
+		line = transition_line(was, now, after, cause ? cause : "?", outcome);
+		text = line ? json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6))
+			    : NULL;
+		json_decref(line);
+		if (text) {
+			size_t len = strlen(text);
+
+			text[len] = '\n';
+			if (write(fd, text, len + 1) < 0) {
+				/* Best effort, as the audit log: the change stands or fell already. */
+			}
+		}
+		free(text);
+	}
+	close(fd);
+}
+
 int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entries,
-	       ctl_apply_fn apply, const void *args, struct ctl_outcome *out)
+	       ctl_apply_fn apply, const void *args, const char *cause,
+	       struct ctl_outcome *out)
 {
 	struct ctl_session ss = { .flags = flags, .flow_entries = flow_entries };
 	struct ctl_apply ctx = { .site = site };
 	struct state want;
 	char *why = out->why, *undo = out->undo;
-	int err, fixed;
+	int err, fixed, logged = 0;
 
 	memset(out, 0, sizeof(*out));
 	state_init(&want);
@@ -380,7 +516,12 @@ int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entri
 	err = apply(&ctx, args, &want, why);
 	if (err)
 		goto undo_links; /* attach may have made its link already */
-	/* Every change keeps the rings it replaces, whatever command made it. */
+	logged = 1;
+	/*
+	 * Every change keeps its VIPs' last healthy sets (fail open) and the
+	 * rings it replaces, whatever command or verdict made it.
+	 */
+	state_health_settle(&ss.applied, &want);
 	state_history_advance(&ss.applied, &want);
 	want.generation = ss.applied.generation + 1;
 	if (ss.have_maps) {
@@ -430,6 +571,12 @@ out:
 	if (!err) {
 		snprintf(out->note, sizeof(out->note), "%s", ss.note);
 		next_hops_refresh(&want);
+	}
+	if (logged) {
+		char outcome[CTL_WHY_MAX + 16];
+
+		snprintf(outcome, sizeof(outcome), err ? "failed: %s" : "ok", why);
+		transitions_log(site, &ss.applied, &want, cause, outcome);
 	}
 	state_free(&want);
 	ctl_session_end(&ss);

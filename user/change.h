@@ -180,10 +180,17 @@ struct ctl_outcome {
  * @flow_entries: with CTL_CREATE_MAPS, the size of a flow table created now
  * @apply: the change
  * @args: its arguments
+ * @cause: what made it, in words ("command: backend add ...", "health: ..."),
+ *         for the ring transition log
  * @out: what happened, in words
+ *
+ * Every VIP whose ring the change moves gets one line in rings.log beside
+ * the state file (JSON): time, VIP, @cause, user, points before and after,
+ * the share moved, each backend's shares, fail-open, and the outcome.
  */
 int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entries,
-	       ctl_apply_fn apply, const void *args, struct ctl_outcome *out);
+	       ctl_apply_fn apply, const void *args, const char *cause,
+	       struct ctl_outcome *out);
 
 /**
  * ctl_audit() - append one line for an attempted change to audit.log beside

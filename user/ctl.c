@@ -48,7 +48,10 @@ void ctl_vip_key(const struct state_vip *v, struct lb_vip_key *key)
 
 static enum lb_backend_state wanted_state(const struct state_backend *b)
 {
-	return b->retired ? LB_BACKEND_RETIRED : b->draining ? LB_BACKEND_DRAINING : LB_BACKEND_ACTIVE;
+	/* A backend that is down takes no new flows and keeps its pinned ones, as a drain. */
+	return b->retired		  ? LB_BACKEND_RETIRED :
+	       !state_backend_in_ring(b) ? LB_BACKEND_DRAINING :
+					   LB_BACKEND_ACTIVE;
 }
 
 static const struct state_vip *vip_in(const struct state *s, const struct state_vip *v)

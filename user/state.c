@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <netinet/in.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -125,6 +126,7 @@ int state_vip_add(struct state *s, const struct vip_spec *spec, __u32 vnodes,
 	vips[s->vip_count].id = id;
 	vips[s->vip_count].spec = *spec;
 	vips[s->vip_count].vnodes = vnodes;
+	state_check_default(spec, &vips[s->vip_count].check);
 	*out = &vips[s->vip_count++];
 	return 0;
 }
@@ -421,6 +423,118 @@ void state_history_advance(const struct state *before, struct state *after)
 	}
 }
 
+/* --- health checks ---------------------------------------------------------------- */
+
+void state_check_default(const struct vip_spec *spec, struct state_check *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->kind = spec->protocol == IPPROTO_TCP ? STATE_CHECK_TCP : STATE_CHECK_NONE;
+	c->interval_ms = STATE_CHECK_INTERVAL_MS;
+	c->timeout_ms = STATE_CHECK_TIMEOUT_MS;
+	c->rise = STATE_CHECK_RISE;
+	c->fall = STATE_CHECK_FALL;
+	c->hold_ms = STATE_CHECK_HOLD_MS;
+}
+
+int state_check_parse(const char *text, struct state_check *c, const char **why)
+{
+	size_t i, len;
+
+	memset(c->path, 0, sizeof(c->path));
+	if (strcmp(text, "tcp") == 0 || strcmp(text, "none") == 0) {
+		c->kind = text[0] == 't' ? STATE_CHECK_TCP : STATE_CHECK_NONE;
+		return 0;
+	}
+	if (strncmp(text, "http:", 5)) {
+		*why = "must be tcp, http:PATH or none";
+		return -EINVAL;
+	}
+	text += 5;
+	len = strlen(text);
+	if (text[0] != '/' || len > STATE_CHECK_PATH_MAX) {
+		*why = "an HTTP check's path starts with / and has at most 127 characters";
+		return -EINVAL;
+	}
+	/* The path goes into a request line: printable, no space. */
+	for (i = 0; i < len; i++)
+		if (text[i] <= 0x20 || text[i] >= 0x7f) {
+			*why = "an HTTP check's path is printable ASCII without spaces";
+			return -EINVAL;
+		}
+	c->kind = STATE_CHECK_HTTP;
+	memcpy(c->path, text, len);
+	return 0;
+}
+
+int state_check_valid(const struct state_check *c, const char **why)
+{
+	if (c->interval_ms < 100 || c->interval_ms > 3600000)
+		*why = "the check interval is 100 .. 3600000 ms";
+	else if (c->timeout_ms < 10 || c->timeout_ms > c->interval_ms)
+		*why = "the check timeout is 10 ms .. the interval";
+	else if (c->rise < 1 || c->rise > 100 || c->fall < 1 || c->fall > 100)
+		*why = "rise and fall are 1 .. 100 checks";
+	else if (c->hold_ms > 3600000)
+		*why = "the hold is 0 .. 3600000 ms";
+	else
+		return 0;
+	return -EINVAL;
+}
+
+void state_check_format(const struct state_check *c, char *buf, size_t len)
+{
+	if (c->kind == STATE_CHECK_HTTP)
+		snprintf(buf, len, "http:%s", c->path);
+	else
+		snprintf(buf, len, "%s", c->kind == STATE_CHECK_TCP ? "tcp" : "none");
+}
+
+static int check_equal(const struct state_check *a, const struct state_check *b)
+{
+	return a->kind == b->kind && strcmp(a->path, b->path) == 0 && a->port == b->port &&
+	       a->direct == b->direct && a->interval_ms == b->interval_ms &&
+	       a->timeout_ms == b->timeout_ms && a->rise == b->rise && a->fall == b->fall &&
+	       a->hold_ms == b->hold_ms;
+}
+
+int state_vip_fails_open(const struct state_vip *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->backend_count; i++)
+		if (v->backends[i].held)
+			return 1;
+	return 0;
+}
+
+void state_health_settle(const struct state *before, struct state *after)
+{
+	size_t i, j, up;
+
+	for (i = 0; i < after->vip_count; i++) {
+		struct state_vip *v = &after->vips[i];
+		const struct state_vip *was = before ? state_vip_find(before, &v->spec) : NULL;
+
+		up = 0;
+		for (j = 0; j < v->backend_count; j++) {
+			struct state_backend *b = &v->backends[j];
+
+			if (!b->down || b->draining || b->retired)
+				b->held = 0;
+			up += !b->draining && !b->retired && !b->down;
+		}
+		for (j = 0; j < v->backend_count; j++) {
+			struct state_backend *b = &v->backends[j];
+			const struct state_backend *old = was ? state_backend_find(was, b->name) : NULL;
+
+			if (!b->down || b->draining || b->retired)
+				continue;
+			/* Fail open: the backends the ring served before all went down stay. */
+			b->held = !up && old && old->cookie == b->cookie && state_backend_in_ring(old);
+		}
+	}
+}
+
 struct state_iface *state_iface_find(const struct state *s, const char *name)
 {
 	size_t i;
@@ -467,6 +581,19 @@ static json_t *uints_to_json(const __u32 *values, __u32 count)
 	return a;
 }
 
+/* A check, every field said. */
+static json_t *check_to_json(const struct state_check *c)
+{
+	char kind[STATE_CHECK_PATH_MAX + 8];
+
+	state_check_format(c, kind, sizeof(kind));
+	return json_pack("{s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "type", kind, "port",
+			 (json_int_t)c->port, "target", c->direct ? "backend" : "vip",
+			 "interval_ms", (json_int_t)c->interval_ms, "timeout_ms",
+			 (json_int_t)c->timeout_ms, "rise", (json_int_t)c->rise, "fall",
+			 (json_int_t)c->fall, "hold_ms", (json_int_t)c->hold_ms);
+}
+
 /*
  * A backend; its MAC only for an l2 VIP, whose frames are rewritten to it;
  * its weights in the previous rings only when its VIP keeps some.
@@ -487,6 +614,12 @@ static json_t *backend_to_json(const struct state_backend *b, const struct state
 	if (j && v->history_count)
 		json_object_set_new(j, "past_weights",
 				    uints_to_json(b->past_weight, v->history_count));
+	if (j && b->down)
+		json_object_set_new(j, "health", json_string("down"));
+	if (j && b->held)
+		json_object_set_new(j, "held", json_true());
+	if (j && b->check_set)
+		json_object_set_new(j, "check", check_to_json(&b->check));
 	return j;
 }
 
@@ -499,6 +632,7 @@ static json_t *vips_to_json(const struct state *s)
 		const struct state_vip *v = &s->vips[i];
 		char spec[ADDR_TEXT_MAX];
 		json_t *backends = json_array();
+		struct state_check dflt;
 
 		vip_format(&v->spec, spec);
 		for (j = 0; j < v->backend_count; j++)
@@ -519,6 +653,10 @@ static json_t *vips_to_json(const struct state *s)
 		if (o && v->history_count)
 			json_object_set_new(o, "past_vnodes",
 					    uints_to_json(v->past_vnodes, v->history_count));
+		/* "check" only when not the default: files without checks read as before. */
+		state_check_default(&v->spec, &dflt);
+		if (o && !check_equal(&v->check, &dflt))
+			json_object_set_new(o, "check", check_to_json(&v->check));
 		if (o)
 			json_object_set_new(o, "backends", backends);
 		else
@@ -661,6 +799,42 @@ static int uints_from_json(json_t *obj, const char *key, __u32 *out, __u32 count
 	return 0;
 }
 
+/* A check object (every field said, as check_to_json() writes it). */
+static int check_from_json(json_t *obj, struct state_check *c, const char *where,
+			   char why[STATE_WHY_MAX])
+{
+	const char *kind = NULL, *target = NULL, *problem = NULL;
+	json_int_t port = 0, interval = 0, timeout = 0, rise = 0, fall = 0, hold = 0;
+	int err;
+
+	if (!json_is_object(obj))
+		return refuse(why, "%s.check: not an object", where);
+	err = get_string(obj, "type", &kind, where, why) ?:
+	      get_string(obj, "target", &target, where, why) ?:
+	      get_uint(obj, "port", 0, 65535, &port, where, why) ?:
+	      get_uint(obj, "interval_ms", 0, UINT32_MAX, &interval, where, why) ?:
+	      get_uint(obj, "timeout_ms", 0, UINT32_MAX, &timeout, where, why) ?:
+	      get_uint(obj, "rise", 0, UINT32_MAX, &rise, where, why) ?:
+	      get_uint(obj, "fall", 0, UINT32_MAX, &fall, where, why) ?:
+	      get_uint(obj, "hold_ms", 0, UINT32_MAX, &hold, where, why);
+	if (err)
+		return err;
+	if (state_check_parse(kind, c, &problem))
+		return refuse(why, "%s.check.type: %s", where, problem);
+	if (strcmp(target, "vip") && strcmp(target, "backend"))
+		return refuse(why, "%s.check.target: must be \"vip\" or \"backend\"", where);
+	c->direct = target[0] == 'b';
+	c->port = (__u16)port;
+	c->interval_ms = (__u32)interval;
+	c->timeout_ms = (__u32)timeout;
+	c->rise = (__u32)rise;
+	c->fall = (__u32)fall;
+	c->hold_ms = (__u32)hold;
+	if (state_check_valid(c, &problem))
+		return refuse(why, "%s.check: %s", where, problem);
+	return 0;
+}
+
 static int backend_from_json(json_t *obj, struct state_backend *b, const struct state_vip *v,
 			     const char *where, char why[STATE_WHY_MAX])
 {
@@ -696,6 +870,30 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const struct 
 			return err;
 	} else if (json_object_get(obj, "past_weights")) {
 		return refuse(why, "%s.past_weights: its VIP keeps no previous rings", where);
+	}
+	if (json_object_get(obj, "health")) {
+		const char *health = NULL;
+
+		err = get_string(obj, "health", &health, where, why);
+		if (err)
+			return err;
+		if (strcmp(health, "down") && strcmp(health, "up"))
+			return refuse(why, "%s.health: must be \"up\" or \"down\"", where);
+		b->down = health[0] == 'd';
+	}
+	if (json_object_get(obj, "held")) {
+		if (!json_is_boolean(json_object_get(obj, "held")))
+			return refuse(why, "%s.held: must be true or false", where);
+		b->held = json_is_true(json_object_get(obj, "held"));
+		if (b->held && (!b->down || strcmp(state, "active")))
+			return refuse(why, "%s.held: only an active backend that is down is held",
+				      where);
+	}
+	if (json_object_get(obj, "check")) {
+		err = check_from_json(json_object_get(obj, "check"), &b->check, where, why);
+		if (err)
+			return err;
+		b->check_set = 1;
 	}
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	b->draining = strcmp(state, "draining") == 0;
@@ -762,6 +960,12 @@ static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 		v->history_count = (__u32)json_array_size(past);
 		err = uints_from_json(obj, "past_vnodes", v->past_vnodes, v->history_count,
 				      RING_VNODES_MIN, RING_VNODES_MAX, where, why);
+		if (err)
+			return err;
+	}
+	state_check_default(&v->spec, &v->check);
+	if (json_object_get(obj, "check")) {
+		err = check_from_json(json_object_get(obj, "check"), &v->check, where, why);
 		if (err)
 			return err;
 	}

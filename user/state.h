@@ -31,6 +31,50 @@ struct ring;
 /** STATE_WHY_MAX - room for an explanation of a refused state. */
 #define STATE_WHY_MAX 256
 
+/** enum state_check_kind - how a backend's health is checked. */
+enum state_check_kind {
+	STATE_CHECK_NONE = 0,  /* not checked: always up */
+	STATE_CHECK_TCP = 1,   /* a TCP connection is accepted */
+	STATE_CHECK_HTTP = 2,  /* an HTTP GET of the path answers 2xx or 3xx */
+};
+
+/** STATE_CHECK_PATH_MAX - longest HTTP check path. */
+#define STATE_CHECK_PATH_MAX 127
+
+/* Check defaults: every 2 s, 1 s to answer, up after 2 good, down after 3 bad. */
+#define STATE_CHECK_INTERVAL_MS 2000
+#define STATE_CHECK_TIMEOUT_MS 1000
+#define STATE_CHECK_RISE 2
+#define STATE_CHECK_FALL 3
+/* A backend's health changes its VIP's ring at most once in this long. */
+#define STATE_CHECK_HOLD_MS 10000
+
+/**
+ * struct state_check - a health check.
+ * @kind: enum state_check_kind
+ * @path: the HTTP check's path (starts with '/')
+ * @port: the port checked; 0: the VIP's
+ * @direct: 1 to check the backend's own address; 0 (default) to connect to
+ *          the VIP through the clients' path (probe.h), proving the backend
+ *          serves the VIP
+ * @interval_ms: from one check to the next
+ * @timeout_ms: how long a check may take (at most @interval_ms)
+ * @rise: good checks in a row that bring a down backend up
+ * @fall: bad checks in a row that take an up backend down
+ * @hold_ms: a backend's health changes the ring at most once in this long
+ */
+struct state_check {
+	int kind;
+	char path[STATE_CHECK_PATH_MAX + 1];
+	__u16 port;
+	int direct;
+	__u32 interval_ms;
+	__u32 timeout_ms;
+	__u32 rise;
+	__u32 fall;
+	__u32 hold_ms;
+};
+
 /**
  * struct state_backend - one backend of a VIP.
  * @name: unique within its VIP
@@ -43,6 +87,11 @@ struct ring;
  *           keeps its slot until no previous ring names it
  * @past_weight: its weight in each of the VIP's previous rings, newest
  *               first; 0 where it was not a member (or draining)
+ * @down: 1 when its health checks found it down (the daemon's verdict)
+ * @held: 1 when it is down but keeps its points: every checked backend of
+ *        its VIP is down, and the VIP keeps the last healthy set (fail open)
+ * @check_set: 1 when it has a check of its own instead of its VIP's
+ * @check: that check
  * @id: its slot in the backends map, 1 .. LB_BACKENDS_MAX - 1
  * @cookie: its identity, 1 .. STATE_COOKIE_MAX, random and unique in the
  *          state: a backend added again, or another backend in the same slot,
@@ -56,6 +105,10 @@ struct state_backend {
 	int draining;
 	int retired;
 	__u32 past_weight[LB_RING_HISTORY];
+	int down;
+	int held;
+	int check_set;
+	struct state_check check;
 	__u32 id;
 	__u64 cookie;
 };
@@ -70,6 +123,8 @@ struct state_backend {
  * @history_count: previous rings kept (gue VIPs), 0 .. LB_RING_HISTORY
  * @past_vnodes: K of each previous ring, newest first; its members are the
  *               backends with a past_weight there
+ * @check: how its backends' health is checked (state_check_default() when
+ *         not said)
  * @backend_count: entries in @backends
  * @backends: in the order they were added
  */
@@ -81,6 +136,7 @@ struct state_vip {
 	int stateless;
 	__u32 history_count;
 	__u32 past_vnodes[LB_RING_HISTORY];
+	struct state_check check;
 	size_t backend_count;
 	struct state_backend *backends;
 };
@@ -234,11 +290,51 @@ void state_backend_remove(struct state_vip *vip, struct state_backend *b);
  */
 int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backend_ids);
 
-/** state_backend_in_ring() - does @b own points of its VIP's ring (not draining nor retired)? */
+/**
+ * state_backend_in_ring() - does @b own points of its VIP's ring: not
+ * draining nor retired, and up (or held: down, but kept while its VIP
+ * fails open)?
+ */
 static inline int state_backend_in_ring(const struct state_backend *b)
 {
-	return !b->draining && !b->retired;
+	return !b->draining && !b->retired && (!b->down || b->held);
 }
+
+/** state_check_default() - the check of a VIP that says none: tcp for TCP VIPs, none for UDP. */
+void state_check_default(const struct vip_spec *spec, struct state_check *c);
+
+/** state_backend_check() - the check that applies to @b: its own, else its VIP's. */
+static inline const struct state_check *state_backend_check(const struct state_vip *v,
+							     const struct state_backend *b)
+{
+	return b->check_set ? &b->check : &v->check;
+}
+
+/**
+ * state_check_parse() - "tcp", "http:PATH" or "none" into @c's kind and path.
+ * Return: 0, or -EINVAL and why (static text).
+ */
+int state_check_parse(const char *text, struct state_check *c, const char **why);
+
+/** state_check_valid() - 0, or -EINVAL and why (static text): timeout over interval, ... */
+int state_check_valid(const struct state_check *c, const char **why);
+
+/** state_check_format() - "tcp", "http:/PATH" or "none", into @buf of @len bytes. */
+void state_check_format(const struct state_check *c, char *buf, size_t len);
+
+/**
+ * state_vip_fails_open() - does @v keep backends that are down (held): every
+ * checked backend it would serve is down.
+ */
+int state_vip_fails_open(const struct state_vip *v);
+
+/**
+ * state_health_settle() - keep the fail-open rule after a change: a VIP of
+ * @after with an up backend in its ring holds no down one; a VIP whose
+ * every active backend is down holds those of them that @before's ring
+ * served (its last healthy set). Called by every change.
+ */
+void state_health_settle(const struct state *before, struct state *after);
 
 /** state_backend_state() - "active", "draining" or "retired", as the state file says. */
 static inline const char *state_backend_state(const struct state_backend *b)

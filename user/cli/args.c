@@ -103,3 +103,130 @@ int cli_word_arg(struct cli *c, void *args, char **operands, int count)
 	*(const char **)args = operands[0];
 	return 0;
 }
+
+/* --- check options (vip add, backend add) ------------------------------------------ */
+
+/* Which fields of struct cli_check_args were given. */
+enum {
+	CHECK_GIVEN_KIND = 1 << 0,
+	CHECK_GIVEN_PORT = 1 << 1,
+	CHECK_GIVEN_TARGET = 1 << 2,
+	CHECK_GIVEN_INTERVAL = 1 << 3,
+	CHECK_GIVEN_TIMEOUT = 1 << 4,
+	CHECK_GIVEN_RISE = 1 << 5,
+	CHECK_GIVEN_FALL = 1 << 6,
+	CHECK_GIVEN_HOLD = 1 << 7,
+};
+
+static int check_number(struct cli *c, struct cli_check_args *k, unsigned int given,
+			const char *option, const char *value, unsigned long min,
+			unsigned long max, __u32 *out)
+{
+	const char *why = NULL;
+
+	if (number_parse(value, min, max, out, &why))
+		return cli_usage(c, "--%s must be %lu..%lu", option, min, max);
+	k->given |= given;
+	return 0;
+}
+
+int cli_check_kind_set(struct cli *c, void *args, const char *value)
+{
+	struct cli_check_args *k = args;
+	const char *why = NULL;
+
+	if (state_check_parse(value, &k->check, &why))
+		return cli_usage(c, "--check %s: %s", value, why);
+	k->given |= CHECK_GIVEN_KIND;
+	return 0;
+}
+
+int cli_check_port_set(struct cli *c, void *args, const char *value)
+{
+	struct cli_check_args *k = args;
+	__u32 port = 0;
+	int err = check_number(c, k, CHECK_GIVEN_PORT, "check-port", value, 1, 65535, &port);
+
+	k->check.port = (__u16)port;
+	return err;
+}
+
+int cli_check_target_set(struct cli *c, void *args, const char *value)
+{
+	struct cli_check_args *k = args;
+
+	if (strcmp(value, "vip") && strcmp(value, "backend"))
+		return cli_usage(c, "--check-target is vip or backend, not '%s'", value);
+	k->check.direct = value[0] == 'b';
+	k->given |= CHECK_GIVEN_TARGET;
+	return 0;
+}
+
+int cli_check_interval_set(struct cli *c, void *args, const char *value)
+{
+	struct cli_check_args *k = args;
+
+	return check_number(c, k, CHECK_GIVEN_INTERVAL, "check-interval", value, 100, 3600000,
+			    &k->check.interval_ms);
+}
+
+int cli_check_timeout_set(struct cli *c, void *args, const char *value)
+{
+	struct cli_check_args *k = args;
+
+	return check_number(c, k, CHECK_GIVEN_TIMEOUT, "check-timeout", value, 10, 3600000,
+			    &k->check.timeout_ms);
+}
+
+int cli_check_rise_set(struct cli *c, void *args, const char *value)
+{
+	struct cli_check_args *k = args;
+
+	return check_number(c, k, CHECK_GIVEN_RISE, "rise", value, 1, 100, &k->check.rise);
+}
+
+int cli_check_fall_set(struct cli *c, void *args, const char *value)
+{
+	struct cli_check_args *k = args;
+
+	return check_number(c, k, CHECK_GIVEN_FALL, "fall", value, 1, 100, &k->check.fall);
+}
+
+int cli_check_hold_set(struct cli *c, void *args, const char *value)
+{
+	struct cli_check_args *k = args;
+
+	return check_number(c, k, CHECK_GIVEN_HOLD, "hold", value, 0, 3600000, &k->check.hold_ms);
+}
+
+int cli_check_apply(const struct cli_check_args *k, struct state_check *into,
+		    char why[CTL_WHY_MAX])
+{
+	struct state_check c = *into;
+	const char *problem = NULL;
+
+	if (k->given & CHECK_GIVEN_KIND) {
+		c.kind = k->check.kind;
+		memcpy(c.path, k->check.path, sizeof(c.path));
+	}
+	if (k->given & CHECK_GIVEN_PORT)
+		c.port = k->check.port;
+	if (k->given & CHECK_GIVEN_TARGET)
+		c.direct = k->check.direct;
+	if (k->given & CHECK_GIVEN_INTERVAL)
+		c.interval_ms = k->check.interval_ms;
+	if (k->given & CHECK_GIVEN_TIMEOUT)
+		c.timeout_ms = k->check.timeout_ms;
+	if (k->given & CHECK_GIVEN_RISE)
+		c.rise = k->check.rise;
+	if (k->given & CHECK_GIVEN_FALL)
+		c.fall = k->check.fall;
+	if (k->given & CHECK_GIVEN_HOLD)
+		c.hold_ms = k->check.hold_ms;
+	if (state_check_valid(&c, &problem)) {
+		snprintf(why, CTL_WHY_MAX, "%s", problem);
+		return -EINVAL;
+	}
+	*into = c;
+	return 0;
+}

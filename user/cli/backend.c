@@ -137,6 +137,14 @@ static int backend_add_apply(const struct ctl_apply *ctx, const void *args, stru
 		return -EEXIST;
 	}
 	snprintf(b.name, sizeof(b.name), "%s", a->name);
+	if (a->check.given) {
+		/* Its own check: the VIP's, with what the options say. */
+		b.check = v->check;
+		b.check_set = 1;
+		err = cli_check_apply(&a->check, &b.check, why);
+		if (err)
+			return err;
+	}
 	if (v->forward != LB_FORWARD_L2) {
 		err = backend_route_check(ctx, want, v, a, why);
 		if (err)
@@ -221,6 +229,7 @@ static const struct cli_option backend_add_options[] = {
 	{ "mac", "MAC", "the backend's MAC, l2 VIPs only (default: the neighbour table's)",
 	  backend_mac_set },
 	{ "weight", "W", "its weight, 0..10000 (default 1)", backend_weight_set },
+	CLI_CHECK_OPTIONS,
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -232,7 +241,8 @@ const struct cli_command cli_backend_add = {
 	.help = "    Add a backend. On an l2 VIP, without --mac its MAC is taken from the\n"
 		"    neighbour table of an interface ringlb is attached to, resolving it if\n"
 		"    needed. On an ipip or gue VIP, ADDR may be of either family: the route\n"
-		"    to it is looked up and its next hop resolved.",
+		"    to it is looked up and its next hop resolved. A check option gives the\n"
+		"    backend a check of its own: its VIP's, with what the options change.",
 };
 
 const struct cli_command cli_backend_weight = {

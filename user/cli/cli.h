@@ -175,8 +175,54 @@ struct state_backend *cli_backend_find(const struct state_vip *v, const char *na
 /** cli_ring_fits() - 0 when @v's ring stays within the library's limits, else why. */
 int cli_ring_fits(const struct state_vip *v, char why[CTL_WHY_MAX]);
 
+/**
+ * struct cli_check_args - the check options a command was given; the first
+ * member of the arguments of a command that takes cli_check_options.
+ * @check: the values given
+ * @given: which (bits, one per option)
+ */
+struct cli_check_args {
+	struct state_check check;
+	unsigned int given;
+};
+
+/* The check options' setters (args.c): @args starts with a struct cli_check_args. */
+int cli_check_kind_set(struct cli *c, void *args, const char *value);
+int cli_check_port_set(struct cli *c, void *args, const char *value);
+int cli_check_target_set(struct cli *c, void *args, const char *value);
+int cli_check_interval_set(struct cli *c, void *args, const char *value);
+int cli_check_timeout_set(struct cli *c, void *args, const char *value);
+int cli_check_rise_set(struct cli *c, void *args, const char *value);
+int cli_check_fall_set(struct cli *c, void *args, const char *value);
+int cli_check_hold_set(struct cli *c, void *args, const char *value);
+
+/** CLI_CHECK_OPTIONS - the check options, as entries of a command's options table. */
+#define CLI_CHECK_OPTIONS                                                                     \
+	{ "check", "tcp|http:PATH|none", "health check (default tcp; none for UDP)",          \
+	  cli_check_kind_set },                                                               \
+	{ "check-port", "P", "port checked (default: the VIP's)", cli_check_port_set },       \
+	{ "check-target", "vip|backend",                                                      \
+	  "the VIP through the clients' path (default), or the backend's address",            \
+	  cli_check_target_set },                                                             \
+	{ "check-interval", "MS", "from one check to the next (default 2000)",                \
+	  cli_check_interval_set },                                                           \
+	{ "check-timeout", "MS", "how long a check may take (default 1000)",                  \
+	  cli_check_timeout_set },                                                            \
+	{ "rise", "N", "good checks that bring a backend up (default 2)", cli_check_rise_set }, \
+	{ "fall", "N", "bad checks that take a backend down (default 3)", cli_check_fall_set }, \
+	{ "hold", "MS", "health changes the ring at most once in this long (default 10000)",  \
+	  cli_check_hold_set }
+
+/**
+ * cli_check_apply() - the check options given, laid over @into (the check
+ * they change), if the result is a valid check; else why.
+ */
+int cli_check_apply(const struct cli_check_args *k, struct state_check *into,
+		    char why[CTL_WHY_MAX]);
+
 /** struct backend_args - what the backend commands, and plan, are given. */
 struct backend_args {
+	struct cli_check_args check;
 	struct vip_spec vip;
 	const char *name;
 	struct addr addr;

@@ -87,13 +87,31 @@ void cli_print(const struct cli *c, json_t *model, void (*text)(const json_t *mo
 	json_decref(model);
 }
 
+/* "command: " and the command's words, printable ASCII (others as '?'), for the ring log. */
+static void change_cause(const struct cli *c, char *cause, size_t len)
+{
+	size_t n = (size_t)snprintf(cause, len, "command:");
+	int i;
+
+	for (i = 0; i < c->word_count && n + 1 < len; i++) {
+		const char *w = c->words[i];
+
+		cause[n++] = ' ';
+		for (; *w && n + 1 < len; w++)
+			cause[n++] = *w > 0x20 && *w < 0x7f ? *w : '?';
+	}
+	cause[n] = '\0';
+}
+
 int cli_change(struct cli *c, const void *args, __u32 flow_entries)
 {
 	struct ctl_outcome out;
+	char cause[512];
 	int err;
 
+	change_cause(c, cause, sizeof(cause));
 	err = ctl_change(&c->site, c->cmd->flags & (CLI_NEEDS_MAPS | CLI_CREATES_MAPS),
-			 flow_entries, c->cmd->apply, args, &out);
+			 flow_entries, c->cmd->apply, args, cause, &out);
 	if (err) {
 		cli_report(c, "%s", out.why[0] ? out.why : strerror(-err));
 		if (out.undo[0])
@@ -182,7 +200,7 @@ int cli_parse_operands(struct cli *c, const struct cli_command *cmd, void *args,
 	return cmd->parse ? cmd->parse(c, args, operands, count) : 0;
 }
 
-#define OPTIONS_MAX 8
+#define OPTIONS_MAX 16
 #define OPT_JSON 1
 #define OPT_HELP 2
 #define OPT_VERBOSE 'v'

@@ -11,6 +11,7 @@
 #include "ring.h"
 
 struct vip_args {
+	struct cli_check_args check; /* first: the check options' setters find it there */
 	struct vip_spec vip;
 	__u32 vnodes;
 	int forward;
@@ -68,6 +69,9 @@ static int vip_add_apply(const struct ctl_apply *ctx, const void *args, struct s
 	if (!err) {
 		v->forward = a->forward;
 		v->stateless = a->stateless;
+		err = cli_check_apply(&a->check, &v->check, why);
+		if (err)
+			return err;
 	}
 	if (err == -EEXIST)
 		snprintf(why, CTL_WHY_MAX, "VIP %s already exists", text);
@@ -96,6 +100,7 @@ static const struct cli_option vip_add_options[] = {
 	{ "forward", "l2|ipip|gue", "how packets reach the backends (default l2)", vip_forward_set },
 	{ "flows", "pinned|stateless",
 	  "pin flows in the flow table (default), or not at all (gue only)", vip_flows_set },
+	CLI_CHECK_OPTIONS,
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -111,7 +116,9 @@ const struct cli_command cli_vip_add = {
 		"    keeps its last 3 rings: a packet the balancer did not pin carries a hop\n"
 		"    list (its owners under them), and a backend without its connection\n"
 		"    sends it on. --flows stateless pins nothing: the rings and the\n"
-		"    backends hold every connection.",
+		"    backends hold every connection. The check options say how `ringlb\n"
+		"    daemon` checks the backends' health: by default a TCP connection to\n"
+		"    the VIP, sent to each backend the way clients' packets are.",
 };
 
 const struct cli_command cli_vip_del = {

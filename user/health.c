@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Health checks (health.h): targets, their probes as non-blocking sockets,
+ * and the rise, fall and hold rules that turn results into verdicts.
+ */
+#include "health.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lb_contract.h"
+
+#define NS_PER_MS 1000000ull
+
+__u64 health_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+void health_target_init(struct health_target *t, const struct state_vip *v,
+			const struct state_backend *b, __u64 now_ns)
+{
+	memset(t, 0, sizeof(*t));
+	t->vip = v->spec;
+	snprintf(t->name, sizeof(t->name), "%s", b->name);
+	t->cookie = b->cookie;
+	t->id = b->id;
+	t->addr = b->addr;
+	t->check = *state_backend_check(v, b);
+	/* What the state says stands until the checks say otherwise: a restart does not flap. */
+	t->verdict_up = !b->down;
+	t->seen_up = t->verdict_up;
+	t->fd = -1;
+	t->phase = HEALTH_IDLE;
+	/* Spread the first probes over one interval, by slot, so they do not come in a burst. */
+	t->next_ns = now_ns + (__u64)(b->id % 64) * t->check.interval_ms * NS_PER_MS / 64;
+	snprintf(t->last, sizeof(t->last), "not checked yet");
+}
+
+void health_result(struct health_target *t, int ok, const char *why, __u64 now_ns)
+{
+	(void)now_ns;
+	snprintf(t->last, sizeof(t->last), "%s", ok ? "ok" : why);
+	if (ok) {
+		t->ok_total++;
+		t->fail_run = 0;
+		if (++t->ok_run >= t->check.rise)
+			t->seen_up = 1;
+	} else {
+		t->fail_total++;
+		t->ok_run = 0;
+		if (++t->fail_run >= t->check.fall)
+			t->seen_up = 0;
+	}
+}
+
+int health_due(const struct health_target *t, __u64 now_ns)
+{
+	if (t->seen_up == t->verdict_up)
+		return 0;
+	return !t->changed_ns || now_ns - t->changed_ns >= (__u64)t->check.hold_ms * NS_PER_MS;
+}
+
+void health_probe_stop(struct health_target *t)
+{
+	if (t->fd >= 0) {
+		/* A reset, not a FIN: no TIME_WAIT left here per check. */
+		struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+		close(t->fd);
+	}
+	t->fd = -1;
+	t->phase = HEALTH_IDLE;
+}
+
+static void probe_done(struct health_target *t, int ok, const char *why, __u64 now_ns)
+{
+	health_probe_stop(t);
+	health_result(t, ok, why, now_ns);
+}
+
+/* A socket address for @a and @port. */
+static socklen_t sockaddr_of(const struct addr *a, __u16 port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == LB_FAMILY_IPV4) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+		in->sin_family = AF_INET;
+		in->sin_port = htons(port);
+		memcpy(&in->sin_addr, a->bytes, 4);
+		return sizeof(*in);
+	}
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+	in6->sin6_family = AF_INET6;
+	in6->sin6_port = htons(port);
+	memcpy(&in6->sin6_addr, a->bytes, 16);
+	return sizeof(*in6);
+}
+
+/* Connected: a TCP check has its answer; an HTTP check sends its request. */
+static void probe_connected(struct health_target *t, __u64 now_ns)
+{
+	if (t->check.kind != STATE_CHECK_HTTP) {
+		probe_done(t, 1, NULL, now_ns);
+		return;
+	}
+	t->phase = HEALTH_SENDING;
+	t->sent = 0;
+	t->got = 0;
+}
+
+void health_probe_start(struct health_target *t, const struct addr *source, __u64 now_ns)
+{
+	const struct addr *dst = t->check.direct ? &t->addr : &t->vip.addr;
+	__u16 port = t->check.port ? t->check.port : t->vip.port;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd;
+
+	health_probe_stop(t);
+	t->next_ns = now_ns + (__u64)t->check.interval_ms * NS_PER_MS;
+	t->deadline_ns = now_ns + (__u64)t->check.timeout_ms * NS_PER_MS;
+	fd = socket(dst->family == LB_FAMILY_IPV4 ? AF_INET : AF_INET6,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		health_result(t, 0, strerror(errno), now_ns);
+		return;
+	}
+	t->fd = fd;
+	if (!t->check.direct) {
+		__u32 mark = LB_PROBE_MARK | t->id;
+
+		if (!source->family || source->family != dst->family) {
+			probe_done(t, 0, "no address of the VIP's family on the attached interface",
+				   now_ns);
+			return;
+		}
+		len = sockaddr_of(source, 0, &ss);
+		if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) ||
+		    bind(fd, (struct sockaddr *)&ss, len)) {
+			probe_done(t, 0, strerror(errno), now_ns);
+			return;
+		}
+	}
+	len = sockaddr_of(dst, port, &ss);
+	if (connect(fd, (struct sockaddr *)&ss, len) == 0)
+		probe_connected(t, now_ns);
+	else if (errno == EINPROGRESS)
+		t->phase = HEALTH_CONNECTING;
+	else
+		probe_done(t, 0, strerror(errno), now_ns);
+}
+
+short health_probe_events(const struct health_target *t)
+{
+	switch (t->phase) {
+	case HEALTH_CONNECTING:
+	case HEALTH_SENDING:
+		return POLLOUT;
+	case HEALTH_READING:
+		return POLLIN;
+	default:
+		return 0;
+	}
+}
+
+/* The HTTP status of the reply so far: its code, 0 while incomplete, -1 when not HTTP. */
+static int http_status(const struct health_target *t)
+{
+	int code = 0;
+
+	if (t->got < 12)
+		return 0;
+	if (strncmp(t->reply, "HTTP/1.", 7) || t->reply[8] != ' ' ||
+	    sscanf(t->reply + 9, "%3d", &code) != 1)
+		return -1;
+	return code;
+}
+
+static void probe_http(struct health_target *t, short revents, __u64 now_ns)
+{
+	char request[STATE_CHECK_PATH_MAX + 160], host[ADDR_TEXT_MAX + 2], why[HEALTH_WHY_MAX];
+	ssize_t n;
+	int code;
+
+	if (t->phase == HEALTH_SENDING && (revents & (POLLOUT | POLLERR | POLLHUP))) {
+		char a[ADDR_TEXT_MAX];
+		size_t len;
+
+		addr_format(&t->vip.addr, a);
+		snprintf(host, sizeof(host), t->vip.addr.family == LB_FAMILY_IPV4 ? "%s" : "[%s]", a);
+		len = (size_t)snprintf(request, sizeof(request),
+				       "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: ringlb-check\r\n"
+				       "Connection: close\r\n\r\n", t->check.path, host);
+		n = send(t->fd, request + t->sent, len - t->sent, MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN) {
+			probe_done(t, 0, strerror(errno), now_ns);
+			return;
+		}
+		if (n > 0 && (t->sent += (size_t)n) == len)
+			t->phase = HEALTH_READING;
+		return;
+	}
+	if (t->phase != HEALTH_READING || !(revents & (POLLIN | POLLERR | POLLHUP)))
+		return;
+	n = recv(t->fd, t->reply + t->got, sizeof(t->reply) - 1 - t->got, 0);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n < 0) {
+		probe_done(t, 0, strerror(errno), now_ns);
+		return;
+	}
+	t->got += (size_t)n;
+	t->reply[t->got] = '\0';
+	code = http_status(t);
+	if (code == 0 && n > 0)
+		return;
+	if (code <= 0) {
+		probe_done(t, 0, code < 0 ? "not an HTTP reply" : "closed before a status line",
+			   now_ns);
+		return;
+	}
+	snprintf(why, sizeof(why), "HTTP status %d", code);
+	probe_done(t, code >= 200 && code < 400, why, now_ns);
+}
+
+void health_probe_step(struct health_target *t, short revents, __u64 now_ns)
+{
+	if (t->phase == HEALTH_IDLE)
+		return;
+	if (revents && t->phase == HEALTH_CONNECTING) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+			probe_done(t, 0, strerror(err ? err : errno), now_ns);
+			return;
+		}
+		probe_connected(t, now_ns);
+		if (t->phase == HEALTH_IDLE)
+			return;
+		revents = POLLOUT;
+	}
+	if (revents)
+		probe_http(t, revents, now_ns);
+	if (t->phase != HEALTH_IDLE && now_ns >= t->deadline_ns) {
+		char why[HEALTH_WHY_MAX];
+
+		snprintf(why, sizeof(why), "no answer in %u ms", t->check.timeout_ms);
+		probe_done(t, 0, why, now_ns);
+	}
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Health checks: one target per checked backend, each with its probe (a
+ * non-blocking TCP connection, and for HTTP checks a GET of the path), the
+ * runs of good and bad results, and the verdict they make with rise and
+ * fall. The daemon drives the probes from its poll loop and turns verdicts
+ * into changes; the hold (dampening) is decided here too, so the rule is in
+ * one place and tested on its own.
+ *
+ * A probe through the clients' path (the default) connects to the VIP from
+ * this host's address on the attached interface, with the socket mark
+ * LB_PROBE_MARK | backend id, which the probe program (probe.h) turns into
+ * a packet to that backend. A direct probe connects to the backend's own
+ * address.
+ */
+#ifndef RINGLB_HEALTH_H
+#define RINGLB_HEALTH_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "state.h"
+
+/** HEALTH_WHY_MAX - room for a check's last result in words. */
+#define HEALTH_WHY_MAX 96
+
+/** enum health_phase - where a target's probe is. */
+enum health_phase {
+	HEALTH_IDLE,       /* no probe under way */
+	HEALTH_CONNECTING, /* SYN sent */
+	HEALTH_SENDING,    /* HTTP: connected, request being written */
+	HEALTH_READING,    /* HTTP: waiting for the status line */
+};
+
+/**
+ * struct health_target - one checked backend and its checks.
+ * @vip: its VIP
+ * @name: its name
+ * @cookie: its identity (a backend added again is another target)
+ * @id: its backend slot (the probe mark's low bits)
+ * @addr: its address
+ * @check: the check that applies to it
+ * @verdict_up: the committed verdict (the state's): 1 up, 0 down
+ * @seen_up: what the last rise or fall checks in a row said
+ * @ok_run: good results in a row
+ * @fail_run: bad results in a row
+ * @changed_ns: when its verdict last changed the ring (0: not since start)
+ * @next_ns: when the next probe starts
+ * @deadline_ns: when the probe under way times out
+ * @phase: enum health_phase
+ * @fd: the probe's socket, -1 when none
+ * @sent: HTTP: request bytes written
+ * @got: HTTP: reply bytes read into @reply
+ * @reply: HTTP: the start of the reply
+ * @ok_total: good results since start
+ * @fail_total: bad results since start
+ * @last: the last result in words ("ok", "connection refused", ...)
+ * @mark: scratch for the caller (which targets the state still has)
+ */
+struct health_target {
+	struct vip_spec vip;
+	char name[NAME_MAX_LEN + 1];
+	__u64 cookie;
+	__u32 id;
+	struct addr addr;
+	struct state_check check;
+	int verdict_up;
+	int seen_up;
+	__u32 ok_run;
+	__u32 fail_run;
+	__u64 changed_ns;
+	__u64 next_ns;
+	__u64 deadline_ns;
+	int phase;
+	int fd;
+	size_t sent;
+	size_t got;
+	char reply[64];
+	__u64 ok_total;
+	__u64 fail_total;
+	char last[HEALTH_WHY_MAX];
+	int mark;
+};
+
+/** health_target_init() - a target for backend @b of @v, its verdict the state's, no probe yet. */
+void health_target_init(struct health_target *t, const struct state_vip *v,
+			const struct state_backend *b, __u64 now_ns);
+
+/**
+ * health_result() - count one check's result and update what the runs say:
+ * @fall bad results in a row make it seen down, @rise good ones seen up.
+ */
+void health_result(struct health_target *t, int ok, const char *why, __u64 now_ns);
+
+/**
+ * health_due() - should the committed verdict change now? Yes when what the
+ * checks say differs from it and the hold since the last change is over.
+ */
+int health_due(const struct health_target *t, __u64 now_ns);
+
+/**
+ * health_probe_start() - open the probe's socket and start connecting.
+ * @source: this host's address to probe from (client path), of the VIP's
+ *          family; family 0 for direct probes or when none
+ * A failure to even start is a bad result at once (health_result() called).
+ */
+void health_probe_start(struct health_target *t, const struct addr *source, __u64 now_ns);
+
+/** health_probe_events() - the poll events the probe waits for (0: none). */
+short health_probe_events(const struct health_target *t);
+
+/**
+ * health_probe_step() - go on after poll() said @revents (0: only time
+ * passed); finishes the probe with a result when it is decided or timed out.
+ */
+void health_probe_step(struct health_target *t, short revents, __u64 now_ns);
+
+/** health_probe_stop() - close a probe under way, no result. */
+void health_probe_stop(struct health_target *t);
+
+/** health_now_ns() - CLOCK_MONOTONIC in ns. */
+__u64 health_now_ns(void);
+
+#endif /* RINGLB_HEALTH_H */
