@@ -34,7 +34,7 @@ BPF_CFLAGS := -g -O2 -target bpf -ffreestanding $(BPF_SYS_INCLUDES) -Ibpf -Iring
 INCLUDES := -I$(OUTPUT) -Iring -Ibpf -Iuser -Iuser/cli -Itests -Itests/prog
 LDLIBS_RING := -lm
 LDLIBS_BPF := -lbpf -lelf -lz
-LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap
+LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap -lmicrohttpd -lsystemd -lpthread
 
 ifeq ($(V),1)
 	Q =
@@ -54,7 +54,7 @@ endif
 RING_SRCS := $(sort $(wildcard ring/*.c))
 # The controller core: state, sync and maps, a library for every front end.
 CORE_SRCS := user/addr.c user/host.c user/lb.c user/ringmap.c user/state.c user/ctl.c user/change.c \
-	user/health.c user/probe.c \
+	user/health.c user/probe.c user/stats.c user/metrics.c user/daemon.c \
 	user/decap.c
 # The ringlb command.
 CLI_SRCS := $(sort $(wildcard user/cli/*.c))

@@ -102,7 +102,9 @@ int ringlb_probe(struct __sk_buff *skb)
 		if (!egress_ifindex)
 			return TC_ACT_SHOT;
 		__builtin_memcpy(o.eth.h_dest, b->mac, ETH_ALEN);
-		__builtin_memcpy(o.eth.h_source, (const void *)egress_mac, ETH_ALEN);
+		/* Byte by byte: a memcpy() that casts volatile away is folded to the zero initializer. */
+		for (int i = 0; i < ETH_ALEN; i++)
+			o.eth.h_source[i] = egress_mac[i];
 		if (bpf_skb_store_bytes(skb, 0, &o.eth, 2 * ETH_ALEN, 0))
 			return TC_ACT_SHOT;
 		return bpf_redirect(egress_ifindex, 0);

@@ -384,7 +384,8 @@ static struct ring *transition_ring(const struct state_vip *v)
 
 /* One line for VIP @spec, whose ring differs between @was and @now. */
 static json_t *transition_line(const struct state_vip *was, const struct state_vip *now,
-			       const struct state *after, const char *cause, const char *outcome)
+			       const struct state *after, const char *cause, const char *outcome,
+			       double seconds)
 {
 	struct ring *a = transition_ring(was), *b = transition_ring(now);
 	struct ring_diff diff = { 0 };
@@ -419,6 +420,8 @@ static json_t *transition_line(const struct state_vip *was, const struct state_v
 			 point_count(a), "points_after",
 			 point_count(b), "moved", diff.moved, "backends", members,
 			 "fail_open", now && state_vip_fails_open(now), "outcome", outcome);
+	if (line)
+		json_object_set_new(line, "duration_seconds", json_real(seconds));
 	if (line && getenv("SUDO_USER"))
 		json_object_set_new(line, "sudo_user", json_string(getenv("SUDO_USER")));
 out:
@@ -450,7 +453,8 @@ static int ring_moves(const struct state_vip *was, const struct state_vip *now)
  * fails open, and the outcome ("ok", or "failed: why": the old ring serves).
  */
 static void transitions_log(const struct ctl_site *site, const struct state *before,
-			    const struct state *after, const char *cause, const char *outcome)
+			    const struct state *after, const char *cause, const char *outcome,
+			    double seconds)
 {
 	char path[PATH_MAX];
 	size_t i;
@@ -476,7 +480,7 @@ static void transitions_log(const struct ctl_site *site, const struct state *bef
 		}
 		if (!ring_moves(was, now))
 			continue;
-		line = transition_line(was, now, after, cause ? cause : "?", outcome);
+		line = transition_line(was, now, after, cause ? cause : "?", outcome, seconds);
 		text = line ? json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6))
 			    : NULL;
 		json_decref(line);
@@ -502,7 +506,9 @@ int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entri
 	struct state want;
 	char *why = out->why, *undo = out->undo;
 	int err, fixed, logged = 0;
+	struct timespec start, end;
 
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	memset(out, 0, sizeof(*out));
 	state_init(&want);
 	err = ctl_session_begin(site, &ss, why);
@@ -576,7 +582,10 @@ out:
 		char outcome[CTL_WHY_MAX + 16];
 
 		snprintf(outcome, sizeof(outcome), err ? "failed: %s" : "ok", why);
-		transitions_log(site, &ss.applied, &want, cause, outcome);
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		transitions_log(site, &ss.applied, &want, cause, outcome,
+				(double)(end.tv_sec - start.tv_sec) +
+					(double)(end.tv_nsec - start.tv_nsec) / 1e9);
 	}
 	state_free(&want);
 	ctl_session_end(&ss);

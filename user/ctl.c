@@ -899,6 +899,7 @@ int ctl_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 idle
 			err = -errno;
 			break;
 		}
+		t->entries += count;
 		for (n = 0; n < count; n++) {
 			const struct lb_flow *f = &values[n];
 

@@ -117,8 +117,10 @@ int ctl_links_verify(const char *pin_dir, const struct state *want, const __u64 
  *        half, and a client that sent its FIN (or a RST its backend may
  *        have ignored) still acknowledges what the backend sends
  * @closing: of @live, those whose client sent a FIN or a RST
+ * @entries: every entry of the flow table, stale ones included (occupancy)
  */
 struct ctl_tally {
+	__u64 entries;
 	__u64 live[LB_BACKENDS_MAX];
 	__u64 closing[LB_BACKENDS_MAX];
 };

@@ -27,5 +27,6 @@ const struct cli_command *const cli_commands[] = {
 	&cli_verify,
 	&cli_save,
 	&cli_restore,
+	&cli_daemon,
 	NULL,
 };

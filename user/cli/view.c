@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "host.h"
 #include "ring.h"
+#include "stats.h"
 
 #define IDLE_DEFAULT_S 300
 
@@ -226,66 +227,6 @@ static int stats_parse(struct cli *c, void *args, char **operands, int count)
 	return 0;
 }
 
-/* Sum a per-CPU value of @words 64-bit counters. */
-static int percpu_sum(int fd, __u32 key, size_t words, __u64 *sum)
-{
-	int cpus = libbpf_num_possible_cpus(), cpu;
-	__u64 *values;
-	size_t w;
-
-	for (w = 0; w < words; w++)
-		sum[w] = 0;
-	if (cpus <= 0)
-		return -EINVAL;
-	values = calloc((size_t)cpus * words, sizeof(__u64));
-	if (!values)
-		return -ENOMEM;
-	if (bpf_map_lookup_elem(fd, &key, values)) {
-		free(values);
-		return -errno;
-	}
-	for (cpu = 0; cpu < cpus; cpu++)
-		for (w = 0; w < words; w++)
-			sum[w] += values[(size_t)cpu * words + w];
-	free(values);
-	return 0;
-}
-
-/* Word @word of a per-CPU value of @words words, summed (0 when unreadable). */
-static __u64 percpu_sum_word(int fd, __u32 key, size_t words, size_t word)
-{
-	__u64 sum[4] = { 0, 0, 0, 0 };
-
-	if (words > 4 || percpu_sum(fd, key, words, sum))
-		return 0;
-	return sum[word];
-}
-
-static json_t *stats_vip(const struct state_vip *vp, const struct lb_maps *maps,
-			 const struct ctl_tally *tally)
-{
-	json_t *backends = json_array();
-	char spec[ADDR_TEXT_MAX];
-	__u64 vc[2];
-	size_t j;
-
-	vip_format(&vp->spec, spec);
-	percpu_sum(maps->vip_stats, vp->id, 2, vc);
-	for (j = 0; j < vp->backend_count; j++) {
-		const struct state_backend *b = &vp->backends[j];
-		__u64 bc[3];
-
-		percpu_sum(maps->backend_stats, b->id, 3, bc);
-		json_array_append_new(backends, json_pack(
-			"{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "name", b->name, "state",
-			state_backend_state(b), "packets", (json_int_t)bc[0], "bytes", (json_int_t)bc[1],
-			"new_flows", (json_int_t)bc[2], "live_flows", (json_int_t)tally->live[b->id],
-			"closing_flows", (json_int_t)tally->closing[b->id]));
-	}
-	return json_pack("{s:s, s:I, s:I, s:o}", "vip", spec, "packets", (json_int_t)vc[0],
-			 "bytes", (json_int_t)vc[1], "backends", backends);
-}
-
 static void stats_text(const json_t *model)
 {
 	const json_t *v, *b, *r;
@@ -315,15 +256,12 @@ static void stats_text(const json_t *model)
 
 static int stats_run(struct cli *c, const void *args)
 {
-	static struct ctl_tally tally; /* two counters per backend slot: too big for the stack */
 	const struct stats_args *a = args;
 	char why[CTL_WHY_MAX] = "";
 	struct lb_maps maps;
 	struct state s;
-	json_t *vips, *reasons;
-	__u64 unpinned;
-	size_t i;
-	__u32 r;
+	json_t *model = NULL;
+	int err;
 
 	if (ctl_privileged(why) || ctl_state_read_shared(&c->site, &s, why))
 		return cli_report(c, "%s", why);
@@ -331,26 +269,14 @@ static int stats_run(struct cli *c, const void *args)
 		state_free(&s);
 		return cli_report(c, "%s", why);
 	}
-	if (ctl_flow_tally(&maps, &s, (__u64)a->idle * 1000000000ull, &tally))
-		cli_report(c, "cannot read the flow table; live and closing flows are not counted");
-	vips = json_array();
-	for (i = 0; i < s.vip_count; i++)
-		json_array_append_new(vips, stats_vip(&s.vips[i], &maps, &tally));
-	reasons = json_object();
-	for (r = 0; r < LB_REASON_COUNT; r++) {
-		__u64 rc[2];
-
-		percpu_sum(maps.reason_stats, r, 2, rc);
-		json_object_set_new(reasons, lb_reasons[r].name,
-				    json_pack("{s:I, s:I}", "packets", (json_int_t)rc[0], "bytes",
-					      (json_int_t)rc[1]));
-	}
-	unpinned = percpu_sum_word(maps.flow_rate, 0, 3, 2);
+	err = ctl_stats(&maps, &s, a->idle, &model);
 	lb_maps_close(&maps);
 	state_free(&s);
-	cli_print(c, json_pack("{s:o, s:o, s:I, s:I}", "vips", vips, "reasons", reasons,
-			       "idle_seconds", (json_int_t)a->idle, "new_flows_unpinned",
-			       (json_int_t)unpinned), stats_text);
+	if (!model)
+		return cli_report(c, "%s", strerror(-err));
+	if (err)
+		cli_report(c, "cannot read the flow table; live and closing flows are not counted");
+	cli_print(c, model, stats_text);
 	return 0;
 }
 

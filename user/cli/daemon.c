@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * daemon: the long-running controller (daemon.h), in the foreground, as
+ * systemd runs it (Type=notify). The CLI stays the operator's interface:
+ * every change is still a command, which the daemon picks up.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "daemon.h"
+
+struct daemon_args {
+	const char *metrics;
+	__u32 verify_s;
+};
+
+static int daemon_metrics_set(struct cli *c, void *args, const char *value)
+{
+	(void)c;
+	((struct daemon_args *)args)->metrics = value;
+	return 0;
+}
+
+static int daemon_verify_set(struct cli *c, void *args, const char *value)
+{
+	const char *why = NULL;
+
+	if (number_parse(value, 1, 86400, &((struct daemon_args *)args)->verify_s, &why))
+		return cli_usage(c, "--verify-interval must be 1..86400 seconds");
+	return 0;
+}
+
+static int daemon_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct daemon_args *a = args;
+
+	(void)c;
+	(void)operands;
+	(void)count;
+	if (!a->verify_s)
+		a->verify_s = 60;
+	return 0;
+}
+
+static int daemon_cmd_run(struct cli *c, const void *args)
+{
+	const struct daemon_args *a = args;
+	struct daemon_opts o = { .site = c->site, .metrics = a->metrics, .verify_s = a->verify_s };
+	char why[CTL_WHY_MAX] = "";
+	int err = daemon_run(&o, why);
+
+	if (err)
+		return cli_report(c, "%s", why[0] ? why : strerror(-err));
+	return 0;
+}
+
+static const struct cli_option daemon_options[] = {
+	{ "metrics", "ADDR:PORT",
+	  "serve /metrics there (default 127.0.0.1:9477; none: nowhere)", daemon_metrics_set },
+	{ "verify-interval", "SECONDS",
+	  "compare the kernel with the state this often (default 60)", daemon_verify_set },
+	{ NULL, NULL, NULL, NULL },
+};
+
+const struct cli_command cli_daemon = {
+	.object = "daemon", .options = daemon_options, .args_size = sizeof(struct daemon_args),
+	.parse = daemon_parse, .run = daemon_cmd_run,
+	.help = "    Run the controller in the foreground until SIGTERM (systemd: Type=notify,\n"
+		"    watchdog; SIGHUP reads the state again and repairs the kernel). At start,\n"
+		"    on SIGHUP and every --verify-interval it repairs any difference between\n"
+		"    the kernel and the committed state; it picks up every change the CLI\n"
+		"    commits; it checks each backend as its VIP (or the backend) says, and a\n"
+		"    backend that fails --fall checks leaves the ring like a drain and comes\n"
+		"    back after --rise good ones, at most one change per --hold; when every\n"
+		"    checked backend of a VIP is down, the VIP keeps its last healthy set.\n"
+		"    Ring transitions go to rings.log beside the state and to stderr.\n"
+		"    /metrics is Prometheus' text format. The data path never needs it.",
+};
