@@ -98,19 +98,41 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 	for (j = 0; j < vp->backend_count; j++) {
 		const struct state_backend *b = &vp->backends[j];
 		char addr[ADDR_TEXT_MAX], mac[MAC_TEXT_MAX];
+		const struct state_check *chk = state_backend_check(vp, b);
+		char check[STATE_CHECK_PATH_MAX + 8];
+		json_t *jb;
 
 		addr_format(&b->addr, addr);
 		mac_format(b->mac, mac);
+		state_check_format(chk, check, sizeof(check));
 		/* A MAC only where frames are rewritten to it. */
-		json_array_append_new(backends, json_pack(
-			"{s:s, s:s, s:s, s:s, s:I, s:f}", "name", b->name, "address", addr, "mac",
-			vp->forward == LB_FORWARD_L2 ? mac : "-", "state", state_backend_state(b),
-			"weight", (json_int_t)b->weight, "share", shares[j]));
+		jb = json_pack("{s:s, s:s, s:s, s:s, s:I, s:f, s:s, s:b}", "name", b->name, "address",
+			       addr, "mac", vp->forward == LB_FORWARD_L2 ? mac : "-", "state",
+			       state_backend_state(b), "weight", (json_int_t)b->weight, "share",
+			       shares[j], "health",
+			       chk->kind == STATE_CHECK_NONE ? "unchecked" : b->down ? "down" : "up",
+			       "held", b->held);
+		if (jb && b->check_set)
+			json_object_set_new(jb, "check", json_string(check));
+		json_array_append_new(backends, jb);
 	}
 	free(shares);
 	*out = json_pack("{s:s, s:I, s:s, s:I, s:I, s:o}", "vip", spec, "id", (json_int_t)vp->id,
 			 "forward", state_forward_name(vp->forward), "vnodes",
 			 (json_int_t)vp->vnodes, "points", (json_int_t)points, "backends", backends);
+	{
+		const struct state_check *c = &vp->check;
+		char kind[STATE_CHECK_PATH_MAX + 8];
+
+		state_check_format(c, kind, sizeof(kind));
+		json_object_set_new(*out, "check", json_pack(
+			"{s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "type", kind, "port",
+			(json_int_t)(c->port ? c->port : vp->spec.port), "target",
+			c->direct ? "backend" : "vip", "interval_ms", (json_int_t)c->interval_ms,
+			"timeout_ms", (json_int_t)c->timeout_ms, "rise", (json_int_t)c->rise, "fall",
+			(json_int_t)c->fall, "hold_ms", (json_int_t)c->hold_ms));
+		json_object_set_new(*out, "fail_open", json_boolean(state_vip_fails_open(vp)));
+	}
 	/* Said only for gue VIPs: the others print and parse as they always did. */
 	if (vp->forward == LB_FORWARD_GUE) {
 		json_object_set_new(*out, "flows", json_string(vp->stateless ? "stateless" : "pinned"));
@@ -125,7 +147,7 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 
 static void show_text(const json_t *model)
 {
-	const json_t *vips = json_object_get(model, "vips"), *v, *b;
+	const json_t *vips = json_object_get(model, "vips"), *v, *b, *check;
 	size_t i, j;
 
 	if (json_array_size(vips) == 0)
@@ -141,13 +163,30 @@ static void show_text(const json_t *model)
 		if (json_object_get(v, "flows"))
 			printf("  flows %s  previous rings %llu", member_str(v, "flows"),
 			       member_u64(v, "previous_rings"));
-		printf("\n  %-20s %-24s %-17s %-9s %6s %8s\n", "NAME", "ADDRESS", "MAC", "STATE",
-		       "WEIGHT", "SHARE");
+		check = json_object_get(v, "check");
+		if (strcmp(member_str(check, "type"), "none"))
+			printf("\n  check %s port %llu%s every %llu ms, timeout %llu ms, rise %llu, "
+			       "fall %llu, hold %llu ms", member_str(check, "type"),
+			       member_u64(check, "port"),
+			       strcmp(member_str(check, "target"), "vip") ? " (the backend's address)" :
+									    " (through the VIP)",
+			       member_u64(check, "interval_ms"), member_u64(check, "timeout_ms"),
+			       member_u64(check, "rise"), member_u64(check, "fall"),
+			       member_u64(check, "hold_ms"));
+		if (json_is_true(json_object_get(v, "fail_open")))
+			printf("\n  FAILING OPEN: every checked backend is down; the last healthy set "
+			       "serves");
+		printf("\n  %-20s %-24s %-17s %-9s %6s %8s  %s\n", "NAME", "ADDRESS", "MAC", "STATE",
+		       "WEIGHT", "SHARE", "HEALTH");
 		json_array_foreach(json_object_get(v, "backends"), j, b)
-			printf("  %-20s %-24s %-17s %-9s %6llu %7.2f%%\n", member_str(b, "name"),
+			printf("  %-20s %-24s %-17s %-9s %6llu %7.2f%%  %s%s%s\n", member_str(b, "name"),
 			       member_str(b, "address"), member_str(b, "mac"), member_str(b, "state"),
 			       member_u64(b, "weight"),
-			       100.0 * json_real_value(json_object_get(b, "share")));
+			       100.0 * json_real_value(json_object_get(b, "share")),
+			       json_is_true(json_object_get(b, "held")) ? "down, held" :
+									  member_str(b, "health"),
+			       json_object_get(b, "check") ? ", own check " : "",
+			       json_object_get(b, "check") ? member_str(b, "check") : "");
 	}
 }
 
@@ -196,7 +235,8 @@ static int show_run(struct cli *c, const void *args)
 
 const struct cli_command cli_show = {
 	.object = "show", .run = show_run, .flags = CLI_OUTPUT,
-	.help = "    VIPs and backends: address, MAC, state, weight, share of the ring.\n"
+	.help = "    VIPs and backends: address, MAC, state, weight, share of the ring, health\n"
+		"    (up, down, or down but held while its VIP fails open) and the checks.\n"
 		"    --json adds the digest of each ring and of the flow hash key the kernel uses.",
 };
 

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Specification of health verdicts: rise and fall turn check results into
+ * what the checks say, the hold keeps a flapping backend to one ring change
+ * per hold period, a restart starts from the committed verdict, and a VIP
+ * whose every checked backend is down keeps its last healthy set (fail
+ * open) until one comes back. Also: the check options' parsing and the
+ * state file's check and health fields.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "check.h"
+#include "health.h"
+#include "state.h"
+
+#define MS 1000000ull
+
+/* A VIP with backends b1 .. b@n, all up, each checked every 100 ms, rise 2, fall 3, hold 1 s. */
+static void vip_make(struct state *s, size_t n)
+{
+	struct vip_spec spec;
+	struct state_vip *v = NULL;
+	const char *why = NULL;
+	size_t i;
+
+	state_init(s);
+	assert_int_equal(vip_parse("198.18.0.100:80/tcp", &spec, &why), 0);
+	assert_int_equal(state_vip_add(s, &spec, 16, &v), 0);
+	assert_non_null(v);
+	v->check.interval_ms = 100;
+	v->check.timeout_ms = 50;
+	v->check.hold_ms = 1000;
+	for (i = 0; i < n; i++) {
+		struct state_backend b = { .weight = 1, .mac = { 2, 0, 0, 0, 0, (__u8)(0x11 + i) } };
+
+		snprintf(b.name, sizeof(b.name), "b%zu", i + 1);
+		assert_int_equal(addr_parse("198.18.0.11", &b.addr, &why), 0);
+		assert_int_equal(state_backend_add(s, &s->vips[0], &b), 0);
+	}
+}
+
+static void test_fall_and_rise_count_results_in_a_row(void **unused)
+{
+	struct health_target t;
+	struct state s;
+	__u64 now = 1000 * MS;
+
+	(void)unused;
+	vip_make(&s, 1);
+	health_target_init(&t, &s.vips[0], &s.vips[0].backends[0], now);
+	check(t.verdict_up && t.seen_up, "a backend the state has up starts up");
+	health_result(&t, 0, "refused", now);
+	health_result(&t, 0, "refused", now);
+	health_result(&t, 1, NULL, now);
+	health_result(&t, 0, "refused", now);
+	health_result(&t, 0, "refused", now);
+	check(t.seen_up, "two failures, a success, two failures: never 3 in a row, still up");
+	health_result(&t, 0, "refused", now);
+	check(!t.seen_up, "the third failure in a row: the checks say down");
+	check_eq(t.fail_total, 5);
+	check_eq(t.ok_total, 1);
+	check(strcmp(t.last, "refused") == 0, "the last result in words: got '%s'", t.last);
+	health_result(&t, 1, NULL, now);
+	check(!t.seen_up, "one success of rise 2: still down");
+	health_result(&t, 1, NULL, now);
+	check(t.seen_up, "two successes in a row: up");
+	state_free(&s);
+}
+
+static void test_hold_allows_one_change_per_period(void **unused)
+{
+	struct health_target t;
+	struct state s;
+	__u64 now = 1000 * MS, changes = 0, step;
+
+	(void)unused;
+	vip_make(&s, 1);
+	s.vips[0].check.rise = 1;
+	s.vips[0].check.fall = 1;
+	health_target_init(&t, &s.vips[0], &s.vips[0].backends[0], now);
+	check(!health_due(&t, now), "nothing to change while the checks agree with the state");
+	/* A backend flapping every 100 ms for 10 s, hold 1 s: ten changes at most. */
+	for (step = 0; step < 100; step++) {
+		now += 100 * MS;
+		health_result(&t, step % 2, "refused", now);
+		if (health_due(&t, now)) {
+			t.verdict_up = t.seen_up;
+			t.changed_ns = now;
+			changes++;
+		}
+	}
+	check(changes >= 9 && changes <= 10, "100 flaps in 10 s with a 1 s hold: %llu changes",
+	      (unsigned long long)changes);
+	state_free(&s);
+}
+
+static void test_restart_starts_from_the_committed_verdict(void **unused)
+{
+	struct health_target t;
+	struct state s;
+
+	(void)unused;
+	vip_make(&s, 2);
+	s.vips[0].backends[0].down = 1;
+	health_target_init(&t, &s.vips[0], &s.vips[0].backends[0], 1000 * MS);
+	check(!t.verdict_up && !t.seen_up, "a backend the state has down starts down");
+	check(!health_due(&t, 1000 * MS), "and nothing is due: a restart does not flap");
+	health_result(&t, 1, NULL, 1100 * MS);
+	check(!health_due(&t, 1100 * MS), "one good check of rise 2 changes nothing");
+	health_result(&t, 1, NULL, 1200 * MS);
+	check(health_due(&t, 1200 * MS), "two good checks: up is due at once (no change yet)");
+	state_free(&s);
+}
+
+static int in_ring(const struct state *s, size_t i)
+{
+	return state_backend_in_ring(&s->vips[0].backends[i]);
+}
+
+static void test_fail_open_keeps_the_last_healthy_set(void **unused)
+{
+	struct state before, after;
+
+	(void)unused;
+	vip_make(&before, 3);
+	/* b3 goes down: it leaves, b1 and b2 serve. */
+	assert_int_equal(state_clone(&after, &before), 0);
+	after.vips[0].backends[2].down = 1;
+	state_health_settle(&before, &after);
+	check(in_ring(&after, 0) && in_ring(&after, 1) && !in_ring(&after, 2),
+	      "one backend down of three: it leaves the ring");
+	check(!state_vip_fails_open(&after.vips[0]), "and the VIP does not fail open");
+	state_free(&before);
+	before = after;
+	/* b1 and b2 go down too: the last healthy set, b1 and b2, stays; b3 does not return. */
+	assert_int_equal(state_clone(&after, &before), 0);
+	after.vips[0].backends[0].down = 1;
+	after.vips[0].backends[1].down = 1;
+	state_health_settle(&before, &after);
+	check(in_ring(&after, 0) && in_ring(&after, 1) && !in_ring(&after, 2),
+	      "every backend down: b1 and b2 held, b3 stays out");
+	check(after.vips[0].backends[0].held && after.vips[0].backends[1].held &&
+		      !after.vips[0].backends[2].held, "held are those the ring served");
+	check(state_vip_fails_open(&after.vips[0]), "the VIP fails open");
+	state_free(&before);
+	before = after;
+	/* b3 comes back: it serves alone, the held ones leave. */
+	assert_int_equal(state_clone(&after, &before), 0);
+	after.vips[0].backends[2].down = 0;
+	state_health_settle(&before, &after);
+	check(!in_ring(&after, 0) && !in_ring(&after, 1) && in_ring(&after, 2),
+	      "one backend up again: it serves, the held ones leave");
+	check(!state_vip_fails_open(&after.vips[0]), "the VIP no longer fails open");
+	state_free(&before);
+	state_free(&after);
+}
+
+static void test_state_file_keeps_checks_and_health(void **unused)
+{
+	struct state s, back;
+	char why[STATE_WHY_MAX] = "", *text, *again;
+	const char *problem = NULL;
+
+	(void)unused;
+	vip_make(&s, 2);
+	assert_int_equal(state_check_parse("http:/healthz", &s.vips[0].check, &problem), 0);
+	s.vips[0].backends[1].down = 1;
+	s.vips[0].backends[0].check_set = 1;
+	s.vips[0].backends[0].check = s.vips[0].check;
+	s.vips[0].backends[0].check.port = 8080;
+	s.vips[0].backends[0].check.direct = 1;
+	text = state_to_text(&s);
+	check(text && strstr(text, "\"http:/healthz\"") && strstr(text, "\"health\": \"down\""),
+	      "check and health are in the file: %s", text);
+	check(state_from_text(&back, text, why) == 0, "and read back: %s", why);
+	again = state_to_text(&back);
+	check(strcmp(text, again) == 0, "the same text once read and written again");
+	check(back.vips[0].backends[0].check_set && back.vips[0].backends[0].check.port == 8080 &&
+		      back.vips[0].backends[0].check.direct && back.vips[0].backends[1].down,
+	      "a backend's own check and its verdict come back");
+	free(text);
+	free(again);
+	state_free(&back);
+	state_free(&s);
+}
+
+static void test_malformed_checks_are_refused(void **unused)
+{
+	static const struct {
+		const char *from, *to, *why;
+	} cases[] = {
+		{ "\"backends\"", "\"check\": {\"type\": \"ping\", \"target\": \"vip\", \"port\": 0, \"interval_ms\": 2000, \"timeout_ms\": 1000, \"rise\": 2, \"fall\": 3, \"hold_ms\": 0}, \"backends\"", "check.type" },
+		{ "\"backends\"", "\"check\": {\"type\": \"tcp\", \"target\": \"vip\", \"port\": 0, \"interval_ms\": 2000, \"timeout_ms\": 3000, \"rise\": 2, \"fall\": 3, \"hold_ms\": 0}, \"backends\"", "timeout" },
+		{ "\"backends\"", "\"check\": {\"type\": \"tcp\", \"target\": \"me\", \"port\": 0, \"interval_ms\": 2000, \"timeout_ms\": 1000, \"rise\": 2, \"fall\": 3, \"hold_ms\": 0}, \"backends\"", "check.target" },
+		{ "\"backends\"", "\"check\": {\"type\": \"http:x y\", \"target\": \"vip\", \"port\": 0, \"interval_ms\": 2000, \"timeout_ms\": 1000, \"rise\": 2, \"fall\": 3, \"hold_ms\": 0}, \"backends\"", "check.type" },
+		{ "\"state\": \"active\"", "\"state\": \"active\", \"health\": \"sick\"", "health" },
+		{ "\"state\": \"active\"", "\"state\": \"active\", \"held\": true", "held" },
+	};
+	struct state s, back;
+	char why[STATE_WHY_MAX], *text;
+	size_t i;
+
+	(void)unused;
+	vip_make(&s, 1);
+	state_check_default(&s.vips[0].spec, &s.vips[0].check);
+	text = state_to_text(&s);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *at = strstr(text, cases[i].from);
+		char *bad;
+
+		assert_non_null(at);
+		bad = malloc(strlen(text) + strlen(cases[i].to) + 1);
+		sprintf(bad, "%.*s%s%s", (int)(at - text), text, cases[i].to,
+			at + strlen(cases[i].from));
+		why[0] = '\0';
+		check(state_from_text(&back, bad, why) == -EINVAL, "case %zu refused: %s", i, bad);
+		check(strstr(why, cases[i].why), "case %zu says where: got '%s', want '%s'", i, why,
+		      cases[i].why);
+		state_free(&back);
+		free(bad);
+	}
+	free(text);
+	state_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fall_and_rise_count_results_in_a_row),
+		cmocka_unit_test(test_hold_allows_one_change_per_period),
+		cmocka_unit_test(test_restart_starts_from_the_committed_verdict),
+		cmocka_unit_test(test_fail_open_keeps_the_last_healthy_set),
+		cmocka_unit_test(test_state_file_keeps_checks_and_health),
+		cmocka_unit_test(test_malformed_checks_are_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
