@@ -161,6 +161,9 @@ unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UN
 		echo "== $$t"; $(OUTPUT)/$$t; \
 		echo "== $$t (ASan+UBSan)"; $(OUTPUT)/san/$$t; \
 	done
+	$(Q)echo "== alert rules (promtool)"
+	$(Q)promtool check rules scripts/prometheus/ringlb.rules.yml
+	$(Q)cd tests/prometheus && promtool test rules ringlb.rules.test.yml
 
 # --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
 PROG_LIBS := user/lb.c user/ringmap.c user/decap.c user/host.c user/addr.c $(RING_SRCS)
@@ -215,6 +218,7 @@ e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
 	$(Q)echo "== integrity.sh"; tests/integrity.sh
 	$(Q)echo "== encap.sh"; tests/encap.sh
 	$(Q)echo "== second_chance.sh"; tests/second_chance.sh
+	$(Q)echo "== daemon.sh"; tests/daemon.sh
 	$(Q)echo "== reliability.sh"; CHANGES=$(CHANGES) CRASHES=$(CRASHES) tests/reliability.sh
 
 test: deps

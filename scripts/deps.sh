@@ -12,11 +12,13 @@ set -eu
 # nginx-light as a real backend, curl as a real client, jq to read --json
 # output, netsniff-ng's trafgen as a packet generator, valgrind for the CLI,
 # python3-scapy to send a forged TCP reset, dnsmasq and dig as a real UDP
-# service and client.
+# service and client. The daemon: libmicrohttpd for /metrics, libsystemd for
+# sd_notify; its tests: prometheus (the server and promtool), systemd
+# (systemd-analyze), bc.
 PACKAGES="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 libjansson-dev libmnl-dev libcap-dev libcmocka-dev libclang-rt-14-dev iproute2 ethtool \
 nginx-light curl jq netsniff-ng util-linux valgrind python3 python3-scapy \
-dnsmasq-base bind9-dnsutils"
+dnsmasq-base bind9-dnsutils libmicrohttpd-dev libsystemd-dev prometheus systemd bc"
 
 missing=""
 for pkg in $PACKAGES; do
