@@ -78,6 +78,16 @@ refused "--flows other than pinned or stateless" "--flows is pinned or stateless
 refused "a stateless l2 VIP" "--flows stateless needs --forward gue" -- ringlb vip add 198.18.0.101:80/tcp --flows stateless
 refused "decap drained of a malformed VIP" "malformed VIP" -- ringlb decap drained 198.18.0.300:80/tcp
 refused "decap drained of a UDP VIP" "only a TCP VIP" -- ringlb decap drained 198.18.0.100:53/udp
+refused "unknown check" "must be tcp, http:PATH or none" -- ringlb vip add 198.18.0.101:80/tcp --check ping
+refused "HTTP check path without /" "starts with /" -- ringlb vip add 198.18.0.101:80/tcp --check http:health
+refused "HTTP check path with a space" "without spaces" -- ringlb vip add 198.18.0.101:80/tcp --check "http:/a b"
+refused "check timeout over the interval" "timeout is 10 ms .. the interval" -- ringlb vip add 198.18.0.101:80/tcp --check-interval 500 --check-timeout 600
+refused "check port 0" "--check-port must be" -- ringlb vip add 198.18.0.101:80/tcp --check-port 0
+refused "rise 0" "--rise must be" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:00:00:19 --rise 0
+refused "check target other than vip or backend" "--check-target is vip or backend" -- ringlb vip check "$VIP" --check-target router
+refused "vip check without an option" "at least one check option" -- ringlb vip check "$VIP"
+refused "vip check of an unknown VIP" "no such VIP" -- ringlb vip check 198.18.0.199:80/tcp --fall 5
+refused "daemon metrics address without a port" "not ADDR:PORT" -- ringlb daemon --metrics 127.0.0.1
 refused "unknown command" "unknown command" -- ringlb frobnicate
 refused "unknown verb" "unknown verb" -- ringlb vip frob "$VIP"
 refused "unknown option" "unknown option" -- ringlb vip add 198.18.0.101:80/tcp --frob
@@ -119,8 +129,8 @@ fi
 cp "$W/good.json" "$W/state.json"
 
 # --help explains every command.
-if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 20 ]; then
-	pass "ringlb --help lists the 20 commands"
+if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 22 ]; then
+	pass "ringlb --help lists the 22 commands"
 else
 	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 fi

@@ -234,6 +234,38 @@ else
 	fail "flood: $whole of 100 downloads completed whole; $unpinned new flows not pinned"
 fi
 
+# --- health checks through the tunnels ------------------------------------------------------
+# The daemon's probes to a gue and an ipip VIP go encapsulated, as clients' packets do:
+# a backend whose nginx stops is down on both, and up again when it starts.
+ringlb vip check "$V4G" --check-interval 300 --check-timeout 200 --rise 1 --fall 2 &&
+	ringlb vip check "$V6I" --check http:/ --check-interval 300 --check-timeout 200 --rise 1 \
+		--fall 2 || fail "vip check"
+nsenter --net="/run/netns/$RINGLB_NS" "$ROOT/build/ringlb" --state "$W/state.json" \
+	--pin-dir "$PIN" daemon --metrics none >"$W/daemon.log" 2>&1 &
+DPID=$!
+health_of() {
+	ringlb show --json | jq -r --arg v "$1" --arg n "$2" \
+		'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | .health'
+}
+until_health() {
+	local t
+	for t in $(seq 1 100); do
+		[ "$(health_of "$V4G" b2)" = "$1" ] && [ "$(health_of "$V6I" b2)" = "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+kill "$(cat "$W/b2/nginx.pid")"
+if until_health down; then
+	routed_backend_servers 2 >/dev/null 2>&1
+	until_health up && pass "health through the tunnels: b2's nginx stopped, down on the gue and the ipip VIP (TCP and HTTP checks); started, up again" ||
+		fail "b2 never came back: $(grep -v transition "$W/daemon.log")"
+else
+	fail "b2 never went down: gue $(health_of "$V4G" b2), ipip $(health_of "$V6I" b2); $(grep -v transition "$W/daemon.log")"
+fi
+kill "$DPID"
+wait "$DPID" || fail "the daemon did not stop cleanly"
+
 # --- two arms: out of the other interface by redirect ---------------------------------------
 routed_two_armed
 # Attaching (any change) has the kernel resolve the next hops toward the backends anew.

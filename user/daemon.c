@@ -596,13 +596,7 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 		snprintf(why, CTL_WHY_MAX, "cannot take signals: %s", strerror(errno));
 		return -errno;
 	}
-	dlog("starting on %s (pins in %s)", o->site.state_path, o->site.pin_dir);
-	transitions_follow(&d, 1);
-	reconcile(&d, "start");
-	now = health_now_ns();
-	refresh(&d, 1, now);
-	if (!d.attached)
-		dlog("not attached yet: health checks start once `ringlb attach` has run");
+	/* Bound first: a port in use is the one line the caller sees, nothing else done. */
 	if (!o->metrics || strcmp(o->metrics, "none")) {
 		err = metrics_start(o->metrics ? o->metrics : METRICS_ADDR_DEFAULT, metrics_page, &d,
 				    &metrics, mwhy);
@@ -610,8 +604,17 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 			snprintf(why, CTL_WHY_MAX, "%s", mwhy);
 			goto out;
 		}
-		dlog("metrics on http://%s/metrics", o->metrics ? o->metrics : METRICS_ADDR_DEFAULT);
 	}
+	dlog("starting on %s (pins in %s)%s%s%s", o->site.state_path, o->site.pin_dir,
+	     metrics ? "; metrics on http://" : "",
+	     metrics ? (o->metrics ? o->metrics : METRICS_ADDR_DEFAULT) : "",
+	     metrics ? "/metrics" : "");
+	transitions_follow(&d, 1);
+	reconcile(&d, "start");
+	now = health_now_ns();
+	refresh(&d, 1, now);
+	if (!d.attached)
+		dlog("not attached yet: health checks start once `ringlb attach` has run");
 	if (sd_watchdog_enabled(0, &watchdog_us) <= 0)
 		watchdog_us = 0;
 	sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu, %zu health checks",

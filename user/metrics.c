@@ -352,6 +352,13 @@ static int where_parse(const char *where, struct sockaddr_storage *ss)
 	return -EINVAL;
 }
 
+int metrics_where_check(const char *where)
+{
+	struct sockaddr_storage ss;
+
+	return where_parse(where, &ss);
+}
+
 int metrics_start(const char *where, metrics_render_fn fn, void *arg,
 		  struct metrics_server **out, char why[METRICS_WHY_MAX])
 {

@@ -66,6 +66,9 @@ struct metrics_server;
 int metrics_start(const char *where, metrics_render_fn fn, void *arg,
 		  struct metrics_server **out, char why[METRICS_WHY_MAX]);
 
+/** metrics_where_check() - 0 when @where is "ADDR:PORT" or "[ADDR6]:PORT", else -EINVAL. */
+int metrics_where_check(const char *where);
+
 /** metrics_stop() - stop serving. */
 void metrics_stop(struct metrics_server *m);
 

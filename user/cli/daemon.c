@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "daemon.h"
+#include "metrics.h"
 
 struct daemon_args {
 	const char *metrics;
@@ -18,7 +19,8 @@ struct daemon_args {
 
 static int daemon_metrics_set(struct cli *c, void *args, const char *value)
 {
-	(void)c;
+	if (strcmp(value, "none") && metrics_where_check(value))
+		return cli_usage(c, "--metrics '%s': not ADDR:PORT, [ADDR6]:PORT or none", value);
 	((struct daemon_args *)args)->metrics = value;
 	return 0;
 }

@@ -95,6 +95,32 @@ static int vip_del_apply(const struct ctl_apply *ctx, const void *args, struct s
 	return 0;
 }
 
+static int vip_check_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct vip_args *a = args;
+
+	if (!a->check.given)
+		return cli_usage(c, "say what to change with at least one check option");
+	return vip_operands_parse(c, args, operands, count);
+}
+
+static int vip_check_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
+			   char why[CTL_WHY_MAX])
+{
+	const struct vip_args *a = args;
+	struct state_vip *v = cli_vip_find(want, &a->vip, why);
+
+	(void)ctx;
+	if (!v)
+		return -ENOENT;
+	return cli_check_apply(&a->check, &v->check, why);
+}
+
+static const struct cli_option vip_check_options[] = {
+	CLI_CHECK_OPTIONS,
+	{ NULL, NULL, NULL, NULL },
+};
+
 static const struct cli_option vip_add_options[] = {
 	{ "vnodes", "K", "ring points per unit of backend weight (default 4096)", vip_vnodes_set },
 	{ "forward", "l2|ipip|gue", "how packets reach the backends (default l2)", vip_forward_set },
@@ -119,6 +145,16 @@ const struct cli_command cli_vip_add = {
 		"    backends hold every connection. The check options say how `ringlb\n"
 		"    daemon` checks the backends' health: by default a TCP connection to\n"
 		"    the VIP, sent to each backend the way clients' packets are.",
+};
+
+const struct cli_command cli_vip_check = {
+	.object = "vip", .verb = "check", .operands = "VIP", .min_operands = 1, .max_operands = 1,
+	.options = vip_check_options, .args_size = sizeof(struct vip_args),
+	.parse = vip_check_parse, .apply = vip_check_apply,
+	.flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Change how `ringlb daemon` checks the VIP's backends (those without a\n"
+		"    check of their own); options not given stay as they are. The ring does\n"
+		"    not change: the daemon applies the new check from its next probe.",
 };
 
 const struct cli_command cli_vip_del = {
