@@ -180,14 +180,6 @@ static struct health_target *target_find(struct health_target *ts, size_t n,
 	return NULL;
 }
 
-static int check_same(const struct state_check *a, const struct state_check *b)
-{
-	return a->kind == b->kind && strcmp(a->path, b->path) == 0 && a->port == b->port &&
-	       a->direct == b->direct && a->interval_ms == b->interval_ms &&
-	       a->timeout_ms == b->timeout_ms && a->rise == b->rise && a->fall == b->fall &&
-	       a->hold_ms == b->hold_ms;
-}
-
 /*
  * The targets of @s: every active backend with a check. One the daemon
  * already checks (same VIP, name, cookie) keeps its probe and its runs;
@@ -220,7 +212,7 @@ static int targets_rebuild(struct daemon *d, const struct state *s, __u64 now)
 				ts = more;
 			}
 			old = target_find(d->targets, d->target_count, &v->spec, b->name, b->cookie);
-			if (old && check_same(&old->check, c)) {
+			if (old && state_check_equal(&old->check, c)) {
 				ts[n] = *old;
 				old->fd = -1; /* the probe moves with it */
 			} else {

@@ -489,7 +489,7 @@ void state_check_format(const struct state_check *c, char *buf, size_t len)
 		snprintf(buf, len, "%s", c->kind == STATE_CHECK_TCP ? "tcp" : "none");
 }
 
-static int check_equal(const struct state_check *a, const struct state_check *b)
+int state_check_equal(const struct state_check *a, const struct state_check *b)
 {
 	return a->kind == b->kind && strcmp(a->path, b->path) == 0 && a->port == b->port &&
 	       a->direct == b->direct && a->interval_ms == b->interval_ms &&
@@ -655,7 +655,7 @@ static json_t *vips_to_json(const struct state *s)
 					    uints_to_json(v->past_vnodes, v->history_count));
 		/* "check" only when not the default: files without checks read as before. */
 		state_check_default(&v->spec, &dflt);
-		if (o && !check_equal(&v->check, &dflt))
+		if (o && !state_check_equal(&v->check, &dflt))
 			json_object_set_new(o, "check", check_to_json(&v->check));
 		if (o)
 			json_object_set_new(o, "backends", backends);

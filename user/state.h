@@ -319,6 +319,9 @@ int state_check_parse(const char *text, struct state_check *c, const char **why)
 /** state_check_valid() - 0, or -EINVAL and why (static text): timeout over interval, ... */
 int state_check_valid(const struct state_check *c, const char **why);
 
+/** state_check_equal() - do two checks say the same? */
+int state_check_equal(const struct state_check *a, const struct state_check *b);
+
 /** state_check_format() - "tcp", "http:/PATH" or "none", into @buf of @len bytes. */
 void state_check_format(const struct state_check *c, char *buf, size_t len);
 

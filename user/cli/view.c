@@ -79,6 +79,14 @@ static json_t *hex64(__u64 v)
 	return json_string(hex);
 }
 
+/* A backend's health as show says it; the daemon checks active backends only. */
+static const char *health_word(const struct state_check *c, const struct state_backend *b)
+{
+	if (b->down)
+		return "down";
+	return c->kind == STATE_CHECK_NONE || b->draining || b->retired ? "unchecked" : "up";
+}
+
 /* One VIP of the show model, with the digest of the ring the kernel serves when attached. */
 static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json_t **out)
 {
@@ -110,7 +118,7 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 			       addr, "mac", vp->forward == LB_FORWARD_L2 ? mac : "-", "state",
 			       state_backend_state(b), "weight", (json_int_t)b->weight, "share",
 			       shares[j], "health",
-			       chk->kind == STATE_CHECK_NONE ? "unchecked" : b->down ? "down" : "up",
+			       health_word(chk, b),
 			       "held", b->held);
 		if (jb && b->check_set)
 			json_object_set_new(jb, "check", json_string(check));
