@@ -182,7 +182,9 @@ refused "save through a planted link" "exists" -- ringlb save "$W/link"
 vg_ok=0 vg_runs=0
 for cmd in "show" "show --json" "stats --json" "verify" "plan $VIP add b7 198.18.0.17" \
 	"lookup $VIP 198.18.0.21:4000" "vip add 198.18.0.105:80/tcp" "vip del 198.18.0.105:80/tcp" \
-	"backend weight $VIP b1 3" "backend weight $VIP ghost 3" "vip add nonsense" "save $W/vg.json"; do
+	"backend weight $VIP b1 3" "backend weight $VIP ghost 3" "vip add nonsense" "save $W/vg.json" \
+	"vip add 198.18.0.106:80/tcp --check http:/x --rise 3" "vip check 198.18.0.106:80/tcp --fall 4" \
+	"vip del 198.18.0.106:80/tcp" "daemon --metrics nowhere"; do
 	vg_runs=$((vg_runs + 1))
 	# shellcheck disable=SC2086
 	if nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
@@ -196,6 +198,24 @@ for cmd in "show" "show --json" "stats --json" "verify" "plan $VIP add b7 198.18
 		echo "valgrind: ringlb $cmd:"; head -20 "$W/vg"
 	fi
 done
+# The daemon itself: two seconds of checks and a scrape, then SIGTERM.
+nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
+	--suppressions="$ROOT/tests/valgrind.supp" --errors-for-leak-kinds=definite,indirect \
+	"$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" daemon --metrics 127.0.0.1:9478 \
+	>/dev/null 2>"$W/vg-daemon" &
+vg_daemon=$!
+for t in $(seq 1 100); do grep -q "ready: serving" "$W/vg-daemon" && break; sleep 0.1; done
+sleep 2
+nsenter --net="/run/netns/$NS" curl -s -o /dev/null http://127.0.0.1:9478/metrics
+kill "$vg_daemon"
+wait "$vg_daemon"
+vg_rc=$?
+vg_runs=$((vg_runs + 1))
+if [ $vg_rc -eq 0 ] && ! grep -q "==[0-9]*==" "$W/vg-daemon"; then
+	vg_ok=$((vg_ok + 1))
+else
+	echo "valgrind: ringlb daemon (exit $vg_rc):"; grep "==" "$W/vg-daemon" | head -30
+fi
 if [ $vg_ok -eq $vg_runs ]; then
 	pass "valgrind: $vg_runs CLI runs (reads, changes, refusals) with no memory error and no leak"
 else

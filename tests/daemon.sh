@@ -113,7 +113,8 @@ for i in 1 2 3; do
 	echo $! >"$W/udp-b$i.pid"
 done
 ringlb backend add "$FLAP" f1 "$(topo_backend_addr4 1)" >/dev/null &&
-	ringlb backend add "$FLAP" f2 "$(topo_backend_addr4 2)" >/dev/null || die "backend add f"
+	ringlb backend add "$FLAP" f2 "$(topo_backend_addr4 2)" --check-target backend \
+		>/dev/null || die "backend add f"
 in_b 2 python3 "$TOOLS/checkport.py" 8081 &
 
 # --- systemd ------------------------------------------------------------------------------
@@ -215,8 +216,9 @@ daemon_changes=$(( $(transitions "$FLAP") - flap0 ))
 wait "$FLAPPER" 2>/dev/null
 flaps=$(( $(transitions "$FLAP") - flap0 ))
 elapsed=$(( $(date +%s) - flap_start ))
-[ "$flaps" -ge 2 ] && [ "$flaps" -le $((elapsed / 5 + 1)) ] &&
-	pass "f1 flapped every second for $elapsed s (rise 1, fall 1): $flaps ring changes, at most one per 5 s hold" ||
+[ "$flaps" -ge 2 ] && [ "$flaps" -le $((elapsed / 5 + 1)) ] && [ "$(health "$FLAP" f2)" = up ] &&
+	ringlb show | grep -q "f2 .* up, own check tcp" &&
+	pass "f1 flapped every second for $elapsed s (rise 1, fall 1): $flaps ring changes, at most one per 5 s hold; f2, checked on its own address (a check of its own), stayed up" ||
 	fail "f1 flapping for $elapsed s: $flaps ring changes (hold 5 s allows $((elapsed / 5 + 1)))"
 
 # --- every backend down: fail open -----------------------------------------------------------------
@@ -317,11 +319,14 @@ vstats=$(ringlb stats --json | jq -r '.vips[] | "\(.vip) - \(.packets)"' | sort)
 
 # --- SIGHUP repairs, SIGTERM stops cleanly ----------------------------------------------------------
 tamper
+ip -n "$RINGLB_NS" rule del fwmark 0x524c0000/0xfffff000 table 21068
 kill -HUP "$DPID"
 for t in $(seq 1 50); do [ "$(grep -c 'reload: the kernel differed' "$W/daemon.log")" -ge 1 ] && break; sleep 0.1; done
+sleep 0.2
 grep -q "reload: the kernel differed" "$W/daemon.log" && ringlb verify >/dev/null &&
-	pass "SIGHUP: the kernel compared with the state again, the changed slot repaired, verify clean" ||
-	fail "SIGHUP did not repair: $(tail -3 "$W/daemon.log")"
+	ip -n "$RINGLB_NS" rule | grep -q "fwmark 0x524c0000/0xfffff000 lookup 21068" &&
+	pass "SIGHUP: the kernel compared with the state again, the changed slot repaired (verify clean), the probes' rule deleted by hand back" ||
+	fail "SIGHUP did not repair: $(tail -3 "$W/daemon.log"); rules: $(ip -n "$RINGLB_NS" rule | tr '\n' ';')"
 kill "$DPID"
 wait "$DPID"
 rc=$?

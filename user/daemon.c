@@ -257,8 +257,13 @@ static void fail_open_log(const struct state *before, const struct state *after)
 	}
 }
 
-/* The probe path on the first attached interface, (re)made when that changes. */
-static void probe_path_ensure(struct daemon *d)
+/*
+ * The probe path on the first attached interface, (re)made when that
+ * changes or @again. Without it, checks through the clients' path fail
+ * (probes_run()): a marked packet following the host's own routes could
+ * reach the VIP through the data path and pass for the wrong backend.
+ */
+static void probe_path_ensure(struct daemon *d, int again)
 {
 	char why[PROBE_WHY_MAX];
 	struct lb_maps maps;
@@ -267,17 +272,19 @@ static void probe_path_ensure(struct daemon *d)
 	if (!d->attached || !d->state.iface_count)
 		return;
 	ifname = d->state.ifaces[0].name;
-	if (d->probe && strcmp(ifname, d->probe_iface) == 0)
+	/* Made again when asked (a reconcile): a rule deleted by hand comes back. */
+	if (d->probe && strcmp(ifname, d->probe_iface) == 0 && !again)
 		return;
 	probe_path_close(d->probe);
 	d->probe = NULL;
 	if (ctl_maps_open(&d->o->site, &maps, why))
 		return;
 	if (probe_path_setup(&maps, ifname, &d->probe, why)) {
-		dlog("health checks through the clients' path are off: %s", why);
+		dlog("health checks through the clients' path fail until this is fixed: %s", why);
 	} else {
+		if (strcmp(ifname, d->probe_iface))
+			dlog("health checks go the clients' path out of %s", ifname);
 		snprintf(d->probe_iface, sizeof(d->probe_iface), "%s", ifname);
-		dlog("health checks go the clients' path out of %s", ifname);
 	}
 	lb_maps_close(&maps);
 	memset(&d->source4, 0, sizeof(d->source4));
@@ -321,7 +328,7 @@ static int refresh(struct daemon *d, int force, __u64 now)
 	if (old.generation != s.generation || force)
 		fail_open_log(&old, &s);
 	state_free(&old);
-	probe_path_ensure(d);
+	probe_path_ensure(d, 0);
 	return err;
 }
 
@@ -529,10 +536,16 @@ static void probes_run(struct daemon *d, const struct pollfd *fds, size_t nfds, 
 			if (fds[k].fd == t->fd && t->fd >= 0)
 				revents = fds[k].revents;
 		health_probe_step(t, revents, now);
-		if (t->phase == HEALTH_IDLE && now >= t->next_ns && d->attached)
-			health_probe_start(t, t->vip.addr.family == LB_FAMILY_IPV4 ? &d->source4 :
-										      &d->source6,
-					   now);
+		if (t->phase != HEALTH_IDLE || now < t->next_ns || !d->attached)
+			continue;
+		if (!t->check.direct && !d->probe) {
+			t->next_ns = now + (__u64)t->check.interval_ms * 1000000ull;
+			health_result(t, 0, "the clients' path for checks is not set up", now);
+			continue;
+		}
+		health_probe_start(t, t->vip.addr.family == LB_FAMILY_IPV4 ? &d->source4 :
+									      &d->source6,
+				   now);
 	}
 	pthread_mutex_unlock(&d->lock);
 }
@@ -645,6 +658,7 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 				sd_notify(0, "RELOADING=1");
 				reconcile(&d, "reload");
 				refresh(&d, 1, now);
+				probe_path_ensure(&d, 1);
 				sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu, %zu health checks",
 					   (unsigned long long)d.state.generation, d.target_count);
 			} else {
@@ -664,6 +678,8 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 		}
 		if (now >= next_verify) {
 			reconcile(&d, "periodic comparison");
+			refresh(&d, 1, now);
+			probe_path_ensure(&d, 1);
 			next_verify = now + (__u64)o->verify_s * 1000000000ull;
 		}
 		if (watchdog_us && now >= next_watchdog) {
