@@ -170,7 +170,7 @@ got=$(answers "$(url "$TOPO_VIP4")/" 30 | sort | uniq -c | tr -s ' ' | tr '\n' '
 echo "$got" | grep -q b2 && fail "new connections still reach b2: $got" ||
 	pass "30 new connections avoid b2: $got"
 grep -F "health: backend b2 of VIP $VIP down" "$W/rings.log" | jq -e '.points_before == 12288 and
-	.points_after == 8192 and .moved > 0.2 and .outcome == "ok"' >/dev/null &&
+	.points_after == 8192 and .moved > 0.2 and .exact and .outcome == "ok"' >/dev/null &&
 	pass "rings.log: $(grep -F "health: backend b2 of VIP $VIP down" "$W/rings.log" |
 		jq -c '{cause, points_before, points_after, moved, outcome}')" ||
 	fail "no transition line for b2: $(tail -2 "$W/rings.log")"
@@ -211,6 +211,19 @@ daemon_changes=$(( $(transitions "$FLAP") - flap0 ))
 	[ "$audited" -eq 31 ] && ringlb verify >/dev/null &&
 	pass "31 CLI changes while the daemon made $daemon_changes of its own: all committed, the last weights stand ($w1, $w3), verify clean" ||
 	fail "CLI changes: $cli_ok ok, weights $w1 $w3, $audited audited"
+
+# --- a large ring's transition: the ideal shares, not a build that would slow the command ---------
+BIG="$TOPO_VIP4:82/tcp"
+ringlb vip add "$BIG" --vnodes 8192 --check none || fail "vip add $BIG"
+for i in 1 2 3 4 5 6; do
+	ringlb backend add "$BIG" "g$i" "$(topo_backend_addr4 1)" --mac "$(topo_backend_mac 1)" \
+		>/dev/null || fail "backend add g$i"
+done
+line=$(grep -F "\"vip\":\"$BIG\"" "$W/rings.log" | tail -1)
+echo "$line" | jq -e '.exact == false and .points_before == 40960 and .points_after == 49152 and
+	(.moved - 1/6 | fabs) < 0.000001 and .outcome == "ok"' >/dev/null &&
+	pass "a transition of rings over 65,536 points: the ideal share moved from the weights ($(echo "$line" | jq -c '{points_before, points_after, moved, exact}'))" ||
+	fail "large ring transition line: $line"
 
 # --- the flap's count --------------------------------------------------------------------------
 wait "$FLAPPER" 2>/dev/null
