@@ -154,6 +154,14 @@ code2=$(in_lb curl -s -o /dev/null -w '%{http_code}' "http://$METRICS/state")
 [ "$code" = 405 ] && [ "$code2" = 404 ] && pass "/metrics is read-only: POST 405, other paths 404" ||
 	fail "POST /metrics: $code, GET /state: $code2"
 
+second=$(in_lb "$ROOT/build/ringlb" --state "$W/state.json" --pin-dir "$PIN" daemon \
+	--metrics none 2>&1)
+rc=$?
+[ $rc -ne 0 ] && [ "$(echo "$second" | wc -l)" -eq 1 ] &&
+	echo "$second" | grep -q "another ringlb daemon serves .* (pid $DPID)" &&
+	pass "a second daemon for the same state refuses in one line: '$second'" ||
+	fail "a second daemon: exit $rc, '$second'"
+
 # --- flapping, in the background for 60 s --------------------------------------------------------
 flap0=$(transitions "$FLAP")
 in_b 1 timeout 60 python3 "$TOOLS/checkport.py" 8081 1 1 &

@@ -74,6 +74,41 @@ int ctl_lock(const struct ctl_site *site, int exclusive, char why[CTL_WHY_MAX])
 	return fd;
 }
 
+int ctl_daemon_lock(const struct ctl_site *site, char why[CTL_WHY_MAX])
+{
+	char path[PATH_MAX], pid[32] = "";
+	int fd, err = state_dir_ensure(site, why);
+	ssize_t n;
+
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "%s.daemon", site->state_path);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, CTL_WHY_MAX, "cannot open %s: %s", path, strerror(errno));
+		return err;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		if (err == -EBUSY)
+			snprintf(why, CTL_WHY_MAX, "another ringlb daemon serves %s (pid %s)",
+				 site->state_path, pid[0] ? pid : "?");
+		else
+			snprintf(why, CTL_WHY_MAX, "cannot lock %s: %s", path, strerror(-err));
+		close(fd);
+		return err;
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n) {
+		/* The pid is a courtesy for the message above; the lock is what counts. */
+	}
+	return fd;
+}
+
 int ctl_state_read(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX])
 {
 	char swhy[STATE_WHY_MAX] = "";

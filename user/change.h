@@ -49,6 +49,14 @@ void ctl_site_path(const struct ctl_site *site, const char *file, char *out, siz
 /** ctl_lock() - the deployment's lock, shared or exclusive. Return: a descriptor or -errno. */
 int ctl_lock(const struct ctl_site *site, int exclusive, char why[CTL_WHY_MAX]);
 
+/**
+ * ctl_daemon_lock() - one daemon per deployment: an exclusive lock on
+ * "STATE.daemon" (with the holder's pid in it), held for the daemon's life
+ * and released by the kernel when it dies. Return: the descriptor, or
+ * -EBUSY and which pid holds it, or another -errno.
+ */
+int ctl_daemon_lock(const struct ctl_site *site, char why[CTL_WHY_MAX]);
+
 /** ctl_state_read() - the committed state, read under a lock the caller holds. */
 int ctl_state_read(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX]);
 

@@ -605,17 +605,23 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 	__u64 now, next_watchdog = 0, next_verify, next_look = 0;
 	uint64_t watchdog_us = 0;
 	struct pollfd *fds = NULL;
-	int sfd, err, stop = 0;
+	int sfd, lock, err, stop = 0;
 
 	state_init(&d.state);
-	d.changes = json_object();
 	err = ctl_privileged(why);
 	if (err)
 		return err;
+	lock = ctl_daemon_lock(&o->site, why);
+	if (lock < 0)
+		return lock;
+	d.changes = json_object();
 	sfd = signals_open();
 	if (sfd < 0) {
 		snprintf(why, CTL_WHY_MAX, "cannot take signals: %s", strerror(errno));
-		return -errno;
+		err = -errno;
+		json_decref(d.changes);
+		close(lock);
+		return err;
 	}
 	/* Bound first: a port in use is the one line the caller sees, nothing else done. */
 	if (!o->metrics || strcmp(o->metrics, "none")) {
@@ -721,5 +727,6 @@ out:
 	close(sfd);
 	if (!err)
 		dlog("stopped");
+	close(lock);
 	return err;
 }
