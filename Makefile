@@ -34,7 +34,7 @@ BPF_CFLAGS := -g -O2 -target bpf -ffreestanding $(BPF_SYS_INCLUDES) -Ibpf -Iring
 INCLUDES := -I$(OUTPUT) -Iring -Ibpf -Iuser -Iuser/cli -Itests -Itests/prog
 LDLIBS_RING := -lm
 LDLIBS_BPF := -lbpf -lelf -lz
-LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap -lmicrohttpd -lsystemd -lpthread
+LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap -lmicrohttpd -lsystemd -lpthread -lcurl -lcrypto
 
 ifeq ($(V),1)
 	Q =
@@ -54,7 +54,7 @@ endif
 RING_SRCS := $(sort $(wildcard ring/*.c))
 # The controller core: state, sync and maps, a library for every front end.
 CORE_SRCS := user/addr.c user/host.c user/lb.c user/ringmap.c user/state.c user/ctl.c user/change.c \
-	user/health.c user/probe.c user/stats.c user/metrics.c user/daemon.c \
+	user/health.c user/probe.c user/stats.c user/metrics.c user/daemon.c user/etcd.c \
 	user/decap.c
 # The ringlb command.
 CLI_SRCS := $(sort $(wildcard user/cli/*.c))
@@ -71,7 +71,7 @@ san_obj = $(patsubst %.c,$(SAN_OBJ)/%.o,$(1))
 fuzz_obj = $(patsubst %.c,$(FUZZ_OBJ)/%.o,$(1))
 
 all: $(OUTPUT)/libring.a $(OUTPUT)/libringlb.a $(OUTPUT)/ringlb $(OUTPUT)/test_xdp \
-	$(OUTPUT)/test_hostile $(OUTPUT)/xdp_pass.bpf.o
+	$(OUTPUT)/test_hostile $(OUTPUT)/test_etcd $(OUTPUT)/xdp_pass.bpf.o
 
 deps:
 	$(Q)./scripts/deps.sh
@@ -173,6 +173,8 @@ PROG_TEST_LIBS := user/ctl.c user/state.c
 LDLIBS_HOST := -lmnl -lcap
 $(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS) $(PROG_TEST_LIBS),\
 	-lcmocka -lpthread -ljansson $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
+# The etcd client against a real etcd (tests/store.sh starts one).
+$(eval $(call program,test_etcd,tests/test_etcd.c user/etcd.c,-lcmocka -ljansson -lcurl -lcrypto))
 $(eval $(call program,test_hostile,tests/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 
@@ -219,6 +221,7 @@ e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
 	$(Q)echo "== encap.sh"; tests/encap.sh
 	$(Q)echo "== second_chance.sh"; tests/second_chance.sh
 	$(Q)echo "== daemon.sh"; tests/daemon.sh
+	$(Q)echo "== store.sh"; tests/store.sh
 	$(Q)echo "== reliability.sh"; CHANGES=$(CHANGES) CRASHES=$(CRASHES) tests/reliability.sh
 
 test: deps

@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "etcd.h"
 #include "host.h"
 #include "ring.h"
 
@@ -109,14 +110,87 @@ int ctl_daemon_lock(const struct ctl_site *site, char why[CTL_WHY_MAX])
 	return fd;
 }
 
-int ctl_state_read(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX])
+/* The desired state from the store: PREFIX/state, or an empty state when there is none yet. */
+static int store_read(const struct ctl_site *site, struct state *s, __u64 *revision,
+		      char why[CTL_WHY_MAX])
+{
+	char ewhy[ETCD_WHY_MAX] = "", swhy[STATE_WHY_MAX] = "", *text = NULL;
+	struct etcd_spec spec;
+	const char *problem = NULL;
+	int err;
+
+	state_init(s);
+	if (etcd_spec_parse(site->store, &spec, &problem)) {
+		snprintf(why, CTL_WHY_MAX, "--store %s: %s", site->store, problem);
+		return -EINVAL;
+	}
+	err = etcd_get(&spec, "state", &text, revision, ewhy);
+	if (err) {
+		snprintf(why, CTL_WHY_MAX, "cannot read the state from the store: %s", ewhy);
+		return err;
+	}
+	if (!text)
+		return 0;
+	err = state_from_text(s, text, swhy);
+	free(text);
+	if (err)
+		snprintf(why, CTL_WHY_MAX, "the store's state %s/state: %s", spec.prefix, swhy);
+	return err;
+}
+
+/*
+ * The commit: the state file replaced, or the store's key written if nobody
+ * wrote it since @revision (-ESTALE otherwise).
+ */
+static int state_commit(const struct ctl_site *site, const struct state *s, __u64 revision,
+			char why[CTL_WHY_MAX])
+{
+	char ewhy[ETCD_WHY_MAX] = "", *text;
+	struct etcd_spec spec;
+	const char *problem = NULL;
+	int err;
+
+	if (!site->store) {
+		err = state_save(s, site->state_path);
+		if (err)
+			snprintf(why, CTL_WHY_MAX, "cannot write %s: %s", site->state_path,
+				 strerror(-err));
+		return err;
+	}
+	if (etcd_spec_parse(site->store, &spec, &problem)) {
+		snprintf(why, CTL_WHY_MAX, "--store %s: %s", site->store, problem);
+		return -EINVAL;
+	}
+	text = state_to_text(s);
+	if (!text)
+		return -ENOMEM;
+	err = etcd_put_if(&spec, "state", text, revision, NULL, ewhy);
+	free(text);
+	if (err)
+		snprintf(why, CTL_WHY_MAX, "cannot write the state to the store: %s", ewhy);
+	return err;
+}
+
+int ctl_state_read_rev(const struct ctl_site *site, struct state *s, __u64 *revision,
+		       char why[CTL_WHY_MAX])
 {
 	char swhy[STATE_WHY_MAX] = "";
-	int err = state_load(s, site->state_path, swhy);
+	int err;
 
+	*revision = 0;
+	if (site->store)
+		return store_read(site, s, revision, why);
+	err = state_load(s, site->state_path, swhy);
 	if (err)
 		snprintf(why, CTL_WHY_MAX, "state file %s: %s", site->state_path, swhy);
 	return err;
+}
+
+int ctl_state_read(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX])
+{
+	__u64 revision;
+
+	return ctl_state_read_rev(site, s, &revision, why);
 }
 
 int ctl_state_read_shared(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX])
@@ -332,7 +406,7 @@ int ctl_session_begin(const struct ctl_site *site, struct ctl_session *ss,
 	state_tmp_sweep(site->state_path);
 	ctl_site_path(site, "secret", secret_path, sizeof(secret_path));
 	state_tmp_sweep(secret_path);
-	err = ctl_state_read(site, &ss->applied, why);
+	err = ctl_state_read_rev(site, &ss->applied, &ss->revision, why);
 	if (err)
 		return err;
 	pinned = ctl_maps_pinned(site);
@@ -597,9 +671,10 @@ static void transitions_log(const struct ctl_site *site, const struct state *bef
 	close(fd);
 }
 
-int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entries,
-	       ctl_apply_fn apply, const void *args, const char *cause,
-	       struct ctl_outcome *out)
+/* One try of ctl_change(): -ESTALE when the store changed between the read and the commit. */
+static int change_once(const struct ctl_site *site, unsigned int flags, __u32 flow_entries,
+		       ctl_apply_fn apply, const void *args, const char *cause,
+		       struct ctl_outcome *out)
 {
 	struct ctl_session ss = { .flags = flags, .flow_entries = flow_entries };
 	struct ctl_apply ctx = { .site = site };
@@ -639,10 +714,12 @@ int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entri
 		}
 	}
 	/* The commit. */
-	err = state_save(&want, site->state_path);
+	err = state_commit(site, &want, ss.revision, why);
 	if (err) {
-		snprintf(why, CTL_WHY_MAX, "cannot write %s: %s; nothing changed",
-			 site->state_path, strerror(-err));
+		/* Another host's change came first: the caller applies this one to it. */
+		if (err == -ESTALE)
+			logged = 0;
+		nothing_changed(why);
 		goto undo_record;
 	}
 	if (!ss.have_maps)
@@ -653,6 +730,18 @@ int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entri
 		goto out;
 	if (!why[0])
 		snprintf(why, CTL_WHY_MAX, "%s", strerror(-err));
+	/*
+	 * The store's state stands: other hosts may serve it already. This
+	 * host's kernel is brought to it by the next session.
+	 */
+	if (site->store) {
+		char cause_[CTL_WHY_MAX];
+
+		snprintf(cause_, sizeof(cause_), "%s", why);
+		snprintf(why, CTL_WHY_MAX, "committed to the store, but this host's kernel could "
+			 "not follow: %s; the next change or the daemon repairs it", cause_);
+		goto out;
+	}
 	nothing_changed(why);
 	/* If the old state cannot be written back, the new one stays: the next command repairs. */
 	if (state_save(&ss.applied, site->state_path))
@@ -690,6 +779,21 @@ out:
 	state_free(&want);
 	ctl_session_end(&ss);
 	return err;
+}
+
+int ctl_change(const struct ctl_site *site, unsigned int flags, __u32 flow_entries,
+	       ctl_apply_fn apply, const void *args, const char *cause,
+	       struct ctl_outcome *out)
+{
+	int tries, err;
+
+	for (tries = 1;; tries++) {
+		err = change_once(site, flags, flow_entries, apply, args, cause, out);
+		if (err != -ESTALE || tries == CTL_STORE_TRIES)
+			return err;
+		/* Another host is writing: a moment that differs per try and per process. */
+		usleep((useconds_t)(1000 * (5 + (getpid() + tries * 7) % 20)));
+	}
 }
 
 /* --- the audit log --------------------------------------------------------------------- */

@@ -29,6 +29,8 @@
 #define CTL_STATE_PATH_DEFAULT "/var/lib/ringlb/state.json"
 /** CTL_BPFFS_ROOT - where the BPF filesystem is mounted when it is missing. */
 #define CTL_BPFFS_ROOT "/sys/fs/bpf"
+/** CTL_STORE_TRIES - commits a change tries when others keep writing the store. */
+#define CTL_STORE_TRIES 16
 /** CTL_NOTE_MAX - room for what a session had to repair. */
 #define CTL_NOTE_MAX 192
 
@@ -37,10 +39,16 @@
  * @state_path: the desired-state file; the secret, the lock and the audit
  *              log live beside it
  * @pin_dir: the bpffs directory of the maps and of links/
+ * @store: NULL: the desired state is the file at @state_path; else
+ *         "etcd://HOST:PORT[,...]/PREFIX": it is the key PREFIX/state of
+ *         that etcd, shared by every host of the deployment, and a change
+ *         commits only when nobody wrote it since it was read (the lock,
+ *         secret and logs stay in @state_path's directory)
  */
 struct ctl_site {
 	const char *state_path;
 	const char *pin_dir;
+	const char *store;
 };
 
 /** ctl_site_path() - the path of @file beside the state file. */
@@ -59,6 +67,13 @@ int ctl_daemon_lock(const struct ctl_site *site, char why[CTL_WHY_MAX]);
 
 /** ctl_state_read() - the committed state, read under a lock the caller holds. */
 int ctl_state_read(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX]);
+
+/**
+ * ctl_state_read_rev() - ctl_state_read(), and the store's revision of it
+ * (0 for a state file, or a store without one yet).
+ */
+int ctl_state_read_rev(const struct ctl_site *site, struct state *s, __u64 *revision,
+		       char why[CTL_WHY_MAX]);
 
 /** ctl_state_read_shared() - the committed state, read under the shared lock. */
 int ctl_state_read_shared(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX]);
@@ -130,6 +145,7 @@ struct ctl_session {
 	__u32 flow_entries;
 	int lock;
 	struct state applied;
+	__u64 revision;
 	struct lb_maps maps;
 	int have_maps;
 	char note[CTL_NOTE_MAX];
@@ -192,7 +208,11 @@ struct ctl_outcome {
  *         for the ring transition log
  * @out: what happened, in words
  *
- * Every VIP whose ring the change moves gets one line in rings.log beside
+ * With a store, a commit that finds the state changed since it was read
+ * (another host's change) reads it again and applies the change to it, up
+ * to CTL_STORE_TRIES times; a failure after the commit leaves the store as
+ * it is (the other hosts serve it) and this host's kernel is repaired by
+ * the next session. Every VIP whose ring the change moves gets one line in rings.log beside
  * the state file (JSON): time, VIP, @cause, user, points before and after,
  * the share moved, each backend's shares, fail-open, and the outcome.
  */

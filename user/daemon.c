@@ -36,6 +36,8 @@
 #define TICK_MS 100
 /* Differences between kernel and state logged one by one, at most. */
 #define REPORT_LINES_MAX 10
+/* How often a store's revision is asked (a file is looked at every tick). */
+#define STORE_POLL_MS 200
 /* Live flows in the metrics: a packet within this long, as `ringlb stats`. */
 #define METRICS_IDLE_S 300
 
@@ -59,6 +61,9 @@ struct daemon {
 	__u64 repairs;
 	off_t log_offset;
 	int reported;
+	__u64 store_revision;
+	__u64 store_next;
+	int store_down;
 };
 
 static void dlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -317,18 +322,51 @@ static int refresh(struct daemon *d, int force, __u64 now)
 	json_t *rings;
 	int err;
 
-	if (stat(d->o->site.state_path, &st) && errno != ENOENT)
-		return -errno;
-	if (!force && st.st_ino == d->seen.st_ino && st.st_size == d->seen.st_size &&
-	    st.st_mtim.tv_sec == d->seen.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == d->seen.st_mtim.tv_nsec)
-		return 0;
-	err = ctl_state_read_shared(&d->o->site, &s, why);
-	if (err) {
-		dlog("cannot read the state: %s; serving generation %llu as before", why,
-		     (unsigned long long)d->state.generation);
-		d->seen = st;
-		return err;
+	__u64 revision = 0;
+
+	if (d->o->site.store) {
+		/* A store: asked every STORE_POLL_MS; a new revision is this host's to converge to. */
+		if (!force && now < d->store_next)
+			return 0;
+		d->store_next = now + STORE_POLL_MS * 1000000ull;
+		err = ctl_state_read_rev(&d->o->site, &s, &revision, why);
+		if (err) {
+			if (!d->store_down)
+				dlog("%s; serving generation %llu as before", why,
+				     (unsigned long long)d->state.generation);
+			d->store_down = 1;
+			return err;
+		}
+		if (d->store_down)
+			dlog("the store answers again (revision %llu)", (unsigned long long)revision);
+		d->store_down = 0;
+		if (!force && revision == d->store_revision) {
+			state_free(&s);
+			return 0;
+		}
+		d->store_revision = revision;
+		/* Another host's change: the kernel here follows (the session repairs to it). */
+		if (s.generation != d->state.generation && d->state.generation) {
+			state_free(&s);
+			reconcile(d, "store change");
+			err = ctl_state_read_rev(&d->o->site, &s, &revision, why);
+			if (err)
+				return err;
+		}
+	} else {
+		if (stat(d->o->site.state_path, &st) && errno != ENOENT)
+			return -errno;
+		if (!force && st.st_ino == d->seen.st_ino && st.st_size == d->seen.st_size &&
+		    st.st_mtim.tv_sec == d->seen.st_mtim.tv_sec &&
+		    st.st_mtim.tv_nsec == d->seen.st_mtim.tv_nsec)
+			return 0;
+		err = ctl_state_read_shared(&d->o->site, &s, why);
+		if (err) {
+			dlog("cannot read the state: %s; serving generation %llu as before", why,
+			     (unsigned long long)d->state.generation);
+			d->seen = st;
+			return err;
+		}
 	}
 	/* d->rings changes only on this thread: read without the lock. */
 	rings = rings_model(&s, d->rings);

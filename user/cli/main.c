@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "etcd.h"
 
 /* --- reporting ---------------------------------------------------------------------- */
 
@@ -162,7 +163,8 @@ static void print_help(FILE *out, const char *object)
 
 	if (!object)
 		fprintf(out,
-			"Usage: ringlb [-v] [--state PATH] [--pin-dir PATH] [--json] COMMAND ...\n\n"
+			"Usage: ringlb [-v] [--state PATH] [--pin-dir PATH] [--store URL] [--json] "
+			"COMMAND ...\n\n"
 			"ringlb balances TCP and UDP services (VIPs) over backends with a\n"
 			"consistent-hash ring per VIP, in an XDP program.\n\n"
 			"Commands:\n");
@@ -181,6 +183,9 @@ static void print_help(FILE *out, const char *object)
 			"                  the secret, lock and audit log live beside it\n"
 			"  --pin-dir PATH  bpffs directory for maps and links (default "
 			LB_PIN_DIR_DEFAULT ")\n"
+			"  --store etcd://HOST:PORT[,HOST:PORT...]/PREFIX\n"
+			"                  the desired state in etcd (key PREFIX/state), shared by\n"
+			"                  every host; the lock and logs stay beside --state\n"
 			"  --json          machine-readable output\n"
 			"  -v, --verbose   libbpf's and the verifier's messages (twice: libbpf's\n"
 			"                  debug messages too)\n\n"
@@ -280,6 +285,7 @@ int main(int argc, char **argv)
 	static const struct option globals[] = {
 		{ "state", required_argument, NULL, 's' },
 		{ "pin-dir", required_argument, NULL, 'p' },
+		{ "store", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -298,6 +304,17 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 's': c.site.state_path = optarg; break;
 		case 'p': c.site.pin_dir = optarg; break;
+		case 'S': {
+			struct etcd_spec spec;
+			const char *why = NULL;
+
+			if (etcd_spec_parse(optarg, &spec, &why)) {
+				fprintf(stderr, "ringlb: --store '%s': %s\n", optarg, why);
+				return EXIT_USAGE;
+			}
+			c.site.store = optarg;
+			break;
+		}
 		case 'j': c.json = 1; break;
 		case 'v': c.verbose++; break;
 		case 'h': print_help(stdout, NULL); return 0;

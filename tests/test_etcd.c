@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Specification of the etcd client against a real etcd (tests/store.sh
+ * starts one and passes its endpoint as the only argument): a key read with
+ * its revision, a write that holds only when nobody wrote since, a key that
+ * must not exist yet, an endpoint list that fails over, and --store's
+ * syntax.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "check.h"
+#include "etcd.h"
+
+static const char *endpoint;
+
+static void spec_of(struct etcd_spec *spec, const char *prefix, const char *first)
+{
+	char text[512];
+	const char *why = NULL;
+
+	snprintf(text, sizeof(text), "etcd://%s%s%s%s", first ? first : "", first ? "," : "",
+		 endpoint, prefix);
+	assert_int_equal(etcd_spec_parse(text, spec, &why), 0);
+}
+
+static void test_spec_syntax(void **unused)
+{
+	static const struct {
+		const char *text;
+		int ok;
+	} cases[] = {
+		{ "etcd://127.0.0.1:2379/ringlb", 1 },
+		{ "etcd://a:1,b:2,c:3/ringlb/prod/", 1 },
+		{ "etcd://127.0.0.1:2379", 0 },
+		{ "etcd://127.0.0.1:2379/", 0 },
+		{ "etcd:///ringlb", 0 },
+		{ "etcd://host/ringlb", 0 },
+		{ "etcd://host:/ringlb", 0 },
+		{ "etcd://a:1,,b:2/x", 0 },
+		{ "http://127.0.0.1:2379/ringlb", 0 },
+		{ "", 0 },
+	};
+	struct etcd_spec spec;
+	size_t i;
+
+	(void)unused;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *why = NULL;
+
+		check((etcd_spec_parse(cases[i].text, &spec, &why) == 0) == cases[i].ok,
+		      "'%s' %s", cases[i].text, cases[i].ok ? "accepted" : "refused");
+		check(cases[i].ok || why, "'%s' refused with a reason", cases[i].text);
+	}
+	assert_int_equal(etcd_spec_parse("etcd://a:1,b:2/ringlb/prod/", &spec, &(const char *){ 0 }), 0);
+	check_eq(spec.count, 2);
+	check(strcmp(spec.prefix, "/ringlb/prod") == 0, "prefix without the trailing /: %s",
+	      spec.prefix);
+}
+
+static void test_write_holds_only_on_the_revision_read(void **unused)
+{
+	char why[ETCD_WHY_MAX] = "", *value = NULL;
+	struct etcd_spec spec;
+	__u64 rev0 = 1, rev1 = 0, rev2 = 0, after = 0;
+
+	(void)unused;
+	spec_of(&spec, "/test-cas", NULL);
+	check(etcd_get(&spec, "state", &value, &rev0, why) == 0, "get: %s", why);
+	check(!value && rev0 == 0, "a key never written: no value, revision 0");
+	check(etcd_put_if(&spec, "state", "{\"v\":1}", 0, &after, why) == 0,
+	      "created when it must not exist yet: %s", why);
+	check(etcd_put_if(&spec, "state", "{\"v\":9}", 0, NULL, why) == -ESTALE,
+	      "a second create finds it there: -ESTALE");
+	check(etcd_get(&spec, "state", &value, &rev1, why) == 0 && value &&
+		      strcmp(value, "{\"v\":1}") == 0 && rev1 == after,
+	      "read back with the revision the write made: %s at %llu", value,
+	      (unsigned long long)rev1);
+	free(value);
+	/* Two writers read revision rev1; the first one's write holds, the second's does not. */
+	check(etcd_put_if(&spec, "state", "{\"v\":2}", rev1, &rev2, why) == 0, "first: %s", why);
+	check(etcd_put_if(&spec, "state", "{\"v\":3}", rev1, NULL, why) == -ESTALE,
+	      "second, on the stale revision: -ESTALE");
+	check(strstr(why, "changed since it was read"), "and says so: %s", why);
+	check(etcd_get(&spec, "state", &value, &rev1, why) == 0 && strcmp(value, "{\"v\":2}") == 0,
+	      "the first writer's value stands: %s", value);
+	free(value);
+}
+
+static void test_endpoints_fail_over(void **unused)
+{
+	char why[ETCD_WHY_MAX] = "", *value = NULL;
+	struct etcd_spec spec, dead;
+	__u64 rev = 0;
+	const char *problem = NULL;
+
+	(void)unused;
+	spec_of(&spec, "/test-failover", "127.0.0.1:1");
+	check(etcd_put_if(&spec, "k", "v", 0, NULL, why) == 0,
+	      "a dead first endpoint, a live second: written (%s)", why);
+	check(etcd_get(&spec, "k", &value, &rev, why) == 0 && value && strcmp(value, "v") == 0,
+	      "and read");
+	free(value);
+	assert_int_equal(etcd_spec_parse("etcd://127.0.0.1:1/x", &dead, &problem), 0);
+	check(etcd_get(&dead, "k", &value, &rev, why) < 0 && strstr(why, "127.0.0.1:1"),
+	      "no endpoint answers: an error naming it: %s", why);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spec_syntax),
+		cmocka_unit_test(test_write_holds_only_on_the_revision_read),
+		cmocka_unit_test(test_endpoints_fail_over),
+	};
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s HOST:PORT (a running etcd; tests/store.sh starts one)\n",
+			argv[0]);
+		return 2;
+	}
+	endpoint = argv[1];
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
