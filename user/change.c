@@ -110,12 +110,43 @@ int ctl_daemon_lock(const struct ctl_site *site, char why[CTL_WHY_MAX])
 	return fd;
 }
 
-/* The desired state from the store: PREFIX/state, or an empty state when there is none yet. */
+/*
+ * With a store, the state is two halves: the fleet's (VIPs, backends, ids,
+ * generation, kept rings: PREFIX/state in etcd, the same for every host)
+ * and this host's own facts, which the state file beside the lock keeps:
+ * its interfaces, its encapsulation settings (sources, GUE port, new-flow
+ * rate) and its flow table's size. What restore keeps is what stays local.
+ */
+
+/*
+ * @s without this host's facts: the half the store holds, as text
+ * (malloc()ed); with its generation 0 unless @generation.
+ */
+static char *fleet_text(const struct state *s, int generation)
+{
+	struct state fleet;
+	char *text;
+
+	fleet = *s;
+	if (!generation)
+		fleet.generation = 0;
+	fleet.ifaces = NULL;
+	fleet.iface_count = 0;
+	fleet.flow_entries = LB_FLOWS_DEFAULT;
+	memset(&fleet.encap, 0, sizeof(fleet.encap));
+	fleet.encap.gue_port = LB_GUE_PORT_DEFAULT;
+	fleet.encap.new_flows_max = LB_NEW_FLOWS_MAX_DEFAULT;
+	text = state_to_text(&fleet);
+	return text;
+}
+
+/* The fleet's half from the store, this host's from its state file, as one state. */
 static int store_read(const struct ctl_site *site, struct state *s, __u64 *revision,
 		      char why[CTL_WHY_MAX])
 {
 	char ewhy[ETCD_WHY_MAX] = "", swhy[STATE_WHY_MAX] = "", *text = NULL;
 	struct etcd_spec spec;
+	struct state local;
 	const char *problem = NULL;
 	int err;
 
@@ -124,50 +155,79 @@ static int store_read(const struct ctl_site *site, struct state *s, __u64 *revis
 		snprintf(why, CTL_WHY_MAX, "--store %s: %s", site->store, problem);
 		return -EINVAL;
 	}
+	err = state_load(&local, site->state_path, swhy);
+	if (err) {
+		snprintf(why, CTL_WHY_MAX, "state file %s: %s", site->state_path, swhy);
+		return err;
+	}
 	err = etcd_get(&spec, "state", &text, revision, ewhy);
 	if (err) {
 		snprintf(why, CTL_WHY_MAX, "cannot read the state from the store: %s", ewhy);
+		state_free(&local);
 		return err;
 	}
-	if (!text)
-		return 0;
-	err = state_from_text(s, text, swhy);
-	free(text);
-	if (err)
-		snprintf(why, CTL_WHY_MAX, "the store's state %s/state: %s", spec.prefix, swhy);
-	return err;
+	if (text) {
+		err = state_from_text(s, text, swhy);
+		free(text);
+		if (err) {
+			snprintf(why, CTL_WHY_MAX, "the store's state %s/state: %s", spec.prefix,
+				 swhy);
+			state_free(&local);
+			return err;
+		}
+	}
+	/* This host's facts, moved over. */
+	free(s->ifaces);
+	s->ifaces = local.ifaces;
+	s->iface_count = local.iface_count;
+	local.ifaces = NULL;
+	local.iface_count = 0;
+	s->encap = local.encap;
+	s->flow_entries = local.flow_entries;
+	state_free(&local);
+	return 0;
 }
 
 /*
- * The commit: the state file replaced, or the store's key written if nobody
- * wrote it since @revision (-ESTALE otherwise).
+ * The commit: the state file replaced; with a store, first the fleet's half
+ * written if the change touched it and nobody wrote it since @revision
+ * (-ESTALE otherwise), then this host's file.
  */
-static int state_commit(const struct ctl_site *site, const struct state *s, __u64 revision,
-			char why[CTL_WHY_MAX])
+static int state_commit(const struct ctl_site *site, const struct state *want,
+			const struct state *applied, __u64 revision, char why[CTL_WHY_MAX])
 {
-	char ewhy[ETCD_WHY_MAX] = "", *text;
+	char ewhy[ETCD_WHY_MAX] = "", *text = NULL, *before = NULL;
 	struct etcd_spec spec;
 	const char *problem = NULL;
-	int err;
+	int err = 0;
 
-	if (!site->store) {
-		err = state_save(s, site->state_path);
+	if (site->store) {
+		if (etcd_spec_parse(site->store, &spec, &problem)) {
+			snprintf(why, CTL_WHY_MAX, "--store %s: %s", site->store, problem);
+			return -EINVAL;
+		}
+		/* A change of this host's facts alone (attach, detach) leaves the store alone. */
+		text = fleet_text(want, 0);
+		before = fleet_text(applied, 0);
+		if (!text || !before) {
+			err = -ENOMEM;
+		} else if (strcmp(before, text)) {
+			free(text);
+			text = fleet_text(want, 1);
+			err = text ? etcd_put_if(&spec, "state", text, revision, NULL, ewhy) : -ENOMEM;
+			if (err)
+				snprintf(why, CTL_WHY_MAX, "cannot write the state to the store: %s",
+					 ewhy);
+		}
+		free(text);
+		free(before);
 		if (err)
-			snprintf(why, CTL_WHY_MAX, "cannot write %s: %s", site->state_path,
-				 strerror(-err));
-		return err;
+			return err;
 	}
-	if (etcd_spec_parse(site->store, &spec, &problem)) {
-		snprintf(why, CTL_WHY_MAX, "--store %s: %s", site->store, problem);
-		return -EINVAL;
-	}
-	text = state_to_text(s);
-	if (!text)
-		return -ENOMEM;
-	err = etcd_put_if(&spec, "state", text, revision, NULL, ewhy);
-	free(text);
+	err = state_save(want, site->state_path);
 	if (err)
-		snprintf(why, CTL_WHY_MAX, "cannot write the state to the store: %s", ewhy);
+		snprintf(why, CTL_WHY_MAX, "cannot write %s: %s%s", site->state_path, strerror(-err),
+			 site->store ? " (the store holds the change)" : "");
 	return err;
 }
 
@@ -714,7 +774,7 @@ static int change_once(const struct ctl_site *site, unsigned int flags, __u32 fl
 		}
 	}
 	/* The commit. */
-	err = state_commit(site, &want, ss.revision, why);
+	err = state_commit(site, &want, &ss.applied, ss.revision, why);
 	if (err) {
 		/* Another host's change came first: the caller applies this one to it. */
 		if (err == -ESTALE)
