@@ -9,6 +9,9 @@
 #     store's key, attach stays in this host's file (interfaces, sources and
 #     the flow table are the host's own), the kernel serves both (verify),
 #     and another host's view (another local state directory) reads the same
+#   - a second host converges to a change of the first; 16 concurrent
+#     changes from both are all kept; a host on another flow hash key
+#     refuses and says why (the store holds the key's digest)
 #   - etcd stopped: a change fails in one line and changes nothing, the
 #     kernel keeps serving; the daemon says so once and keeps running;
 #     etcd back: changes commit again, the daemon says the store answers
@@ -86,7 +89,7 @@ h2() {
 		--pin-dir "$PIN-h2" --store "$STORE" "$@"
 }
 trap 'kill $(jobs -p) 2>/dev/null; ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-h2" "$W"' EXIT
-h2 attach eth1 >/dev/null || die "host 2 attach"
+h2 secret set "$W/secret" && h2 attach eth1 >/dev/null || die "host 2 attach"
 nsenter --net="/run/netns/$NS" "$ROOT/build/ringlb" --state "$W/h2/state.json" --pin-dir "$PIN-h2" \
 	--store "$STORE" daemon --metrics none >"$W/h2/daemon.log" 2>&1 &
 H2D=$!
@@ -119,6 +122,30 @@ sleep 0.5
 	fail "concurrent changes: $names of 16 in the store, lost: $(cat "$W/lost" 2>/dev/null | tr '\n' ' ')"
 kill "$H2D"
 wait "$H2D" 2>/dev/null
+
+# --- a host on another flow hash key ----------------------------------------------------------
+# Host 3 was attached on its own (another key); with the store it refuses to change anything
+# and says why, and it cannot take a key that is not the fleet's; the fleet's key it takes.
+mkdir -p "$W/h3"
+ip -n "$NS" link add eth2 type veth peer name eth3
+ip -n "$NS" link set eth2 up
+ip -n "$NS" link set eth3 up
+h3() {
+	nsenter --net="/run/netns/$NS" "$ROOT/build/ringlb" --state "$W/h3/state.json" \
+		--pin-dir "$PIN-h3" "$@"
+}
+trap 'kill $(jobs -p) 2>/dev/null; ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-h2" "$PIN-h3" "$W"' EXIT
+h3 attach eth2 >/dev/null || die "host 3 attach"
+out=$(h3 --store "$STORE" vip add 198.18.0.101:80/tcp 2>&1)
+rc=$?
+secret_file "$W/h3/other.key"
+out2=$(h3 --store "$STORE" secret set "$W/h3/other.key" 2>&1)
+rc2=$?
+[ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "not the fleet's" &&
+	[ $rc2 -ne 0 ] && echo "$out2" | grep -q "not the fleet's" &&
+	[ "$(stored | jq '.vips | length')" = 1 ] && h3 --store "$STORE" secret set "$W/secret" &&
+	pass "a host on another key refuses in one line ('$out'), cannot take a key that is not the fleet's, takes the fleet's" ||
+	fail "host on another key: exit $rc '$out'; secret set: exit $rc2 '$out2'"
 
 # --- etcd stopped, and back ---------------------------------------------------------------------
 kill "$ETCD"

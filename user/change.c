@@ -231,6 +231,45 @@ static int state_commit(const struct ctl_site *site, const struct state *want,
 	return err;
 }
 
+int ctl_store_secret_check(const struct ctl_site *site, const __u64 secret[2],
+			   char why[CTL_WHY_MAX])
+{
+	char ewhy[ETCD_WHY_MAX] = "", mine[24], *fleet = NULL;
+	struct etcd_spec spec;
+	const char *problem = NULL;
+	__u64 revision = 0;
+	int err;
+
+	if (!site->store)
+		return 0;
+	if (etcd_spec_parse(site->store, &spec, &problem)) {
+		snprintf(why, CTL_WHY_MAX, "--store %s: %s", site->store, problem);
+		return -EINVAL;
+	}
+	snprintf(mine, sizeof(mine), "%016llx", (unsigned long long)lb_secret_digest(secret));
+	err = etcd_get(&spec, "secret_digest", &fleet, &revision, ewhy);
+	/* The first host with a key gives the fleet its digest (never the key). */
+	if (!err && !fleet) {
+		err = etcd_put_if(&spec, "secret_digest", mine, 0, NULL, ewhy);
+		if (err == -ESTALE) /* another host's came first */
+			err = etcd_get(&spec, "secret_digest", &fleet, &revision, ewhy);
+	}
+	if (err) {
+		snprintf(why, CTL_WHY_MAX, "cannot check the flow hash key against the store: %s",
+			 ewhy);
+		return err;
+	}
+	if (fleet && strcmp(fleet, mine)) {
+		snprintf(why, CTL_WHY_MAX, "this host's flow hash key (digest %s) is not the "
+			 "fleet's (digest %s in the store): its hosts would send a flow to different "
+			 "backends; give it the fleet's key with `ringlb secret set FILE`", mine,
+			 fleet);
+		err = -EKEYREJECTED;
+	}
+	free(fleet);
+	return err;
+}
+
 int ctl_state_read_rev(const struct ctl_site *site, struct state *s, __u64 *revision,
 		       char why[CTL_WHY_MAX])
 {
@@ -481,6 +520,9 @@ int ctl_session_begin(const struct ctl_site *site, struct ctl_session *ss,
 		return 0;
 	/* A secret file that is there but unusable stops everything, said as it is. */
 	err = ctl_file_secret(site, 0, secret, why);
+	/* With a store, a key that is not the fleet's stops everything but setting it. */
+	if (!err && !(ss->flags & CTL_SECRET_CHANGE))
+		err = ctl_store_secret_check(site, secret, why);
 	memset(secret, 0, sizeof(secret));
 	if (err && err != -ENOENT)
 		return err;

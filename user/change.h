@@ -69,6 +69,16 @@ int ctl_daemon_lock(const struct ctl_site *site, char why[CTL_WHY_MAX]);
 int ctl_state_read(const struct ctl_site *site, struct state *s, char why[CTL_WHY_MAX]);
 
 /**
+ * ctl_store_secret_check() - with a store, is @secret the fleet's key? The
+ * store holds its digest (lb_secret_digest(), never the key): the first host
+ * to ask writes its own. Return: 0, -EKEYREJECTED and why when it differs
+ * (a host on another key would send flows elsewhere), another -errno when
+ * the store cannot be asked. Without a store: 0.
+ */
+int ctl_store_secret_check(const struct ctl_site *site, const __u64 secret[2],
+			   char why[CTL_WHY_MAX]);
+
+/**
  * ctl_state_read_rev() - ctl_state_read(), and the store's revision of it
  * (0 for a state file, or a store without one yet).
  */
@@ -129,6 +139,7 @@ int ctl_prog_load(const struct ctl_site *site, struct lb_load_opts *opts, struct
 enum ctl_session_flags {
 	CTL_NEEDS_MAPS = 1 << 0,   /* refuse when not attached */
 	CTL_CREATE_MAPS = 1 << 1,  /* create and pin the maps when missing (attach) */
+	CTL_SECRET_CHANGE = 1 << 2, /* secret set: the key is not checked against the store's */
 };
 
 /**

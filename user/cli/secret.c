@@ -31,7 +31,9 @@ static int secret_run(struct cli *c, const void *args)
 	err = host_secret(a->path, 0, next, hwhy);
 	if (err)
 		return cli_report(c, "%s", hwhy);
-	err = ctl_session_begin(&c->site, &ss, why);
+	/* With a store, the new key must be the fleet's (the old one may not be: this fixes it). */
+	ss.flags = CTL_SECRET_CHANGE;
+	err = ctl_store_secret_check(&c->site, next, why) ?: ctl_session_begin(&c->site, &ss, why);
 	if (err) {
 		cli_report(c, "%s", why);
 		goto out;
