@@ -10,7 +10,8 @@
 #     the flow table are the host's own), the kernel serves both (verify),
 #     and another host's view (another local state directory) reads the same
 #   - a second host converges to a change of the first; 16 concurrent
-#     changes from both are all kept; a host on another flow hash key
+#     changes from both are all kept; one daemon runs the health checks,
+#     another takes them when it dies; a host on another flow hash key
 #     refuses and says why (the store holds the key's digest)
 #   - etcd stopped: a change fails in one line and changes nothing, the
 #     kernel keeps serving; the daemon says so once and keeps running;
@@ -115,13 +116,47 @@ for i in 1 2 3 4 5 6 7 8; do
 done
 wait $(jobs -p | grep -v -e "^$DPID\$" -e "^$H2D\$" -e "^$ETCD\$") 2>/dev/null
 names=$(stored | jq -r '[.vips[0].backends[].name | select(test("^[xy]"))] | length')
-sleep 0.5
+# Each host's daemon brings its kernel to the last of them.
+for t in $(seq 1 100); do
+	[ "$(digest h2)" = "$(digest sringlb)" ] && sringlb verify >/dev/null && h2 verify >/dev/null &&
+		break
+	sleep 0.1
+done
 [ "$names" = 16 ] && [ ! -e "$W/lost" ] && sringlb verify >/dev/null && h2 verify >/dev/null &&
 	[ "$(digest h2)" = "$(digest sringlb)" ] &&
 	pass "16 concurrent changes from two hosts (8 each): all 16 in the store, both kernels serve it, digests equal" ||
 	fail "concurrent changes: $names of 16 in the store, lost: $(cat "$W/lost" 2>/dev/null | tr '\n' ' ')"
-kill "$H2D"
-wait "$H2D" 2>/dev/null
+# One daemon runs the fleet's health checks; kill it and another takes them within the lease.
+for t in $(seq 1 50); do
+	[ "$(cat "$W/daemon.log" "$W/h2/daemon.log" | grep -c "runs the fleet's health checks")" -ge 1 ] && break
+	sleep 0.1
+done
+if grep -q "runs the fleet's health checks" "$W/daemon.log"; then
+	leader=$DPID other="$W/h2/daemon.log" lname="host 1"
+else
+	leader=$H2D other="$W/daemon.log" lname="host 2"
+fi
+leaders=$(cat "$W/daemon.log" "$W/h2/daemon.log" | grep -c "runs the fleet's health checks")
+grep -q "the fleet's health checks are run by" "$other" && [ "$leaders" -eq 1 ] &&
+	pass "one daemon of two runs the fleet's health checks ($lname); the other says who" ||
+	fail "health leadership: $leaders leaders"
+kill -9 "$leader"
+wait "$leader" 2>/dev/null
+start=$(date +%s.%N)
+for t in $(seq 1 100); do grep -q "runs the fleet's health checks" "$other" && break; sleep 0.1; done
+took=$(echo "$(date +%s.%N) - $start" | bc | xargs printf '%.1f')
+grep -q "runs the fleet's health checks" "$other" &&
+	pass "the leader killed: the other daemon runs the checks after $took s (lease 3 s)" ||
+	fail "nobody took the checks over: $(tail -3 "$other")"
+if [ "$leader" = "$DPID" ]; then
+	nsenter --net="/run/netns/$NS" "$ROOT/build/ringlb" --state "$W/state.json" --pin-dir "$PIN" \
+		--store "$STORE" daemon --metrics none >>"$W/daemon.log" 2>&1 &
+	DPID=$!
+	sleep 0.5
+else
+	H2D=
+fi
+[ -n "$H2D" ] && kill "$H2D" && wait "$H2D" 2>/dev/null
 
 # --- a host on another flow hash key ----------------------------------------------------------
 # Host 3 was attached on its own (another key); with the store it refuses to change anything

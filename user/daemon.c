@@ -25,6 +25,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "ctl.h"
+#include "etcd.h"
 #include "health.h"
 #include "host.h"
 #include "metrics.h"
@@ -36,6 +37,14 @@
 #define TICK_MS 100
 /* Differences between kernel and state logged one by one, at most. */
 #define REPORT_LINES_MAX 10
+/*
+ * With a store, one daemon of the fleet runs the health checks: the one
+ * holding PREFIX/health-leader, a key that lives with its etcd lease of
+ * LEASE_TTL_S seconds, renewed every LEASE_RENEW_MS. When it dies, the key
+ * goes with its lease and another daemon takes it within LEASE_TTL_S.
+ */
+#define LEASE_TTL_S 3
+#define LEASE_RENEW_MS 1000
 /* How often a store's revision is asked (a file is looked at every tick). */
 #define STORE_POLL_MS 200
 /* Live flows in the metrics: a packet within this long, as `ringlb stats`. */
@@ -64,6 +73,11 @@ struct daemon {
 	__u64 store_revision;
 	__u64 store_next;
 	int store_down;
+	int leader;
+	__u64 lease;
+	__u64 lease_next;
+	char identity[128];
+	char holder[128];
 };
 
 static void dlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -574,6 +588,63 @@ static char *metrics_page(void *arg, size_t *len)
 	return page;
 }
 
+/* --- one health verdict for the fleet ------------------------------------------------------- */
+
+/* Renew the lease, or campaign for the checks; log when who runs them changes. */
+static void leadership(struct daemon *d, __u64 now)
+{
+	char ewhy[ETCD_WHY_MAX] = "", *holder = NULL;
+	struct etcd_spec spec;
+	const char *problem = NULL;
+	int was = d->leader;
+
+	if (!d->o->site.store) {
+		d->leader = 1;
+		return;
+	}
+	if (now < d->lease_next)
+		return;
+	d->lease_next = now + LEASE_RENEW_MS * 1000000ull;
+	if (etcd_spec_parse(d->o->site.store, &spec, &problem))
+		return;
+	/* Every daemon keeps a lease alive: a follower's is ready when the leader's goes. */
+	if (d->lease && etcd_lease_keepalive(&spec, d->lease, ewhy)) {
+		d->leader = 0;
+		d->lease = 0;
+	}
+	if (!d->leader) {
+		if (!d->lease && etcd_lease_grant(&spec, LEASE_TTL_S, &d->lease, ewhy))
+			d->lease = 0;
+		if (d->lease && etcd_campaign(&spec, "health-leader", d->identity, d->lease, &holder,
+					      ewhy) == 0) {
+			d->leader = strcmp(holder, d->identity) == 0;
+			if (strcmp(holder, d->holder))
+				dlog(d->leader ? "this daemon (%s) runs the fleet's health checks" :
+						 "the fleet's health checks are run by %s",
+				     holder);
+			snprintf(d->holder, sizeof(d->holder), "%s", holder);
+		}
+		free(holder);
+	}
+	if (was && !d->leader) {
+		dlog("lost the health checks' lease (%s); another daemon takes them",
+		     ewhy[0] ? ewhy : "expired");
+		d->holder[0] = '\0';
+	}
+	if (was != d->leader) {
+		size_t i;
+
+		/* A follower neither probes nor judges; a new leader starts from the store's verdicts. */
+		pthread_mutex_lock(&d->lock);
+		for (i = 0; i < d->target_count; i++) {
+			health_probe_stop(&d->targets[i]);
+			d->targets[i].seen_up = d->targets[i].verdict_up;
+			d->targets[i].ok_run = d->targets[i].fail_run = 0;
+		}
+		pthread_mutex_unlock(&d->lock);
+	}
+}
+
 /* --- the loop --------------------------------------------------------------------------------- */
 
 /* Start due probes, go on with those under way, after poll() said @fds. */
@@ -590,7 +661,7 @@ static void probes_run(struct daemon *d, const struct pollfd *fds, size_t nfds, 
 			if (fds[k].fd == t->fd && t->fd >= 0)
 				revents = fds[k].revents;
 		health_probe_step(t, revents, now);
-		if (t->phase != HEALTH_IDLE || now < t->next_ns || !d->attached)
+		if (t->phase != HEALTH_IDLE || now < t->next_ns || !d->attached || !d->leader)
 			continue;
 		if (!t->check.direct && !d->probe) {
 			t->next_ns = now + (__u64)t->check.interval_ms * 1000000ull;
@@ -611,7 +682,7 @@ static int verdict_due(struct daemon *d, __u64 now, struct health_target *out)
 	int found = 0;
 
 	pthread_mutex_lock(&d->lock);
-	for (i = 0; i < d->target_count && !found; i++)
+	for (i = 0; d->leader && i < d->target_count && !found; i++)
 		if (health_due(&d->targets[i], now)) {
 			*out = d->targets[i];
 			found = 1;
@@ -670,7 +741,14 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 			goto out;
 		}
 	}
-	dlog("starting on %s (pins in %s)%s%s%s", o->site.state_path, o->site.pin_dir,
+	{
+		char host[64] = "?";
+
+		gethostname(host, sizeof(host) - 1);
+		snprintf(d.identity, sizeof(d.identity), "%s/%d", host, (int)getpid());
+	}
+	dlog("starting on %s (pins in %s)%s%s%s", o->site.store ? o->site.store : o->site.state_path,
+	     o->site.pin_dir,
 	     metrics ? "; metrics on http://" : "",
 	     metrics ? (o->metrics ? o->metrics : METRICS_ADDR_DEFAULT) : "",
 	     metrics ? "/metrics" : "");
@@ -731,6 +809,7 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 			transitions_follow(&d, 0);
 			next_look = now + TICK_MS * 1000000ull;
 		}
+		leadership(&d, now);
 		probes_run(&d, fds + 1, nfds - 1, now);
 		while (!stop && verdict_due(&d, now, &due)) {
 			verdict_commit(&d, &due, now);

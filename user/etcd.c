@@ -239,3 +239,77 @@ int etcd_put_if(const struct etcd_spec *spec, const char *key, const char *value
 	json_decref(reply);
 	return err;
 }
+
+int etcd_lease_grant(const struct etcd_spec *spec, __u32 ttl_s, __u64 *id, char why[ETCD_WHY_MAX])
+{
+	json_t *reply = NULL, *body = json_pack("{s:I}", "TTL", (json_int_t)ttl_s);
+	int err = body ? request(spec, "/v3/lease/grant", body, &reply, why) : -ENOMEM;
+
+	json_decref(body);
+	if (err)
+		return err;
+	*id = revision_of(json_object_get(reply, "ID"));
+	json_decref(reply);
+	if (!*id) {
+		snprintf(why, ETCD_WHY_MAX, "etcd granted no lease");
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int etcd_lease_keepalive(const struct etcd_spec *spec, __u64 id, char why[ETCD_WHY_MAX])
+{
+	char text[24];
+	json_t *reply = NULL, *body;
+	int err;
+
+	snprintf(text, sizeof(text), "%llu", (unsigned long long)id);
+	body = json_pack("{s:s}", "ID", text);
+	err = body ? request(spec, "/v3/lease/keepalive", body, &reply, why) : -ENOMEM;
+	json_decref(body);
+	if (err)
+		return err;
+	/* An expired lease comes back without a TTL. */
+	if (!revision_of(json_object_get(json_object_get(reply, "result"), "TTL"))) {
+		snprintf(why, ETCD_WHY_MAX, "the lease expired");
+		err = -ETIME;
+	}
+	json_decref(reply);
+	return err;
+}
+
+int etcd_campaign(const struct etcd_spec *spec, const char *key, const char *value, __u64 lease,
+		  char **holder, char why[ETCD_WHY_MAX])
+{
+	char *k = full_key(spec, key), *v = b64(value, strlen(value)), text[24];
+	json_t *reply = NULL, *body, *kv;
+	int err;
+
+	*holder = NULL;
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return -ENOMEM;
+	}
+	snprintf(text, sizeof(text), "%llu", (unsigned long long)lease);
+	body = json_pack("{s:[{s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}], s:[{s:{s:s}}]}",
+			 "compare", "key", k, "target", "CREATE", "result", "EQUAL",
+			 "create_revision", "0", "success", "request_put", "key", k, "value", v,
+			 "lease", text, "failure", "request_range", "key", k);
+	err = body ? request(spec, "/v3/kv/txn", body, &reply, why) : -ENOMEM;
+	json_decref(body);
+	free(k);
+	free(v);
+	if (err)
+		return err;
+	if (json_is_true(json_object_get(reply, "succeeded"))) {
+		*holder = strdup(value);
+	} else {
+		kv = json_array_get(json_object_get(json_object_get(json_array_get(
+				       json_object_get(reply, "responses"), 0), "response_range"),
+						    "kvs"), 0);
+		*holder = unb64(json_string_value(json_object_get(kv, "value")) ?: "");
+	}
+	json_decref(reply);
+	return *holder ? 0 : -ENOMEM;
+}

@@ -50,4 +50,18 @@ int etcd_get(const struct etcd_spec *spec, const char *key, char **value, __u64 
 int etcd_put_if(const struct etcd_spec *spec, const char *key, const char *value,
 		__u64 mod_revision, __u64 *revision, char why[ETCD_WHY_MAX]);
 
+/** etcd_lease_grant() - a lease of @ttl_s seconds. */
+int etcd_lease_grant(const struct etcd_spec *spec, __u32 ttl_s, __u64 *id, char why[ETCD_WHY_MAX]);
+
+/** etcd_lease_keepalive() - renew lease @id. Return: 0, -ETIME when it expired already. */
+int etcd_lease_keepalive(const struct etcd_spec *spec, __u64 id, char why[ETCD_WHY_MAX]);
+
+/**
+ * etcd_campaign() - hold @key (value @value, on @lease) unless someone does:
+ * the key is created only when absent, and goes with the lease.
+ * @holder: who holds it now (malloc()ed): @value when this call won
+ */
+int etcd_campaign(const struct etcd_spec *spec, const char *key, const char *value, __u64 lease,
+		  char **holder, char why[ETCD_WHY_MAX]);
+
 #endif /* RINGLB_ETCD_H */
