@@ -129,8 +129,8 @@ fi
 cp "$W/good.json" "$W/state.json"
 
 # --help explains every command.
-if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 22 ]; then
-	pass "ringlb --help lists the 22 commands"
+if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 24 ]; then
+	pass "ringlb --help lists the 24 commands"
 else
 	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 fi

@@ -132,6 +132,7 @@ static char *fleet_text(const struct state *s, int generation)
 		fleet.generation = 0;
 	fleet.ifaces = NULL;
 	fleet.iface_count = 0;
+	fleet.host_drained = 0;
 	fleet.flow_entries = LB_FLOWS_DEFAULT;
 	memset(&fleet.encap, 0, sizeof(fleet.encap));
 	fleet.encap.gue_port = LB_GUE_PORT_DEFAULT;
@@ -184,6 +185,7 @@ static int store_read(const struct ctl_site *site, struct state *s, __u64 *revis
 	local.iface_count = 0;
 	s->encap = local.encap;
 	s->flow_entries = local.flow_entries;
+	s->host_drained = local.host_drained;
 	state_free(&local);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
@@ -78,7 +80,14 @@ struct daemon {
 	__u64 lease_next;
 	char identity[128];
 	char holder[128];
+	int secret_bad;
+	int kernel_bad;
+	char *announced;
+	int bird_failing;
+	__u64 bird_next;
 };
+
+extern char **environ;
 
 static void dlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -118,8 +127,16 @@ static int reconcile(struct daemon *d, const char *when)
 	err = ctl_session_begin(&d->o->site, &ss, why);
 	if (err) {
 		dlog("%s: %s", when, why);
+		/* A store that does not answer changes nothing here: the kernel keeps serving. */
+		if (err == -EKEYREJECTED)
+			d->secret_bad = 1;
+		else if (!d->o->site.store || d->store_revision)
+			d->kernel_bad = err != -ECONNREFUSED && err != -EHOSTUNREACH &&
+					err != -ETIMEDOUT && !strstr(why, "from the store");
 		goto out;
 	}
+	d->secret_bad = 0;
+	d->kernel_bad = 0;
 	if (ss.note[0]) {
 		dlog("%s: %s", when, ss.note);
 		d->repairs++;
@@ -137,6 +154,7 @@ static int reconcile(struct daemon *d, const char *when)
 		if (err) {
 			dlog("%s: the kernel differs from the committed state in %d places; repairing "
 			     "it failed: %s", when, diffs, why[0] ? why : strerror(-err));
+			d->kernel_bad = 1;
 		} else {
 			dlog("%s: the kernel differed from the committed state in %d places; repaired "
 			     "to generation %llu", when, diffs,
@@ -645,6 +663,112 @@ static void leadership(struct daemon *d, __u64 now)
 	}
 }
 
+/* --- routes: whether this host announces the VIPs ---------------------------------------------- */
+
+/* Why this host should not announce, or NULL when it should. */
+static const char *withdraw_reason(const struct daemon *d)
+{
+	if (!d->attached || !d->state.iface_count)
+		return "no data path attached";
+	if (d->state.host_drained)
+		return "the host is drained (ringlb host drain)";
+	if (d->secret_bad)
+		return "its flow hash key is not the fleet's";
+	if (d->kernel_bad)
+		return "its kernel does not serve the committed state";
+	return NULL;
+}
+
+/* Run birdc configure: bird reads the fragment again. */
+static int bird_configure(const struct daemon *d)
+{
+	char *argv[] = { "birdc", "-s", (char *)d->o->birdc_socket, "configure", NULL };
+	int status = 0;
+	pid_t pid;
+
+	if (!d->o->birdc_socket) {
+		argv[1] = "configure";
+		argv[2] = NULL;
+	}
+	if (posix_spawnp(&pid, "birdc", NULL, NULL, argv, environ))
+		return -errno;
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+/*
+ * Write the routes this host announces (every VIP, or none) where bird
+ * reads them, and have bird read them when they changed.
+ */
+static void announce(struct daemon *d)
+{
+	const char *reason = withdraw_reason(d);
+	char *text = NULL, spec[ADDR_TEXT_MAX], tmp[PATH_MAX];
+	size_t len = 0, i, n = 0;
+	FILE *f;
+	int fam;
+
+	if (!d->o->bgp_routes || health_now_ns() < d->bird_next)
+		return;
+	f = open_memstream(&text, &len);
+	if (!f)
+		return;
+	fprintf(f, "# Written by ringlb daemon: the VIPs this host announces%s%s.\n",
+		reason ? " (none: " : "", reason ? reason : "");
+	if (reason)
+		fputs(")\n", f);
+	for (fam = LB_FAMILY_IPV4; fam <= LB_FAMILY_IPV6; fam++) {
+		fprintf(f, "protocol static ringlb_vips%d {\n\tipv%d;\n", fam == LB_FAMILY_IPV4 ? 4 : 6,
+			fam == LB_FAMILY_IPV4 ? 4 : 6);
+		for (i = 0; !reason && i < d->state.vip_count; i++) {
+			const struct state_vip *v = &d->state.vips[i];
+			size_t k;
+
+			if (v->spec.addr.family != fam)
+				continue;
+			/* One route per address, whatever its ports and protocols. */
+			for (k = 0; k < i; k++)
+				if (addr_equal(&d->state.vips[k].spec.addr, &v->spec.addr))
+					break;
+			if (k < i)
+				continue;
+			addr_format(&v->spec.addr, spec);
+			fprintf(f, "\troute %s/%d blackhole;\n", spec, fam == LB_FAMILY_IPV4 ? 32 : 128);
+			n++;
+		}
+		fputs("}\n", f);
+	}
+	fclose(f);
+	if (d->announced && strcmp(d->announced, text) == 0) {
+		free(text);
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", d->o->bgp_routes);
+	f = fopen(tmp, "we");
+	if (!f || fputs(text, f) < 0 || fclose(f) || rename(tmp, d->o->bgp_routes)) {
+		dlog("cannot write %s: %s", d->o->bgp_routes, strerror(errno));
+		free(text);
+		return;
+	}
+	if (bird_configure(d)) {
+		if (!d->bird_failing)
+			dlog("bird did not take %s (birdc configure failed); trying every 2 s",
+			     d->o->bgp_routes);
+		d->bird_failing = 1;
+		d->bird_next = health_now_ns() + 2000000000ull;
+		free(text);
+		return;
+	}
+	d->bird_failing = 0;
+	if (reason)
+		dlog("routes withdrawn: %s", reason);
+	else
+		dlog("routes announced: %zu VIP addresses", n);
+	free(d->announced);
+	d->announced = text;
+}
+
 /* --- the loop --------------------------------------------------------------------------------- */
 
 /* Start due probes, go on with those under way, after poll() said @fds. */
@@ -810,6 +934,7 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 			next_look = now + TICK_MS * 1000000ull;
 		}
 		leadership(&d, now);
+		announce(&d);
 		probes_run(&d, fds + 1, nfds - 1, now);
 		while (!stop && verdict_due(&d, now, &due)) {
 			verdict_commit(&d, &due, now);
@@ -840,6 +965,7 @@ out:
 	probe_path_close(d.probe);
 	json_decref(d.rings);
 	json_decref(d.changes);
+	free(d.announced);
 	state_free(&d.state);
 	close(sfd);
 	if (!err)

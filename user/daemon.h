@@ -22,11 +22,18 @@
  * @metrics: where /metrics is served ("ADDR:PORT"), NULL for the default
  *           (loopback), "none" for nowhere
  * @verify_s: seconds between comparisons of the kernel with the state
+ * @bgp_routes: when set, the daemon decides whether this host announces the
+ *              VIPs: it writes there a bird2 configuration fragment (static
+ *              protocols ringlb_vips4 and ringlb_vips6, with a route per VIP,
+ *              or none) and has bird read its configuration again
+ * @birdc_socket: bird's control socket (NULL: birdc's default)
  */
 struct daemon_opts {
 	struct ctl_site site;
 	const char *metrics;
 	__u32 verify_s;
+	const char *bgp_routes;
+	const char *birdc_socket;
 };
 
 /**

@@ -707,6 +707,8 @@ char *state_to_text(const struct state *s)
 							"mode", s->ifaces[i].generic ? "generic" :
 										       "native"));
 	json_object_set(root, "interfaces", ifaces);
+	if (s->host_drained)
+		json_object_set_new(root, "host", json_pack("{s:b}", "drained", 1));
 	encap = encap_to_json(&s->encap);
 	if (encap)
 		json_object_set_new(root, "encap", encap);
@@ -1138,6 +1140,14 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 		snprintf(s->ifaces[i].name, sizeof(s->ifaces[i].name), "%s", name);
 		s->ifaces[i].generic = strcmp(mode, "generic") == 0;
 		s->iface_count++;
+	}
+	item = json_object_get(root, "host");
+	if (item) {
+		if (!json_is_object(item) || !json_is_boolean(json_object_get(item, "drained"))) {
+			err = refuse(why, "$.host: must be {\"drained\": true or false}");
+			goto out;
+		}
+		s->host_drained = json_is_true(json_object_get(item, "drained"));
 	}
 	item = json_object_get(root, "encap");
 	if (item) {

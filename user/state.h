@@ -171,6 +171,9 @@ struct state_encap {
  * @generation: bumped by every change
  * @flow_entries: flow table size used when the maps are created
  * @next_backend_id: where backend id allocation resumes
+ * @host_drained: 1 when the operator drained this host (`ringlb host
+ *                drain`): its daemon withdraws the VIPs' routes; a fact of
+ *                this host, like its interfaces
  */
 struct state {
 	__u64 generation;
@@ -181,6 +184,7 @@ struct state {
 	size_t iface_count;
 	struct state_iface *ifaces;
 	struct state_encap encap;
+	int host_drained;
 };
 
 /** state_forward_name() - "l2", "ipip" or "gue". */

@@ -122,6 +122,7 @@ extern const struct cli_command cli_decap_attach, cli_decap_detach, cli_decap_st
 extern const struct cli_command cli_show, cli_stats, cli_lookup, cli_plan, cli_verify;
 extern const struct cli_command cli_save, cli_restore;
 extern const struct cli_command cli_daemon;
+extern const struct cli_command cli_host_drain, cli_host_undrain;
 
 /** cli_report() - say why the command failed: one line on stderr. Return: -EINVAL. */
 int cli_report(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -15,7 +15,23 @@
 struct daemon_args {
 	const char *metrics;
 	__u32 verify_s;
+	const char *bgp_routes;
+	const char *birdc_socket;
 };
+
+static int daemon_bgp_set(struct cli *c, void *args, const char *value)
+{
+	(void)c;
+	((struct daemon_args *)args)->bgp_routes = value;
+	return 0;
+}
+
+static int daemon_birdc_set(struct cli *c, void *args, const char *value)
+{
+	(void)c;
+	((struct daemon_args *)args)->birdc_socket = value;
+	return 0;
+}
 
 static int daemon_metrics_set(struct cli *c, void *args, const char *value)
 {
@@ -49,7 +65,8 @@ static int daemon_parse(struct cli *c, void *args, char **operands, int count)
 static int daemon_cmd_run(struct cli *c, const void *args)
 {
 	const struct daemon_args *a = args;
-	struct daemon_opts o = { .site = c->site, .metrics = a->metrics, .verify_s = a->verify_s };
+	struct daemon_opts o = { .site = c->site, .metrics = a->metrics, .verify_s = a->verify_s,
+				 .bgp_routes = a->bgp_routes, .birdc_socket = a->birdc_socket };
 	char why[CTL_WHY_MAX] = "";
 	int err = daemon_run(&o, why);
 
@@ -63,6 +80,9 @@ static const struct cli_option daemon_options[] = {
 	  "serve /metrics there (default 127.0.0.1:9477; none: nowhere)", daemon_metrics_set },
 	{ "verify-interval", "SECONDS",
 	  "compare the kernel with the state this often (default 60)", daemon_verify_set },
+	{ "bgp-routes", "FILE",
+	  "announce the VIPs with bird2: write its routes there (see scripts/bird)", daemon_bgp_set },
+	{ "birdc-socket", "PATH", "bird's control socket (default: birdc's)", daemon_birdc_set },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -78,5 +98,8 @@ const struct cli_command cli_daemon = {
 		"    back after --rise good ones, at most one change per --hold; when every\n"
 		"    checked backend of a VIP is down, the VIP keeps its last healthy set.\n"
 		"    Ring transitions go to rings.log beside the state and to stderr.\n"
-		"    /metrics is Prometheus' text format. The data path never needs it.",
+		"    /metrics is Prometheus' text format. With --bgp-routes it decides\n"
+		"    whether this host announces the VIPs: not while no data path is\n"
+		"    attached, the host is drained, its key is not the fleet's or its\n"
+		"    kernel does not serve the committed state. The data path never needs it.",
 };

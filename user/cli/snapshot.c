@@ -73,6 +73,7 @@ static int restore_apply(const struct ctl_apply *ctx, const void *args, struct s
 	from.iface_count = want->iface_count;
 	from.flow_entries = want->flow_entries;
 	from.encap = want->encap;
+	from.host_drained = want->host_drained;
 	want->ifaces = NULL;
 	want->iface_count = 0;
 	if (from.generation < want->generation)

@@ -28,6 +28,8 @@ const struct cli_command *const cli_commands[] = {
 	&cli_verify,
 	&cli_save,
 	&cli_restore,
+	&cli_host_drain,
+	&cli_host_undrain,
 	&cli_daemon,
 	NULL,
 };
