@@ -705,33 +705,32 @@ static void announce(struct daemon *d)
 {
 	const char *reason = withdraw_reason(d);
 	char *text = NULL, spec[ADDR_TEXT_MAX], tmp[PATH_MAX];
-	size_t len = 0, i, n = 0;
+	size_t len = 0, i, k, n = 0;
 	FILE *f;
-	int fam;
 
 	if (!d->o->bgp_routes || health_now_ns() < d->bird_next)
 		return;
 	f = open_memstream(&text, &len);
 	if (!f)
 		return;
-	fprintf(f, "# Written by ringlb daemon: the VIPs this host announces%s%s.\n",
-		reason ? " (none: " : "", reason ? reason : "");
-	if (reason)
-		fputs(")\n", f);
-	for (fam = LB_FAMILY_IPV4; fam <= LB_FAMILY_IPV6; fam++) {
+	fprintf(f, "# Written by ringlb daemon: the VIPs this host announces%s%s%s.\n",
+		reason ? " (none: " : "", reason ? reason : "", reason ? ")" : "");
+	for (k = 0; k < 2; k++) {
+		int fam = k ? LB_FAMILY_IPV6 : LB_FAMILY_IPV4;
+
 		fprintf(f, "protocol static ringlb_vips%d {\n\tipv%d;\n", fam == LB_FAMILY_IPV4 ? 4 : 6,
 			fam == LB_FAMILY_IPV4 ? 4 : 6);
 		for (i = 0; !reason && i < d->state.vip_count; i++) {
 			const struct state_vip *v = &d->state.vips[i];
-			size_t k;
+			size_t j;
 
 			if (v->spec.addr.family != fam)
 				continue;
 			/* One route per address, whatever its ports and protocols. */
-			for (k = 0; k < i; k++)
-				if (addr_equal(&d->state.vips[k].spec.addr, &v->spec.addr))
+			for (j = 0; j < i; j++)
+				if (addr_equal(&d->state.vips[j].spec.addr, &v->spec.addr))
 					break;
-			if (k < i)
+			if (j < i)
 				continue;
 			addr_format(&v->spec.addr, spec);
 			fprintf(f, "\troute %s/%d blackhole;\n", spec, fam == LB_FAMILY_IPV4 ? 32 : 128);
