@@ -222,6 +222,7 @@ e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
 	$(Q)echo "== second_chance.sh"; tests/second_chance.sh
 	$(Q)echo "== daemon.sh"; tests/daemon.sh
 	$(Q)echo "== store.sh"; tests/store.sh
+	$(Q)echo "== fleet.sh"; tests/fleet.sh
 	$(Q)echo "== reliability.sh"; CHANGES=$(CHANGES) CRASHES=$(CRASHES) tests/reliability.sh
 
 test: deps

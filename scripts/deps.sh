@@ -15,12 +15,12 @@ set -eu
 # service and client. The daemon: libmicrohttpd for /metrics, libsystemd for
 # sd_notify; its tests: prometheus (the server and promtool), systemd
 # (systemd-analyze), bc. The store: libcurl and libssl (base64) for etcd's
-# JSON gateway; its tests: etcd-server and etcd-client.
+# JSON gateway; its tests: etcd-server and etcd-client. The fleet: bird2.
 PACKAGES="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 libjansson-dev libmnl-dev libcap-dev libcmocka-dev libclang-rt-14-dev iproute2 ethtool \
 nginx-light curl jq netsniff-ng util-linux valgrind python3 python3-scapy \
 dnsmasq-base bind9-dnsutils libmicrohttpd-dev libsystemd-dev prometheus systemd bc libcurl4-openssl-dev libssl-dev \
-etcd-server etcd-client"
+etcd-server etcd-client bird2"
 
 missing=""
 for pkg in $PACKAGES; do

@@ -26,11 +26,11 @@ fleet_link() {
 	ip -n "$p$1" addr add "$5" dev "$2"
 }
 
-# fleet_nginx I: nginx on backend I: / says its name, /long is 1 MiB of its digit at 32 KiB/s.
+# fleet_nginx I: nginx on backend I: / says its name, /long is 512 KiB of its digit at 32 KiB/s.
 fleet_nginx() {
 	local i=$1 dir=$FLEET_WORKDIR/b$1
 	mkdir -p "$dir/tmp"
-	head -c 1048576 /dev/zero | tr '\0' "$i" >"$dir/long"
+	head -c 524288 /dev/zero | tr '\0' "$i" >"$dir/long"
 	cat >"$dir/nginx.conf" <<EOF
 user root;
 worker_processes 1;

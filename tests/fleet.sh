@@ -7,6 +7,7 @@
 # with second chance, nginx and curl:
 #   - a change made with the CLI on one host serves on all three: p50 and p99
 #     over 50 changes, the three ring digests equal after each
+#   - 16 concurrent changes from two hosts: none lost
 #   - 300 long downloads spread over the hosts by ECMP; one host drained
 #     (BGP withdraws its route), later another cut off its link: every
 #     download completes whole, none reset
@@ -118,9 +119,27 @@ for k in $(seq 1 50); do
 done
 p50=$(sort -n "$W/lat" | sed -n 25p)
 p99=$(sort -n "$W/lat" | sed -n 50p)
-[ ! -e "$W/differ" ] && [ "$p99" -le 1000 ] &&
-	pass "50 changes on lb1: served on lb2 and lb3 after p50 $p50 ms, p99 (the slowest) $p99 ms; the three ring digests equal after each" ||
-	fail "propagation: p50 $p50 ms, p99 $p99 ms, $(cat "$W/differ" 2>/dev/null | wc -l) changes never equal"
+revs=$(for i in 1 2 3; do on "$i" show --json | jq .store_revision; done | sort -u | wc -l)
+[ ! -e "$W/differ" ] && [ "$p99" -le 1000 ] && [ "$revs" -eq 1 ] &&
+	pass "50 changes on lb1: served on lb2 and lb3 after p50 $p50 ms, p99 (the slowest) $p99 ms; the three ring digests equal after each; show --json gives one store revision on all three" ||
+	fail "propagation: p50 $p50 ms, p99 $p99 ms, $(cat "$W/differ" 2>/dev/null | wc -l) changes never equal, $revs store revisions"
+
+# --- concurrent changes from two hosts ------------------------------------------------------------
+for k in $(seq 1 8); do
+	on 1 backend add "$VIP" "x$k" "198.18.30.$((40 + k))" >/dev/null 2>&1 || echo "x$k" >>"$W/lost" &
+	on 3 backend add "$VIP" "y$k" "198.18.30.$((50 + k))" >/dev/null 2>&1 || echo "y$k" >>"$W/lost" &
+done
+wait $(jobs -p | grep -v -e "^$ETCD\$" -e "^$(cat "$W/lb1/daemon.pid")\$" \
+	-e "^$(cat "$W/lb2/daemon.pid")\$" -e "^$(cat "$W/lb3/daemon.pid")\$") 2>/dev/null
+added=$(on 2 show --json | jq --arg v "$VIP" '[.vips[] | select(.vip == $v) | .backends[].name |
+	select(test("^[xy]"))] | length')
+[ "$added" -eq 16 ] && [ ! -e "$W/lost" ] &&
+	pass "16 concurrent changes from lb1 and lb3 (8 each): all 16 in the store, as lb2 reads it" ||
+	fail "concurrent changes: $added of 16, lost: $(cat "$W/lost" 2>/dev/null | tr '\n' ' ')"
+for k in $(seq 1 8); do
+	on 1 backend remove "$VIP" "x$k" >/dev/null && on 1 backend remove "$VIP" "y$k" >/dev/null ||
+		fail "remove x$k/y$k"
+done
 
 # --- 300 long downloads through a drain and a host cut off ------------------------------------------
 mkdir -p "$W/dl"
@@ -130,22 +149,22 @@ for k in $(seq 1 300); do
 		>"$W/dl/$k.code" 2>/dev/null &
 	dls+=($!)
 done
-sleep 4
+sleep 3
 on 1 host drain || fail "host drain"
 wait_paths 2 && pass "lb1 drained: BGP withdrew its route (2 next hops left)" ||
 	fail "drain: $(ip -n "${P}r1" route show "$FLEET_VIP")"
-sleep 4
+sleep 3
 ip -n "${P}r1" link set p-lb2 down
 wait_paths 1 && pass "lb2 cut off its link: the router dropped it after the hold time (1 next hop left)" ||
 	fail "cut: $(ip -n "${P}r1" route show "$FLEET_VIP")"
 wait "${dls[@]}" 2>/dev/null
 whole=0
 for k in $(seq 1 300); do
-	[ "$(cat "$W/dl/$k.code")" = "200 0" ] && [ "$(stat -c %s "$W/dl/$k")" -eq 1048576 ] &&
+	[ "$(cat "$W/dl/$k.code")" = "200 0" ] && [ "$(stat -c %s "$W/dl/$k")" -eq 524288 ] &&
 		[ "$(tr -d "$(head -c 1 "$W/dl/$k")" <"$W/dl/$k" | wc -c)" -eq 0 ] && whole=$((whole + 1))
 done
 [ "$whole" -eq 300 ] &&
-	pass "300 of 300 downloads (1 MiB each) whole and from one backend each, through the drain and the cut" ||
+	pass "300 of 300 downloads (512 KiB at 32 KiB/s each) whole and from one backend each, through the drain and the cut" ||
 	fail "downloads: $whole of 300 whole; $(cat "$W"/dl/*.code | sort | uniq -c | tr '\n' ' ')"
 ip -n "${P}r1" link set p-lb2 up
 on 1 host undrain || fail "host undrain"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -204,17 +205,27 @@ static int show_run(struct cli *c, const void *args)
 	struct lb_maps maps;
 	struct state s;
 	json_t *model, *vips, *v;
-	__u64 secret[2];
+	__u64 secret[2], revision = 0;
 	size_t i;
-	int attached, err = 0;
+	int attached, lock, err = 0;
 
 	(void)args;
-	if (ctl_state_read_shared(&c->site, &s, why))
+	lock = ctl_lock(&c->site, 0, why);
+	if (lock < 0)
+		return cli_report(c, "%s", why);
+	err = ctl_state_read_rev(&c->site, &s, &revision, why);
+	close(lock);
+	if (err)
 		return cli_report(c, "%s", why);
 	/* With the maps at hand, also say what the kernel serves. */
 	attached = maps_if_attached(c, &maps);
 	vips = json_array();
 	model = json_pack("{s:I, s:o}", "generation", (json_int_t)s.generation, "vips", vips);
+	/* Hosts of a fleet serve the same store revision and ring digests. */
+	if (c->site.store)
+		json_object_set_new(model, "store_revision", json_integer((json_int_t)revision));
+	if (s.host_drained)
+		json_object_set_new(model, "host_drained", json_true());
 	for (i = 0; i < s.vip_count && !err; i++) {
 		err = show_vip(&s.vips[i], attached ? &maps : NULL, &v);
 		if (err) {
