@@ -150,6 +150,11 @@ for k in $(seq 1 300); do
 	dls+=($!)
 done
 sleep 3
+# Packets each host forwarded to the VIP so far: ECMP spreads the downloads over all three.
+spread=$(for i in 1 2 3; do on "$i" stats --json | jq --arg v "$VIP" '.vips[] | select(.vip == $v) | .packets'; done | tr '\n' ' ')
+[ "$(echo "$spread" | tr ' ' '\n' | grep -c '^[1-9]')" -eq 3 ] &&
+	pass "300 downloads under way, spread by ECMP: packets so far on lb1, lb2, lb3: $spread" ||
+	fail "not spread over the three hosts: $spread"
 on 1 host drain || fail "host drain"
 wait_paths 2 && pass "lb1 drained: BGP withdrew its route (2 next hops left)" ||
 	fail "drain: $(ip -n "${P}r1" route show "$FLEET_VIP")"
