@@ -52,19 +52,7 @@ daemon_on() {
 		>>"$W/lb$1/daemon.log" 2>&1 &
 	echo $! >"$W/lb$1/daemon.pid"
 }
-etcd_start() {
-	ip netns exec "${P}etcd" etcd --name f --data-dir "$W/etcd" \
-		--listen-client-urls http://198.18.20.5:2379 --advertise-client-urls http://198.18.20.5:2379 \
-		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-		--initial-cluster f=http://127.0.0.1:2380 >>"$W/etcd.log" 2>&1 &
-	ETCD=$!
-	for t in $(seq 1 100); do
-		ip netns exec "${P}etcd" etcdctl --endpoints 198.18.20.5:2379 endpoint health \
-			>/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	die "etcd did not start: $(tail -3 "$W/etcd.log")"
-}
+etcd_start() { mkdir -p "$W/etcd"; etcd_up "${P}etcd" 198.18.20.5:2379 2380 "$W/etcd"; }
 digest() { on "$1" show --json | jq -r '[.vips[].kernel_ring_digest] | join(" ")'; }
 # paths: how many next hops r1's route to the VIP has.
 paths() {
@@ -157,7 +145,7 @@ spread=$(for i in 1 2 3; do on "$i" stats --json | jq --arg v "$VIP" '.vips[] | 
 	fail "not spread over the three hosts: $spread"
 on 1 host drain || fail "host drain"
 wait_paths 2 && pass "lb1 drained: BGP withdrew its route (2 next hops left)" ||
-	fail "drain: $(ip -n "${P}r1" route show "$FLEET_VIP")"
+	fail "drain: $(ip -n "${P}r1" route show "$FLEET_VIP" | tr '\n' ' '); lb1: $(grep -v 'ring transition' "$W/lb1/daemon.log" | tail -4)"
 sleep 3
 ip -n "${P}r1" link set p-lb2 down
 wait_paths 1 && pass "lb2 cut off its link: the router dropped it after the hold time (1 next hop left)" ||
@@ -206,6 +194,11 @@ grep -q "not the fleet's" "$W/lb2/daemon.log" && [ "$(paths)" = 2 ] &&
 	! ip -n "${P}r1" route show "$FLEET_VIP" | grep -q "$(fleet_lb 2) " &&
 	pass "lb2 restarted on another key: it withdraws and says why ('$(grep -m1 -o "this host's flow hash key.*" "$W/lb2/daemon.log" | cut -c1-90)...')" ||
 	fail "lb2 on another key: paths $(paths); $(tail -3 "$W/lb2/daemon.log")"
+
+alive=0
+for i in 1 2 3; do kill -0 "$(cat "$W/lb$i/daemon.pid")" 2>/dev/null && alive=$((alive + 1)); done
+[ "$alive" -eq 3 ] && pass "the three daemons ran through it all" ||
+	fail "$((3 - alive)) daemons died: $(grep -h -i -e 'free()' -e 'abort' -e 'segmentation' "$W"/lb*/daemon.log | head -3)"
 
 echo "fleet: $FAILS failed"
 [ "$FAILS" -eq 0 ]

@@ -110,5 +110,24 @@ secret_file() {
 	chmod 600 "$1"
 }
 
+# etcd_up NS CLIENT_ADDR:PORT PEER_PORT DIR: a one-member etcd (Debian's etcd-server) in
+# namespace NS, serving clients on CLIENT_ADDR:PORT, its data and log in DIR (kept across
+# restarts); ETCD is its pid. Returns once it answers.
+etcd_up() {
+	local ns=$1 client=$2 peer=$3 dir=$4 t
+	ip netns exec "$ns" etcd --name e --data-dir "$dir/data" \
+		--listen-client-urls "http://$client" --advertise-client-urls "http://$client" \
+		--listen-peer-urls "http://127.0.0.1:$peer" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "e=http://127.0.0.1:$peer" >>"$dir/etcd.log" 2>&1 &
+	ETCD=$!
+	for t in $(seq 1 100); do
+		ip netns exec "$ns" etcdctl --endpoints "$client" endpoint health >/dev/null 2>&1 &&
+			return 0
+		sleep 0.1
+	done
+	die "etcd did not start: $(tail -3 "$dir/etcd.log")"
+}
+
 # die WHAT: stop the script (TEST_NAME says which) on a failure that is not a check.
 die() { echo "$TEST_NAME: setup failed: $*" >&2; exit 1; }

@@ -19,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <curl/curl.h>
 #include <systemd/sd-daemon.h>
 
 #include "ctl.h"
@@ -47,8 +49,12 @@
  */
 #define LEASE_TTL_S 3
 #define LEASE_RENEW_MS 1000
-/* How often a store's revision is asked (a file is looked at every tick). */
-#define STORE_POLL_MS 200
+/*
+ * How often a store's revision is asked (a file is looked at every tick):
+ * a watch on PREFIX/state makes the daemon ask at once when it changes; the
+ * poll is what remains when the watch stream is down.
+ */
+#define STORE_POLL_MS 500
 /* Live flows in the metrics: a packet within this long, as `ringlb stats`. */
 #define METRICS_IDLE_S 300
 
@@ -85,6 +91,10 @@ struct daemon {
 	char *announced;
 	int bird_failing;
 	__u64 bird_next;
+	int watch_fd;
+	pthread_t watcher;
+	int watching;
+	volatile int stopping;
 };
 
 extern char **environ;
@@ -372,7 +382,13 @@ static int refresh(struct daemon *d, int force, __u64 now)
 		if (d->store_down)
 			dlog("the store answers again (revision %llu)", (unsigned long long)revision);
 		d->store_down = 0;
-		if (!force && revision == d->store_revision) {
+		/* This host's own facts (drained, interfaces) change its file, not the store. */
+		if (stat(d->o->site.state_path, &st) && errno != ENOENT)
+			memset(&st, 0, sizeof(st));
+		if (!force && revision == d->store_revision && st.st_ino == d->seen.st_ino &&
+		    st.st_size == d->seen.st_size &&
+		    st.st_mtim.tv_sec == d->seen.st_mtim.tv_sec &&
+		    st.st_mtim.tv_nsec == d->seen.st_mtim.tv_nsec) {
 			state_free(&s);
 			return 0;
 		}
@@ -604,6 +620,41 @@ static char *metrics_page(void *arg, size_t *len)
 	free(targets);
 	state_free(&s);
 	return page;
+}
+
+/* --- following the store ---------------------------------------------------------------------------- */
+
+static void watch_event(void *arg)
+{
+	struct daemon *d = arg;
+	__u64 one = 1;
+
+	if (write(d->watch_fd, &one, sizeof(one)) < 0) {
+		/* The counter is full: the main loop has a wake-up pending anyway. */
+	}
+}
+
+static int watch_stop(void *arg)
+{
+	return ((struct daemon *)arg)->stopping;
+}
+
+/* The watch thread: an etcd watch on PREFIX/state, opened again a second after it ends. */
+static void *watch_main(void *arg)
+{
+	struct daemon *d = arg;
+	char why[ETCD_WHY_MAX] = "";
+	struct etcd_spec spec;
+	const char *problem = NULL;
+
+	if (etcd_spec_parse(d->o->site.store, &spec, &problem))
+		return NULL;
+	while (!d->stopping) {
+		etcd_watch(&spec, "state", watch_event, watch_stop, d, why);
+		for (int i = 0; i < 10 && !d->stopping; i++)
+			usleep(100000);
+	}
+	return NULL;
 }
 
 /* --- one health verdict for the fleet ------------------------------------------------------- */
@@ -847,6 +898,8 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 	if (lock < 0)
 		return lock;
 	d.changes = json_object();
+	/* libcurl's global state, before any thread (the watch, libmicrohttpd's) exists. */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 	sfd = signals_open();
 	if (sfd < 0) {
 		snprintf(why, CTL_WHY_MAX, "cannot take signals: %s", strerror(errno));
@@ -888,6 +941,13 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 	dlog("ready: serving generation %llu, %zu health checks",
 	     (unsigned long long)d.state.generation, d.target_count);
 	next_verify = now + (__u64)o->verify_s * 1000000000ull;
+	d.watch_fd = -1;
+	if (o->site.store) {
+		d.watch_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		d.watching = d.watch_fd >= 0 && pthread_create(&d.watcher, NULL, watch_main, &d) == 0;
+		if (!d.watching)
+			dlog("cannot watch the store; asking it every %d ms", STORE_POLL_MS);
+	}
 	while (!stop) {
 		struct health_target due;
 		size_t nfds = 1, i;
@@ -895,7 +955,7 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 
 		pthread_mutex_lock(&d.lock);
 		free(fds);
-		fds = calloc(d.target_count + 1, sizeof(*fds));
+		fds = calloc(d.target_count + 2, sizeof(*fds)); /* the signals, the probes, the watch */
 		for (i = 0; fds && i < d.target_count; i++)
 			if (d.targets[i].fd >= 0 && health_probe_events(&d.targets[i]))
 				fds[nfds++] = (struct pollfd){ .fd = d.targets[i].fd,
@@ -907,12 +967,23 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 			break;
 		}
 		fds[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		if (d.watching)
+			fds[nfds++] = (struct pollfd){ .fd = d.watch_fd, .events = POLLIN };
 		if (poll(fds, nfds, TICK_MS) < 0 && errno != EINTR) {
 			snprintf(why, CTL_WHY_MAX, "poll: %s", strerror(errno));
 			err = -errno;
 			break;
 		}
 		now = health_now_ns();
+		if (d.watching) {
+			__u64 events;
+
+			/* The store changed (or the watch began): ask it now. */
+			if (read(d.watch_fd, &events, sizeof(events)) == sizeof(events)) {
+				d.store_next = 0;
+				next_look = 0;
+			}
+		}
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGHUP) {
 				dlog("SIGHUP: reading the state again and comparing the kernel with it");
@@ -951,6 +1022,11 @@ int daemon_run(const struct daemon_opts *o, char why[CTL_WHY_MAX])
 		}
 	}
 	sd_notify(0, "STOPPING=1");
+	d.stopping = 1;
+	if (d.watching)
+		pthread_join(d.watcher, NULL);
+	if (d.watch_fd >= 0)
+		close(d.watch_fd);
 out:
 	metrics_stop(metrics);
 	free(fds);

@@ -313,3 +313,79 @@ int etcd_campaign(const struct etcd_spec *spec, const char *key, const char *val
 	json_decref(reply);
 	return *holder ? 0 : -ENOMEM;
 }
+
+struct watch_ctx {
+	void (*on_event)(void *arg);
+	int (*stop)(void *arg);
+	void *arg;
+};
+
+/* Any bytes of the stream: something happened (the created message, an event, progress). */
+static size_t watch_data(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct watch_ctx *w = arg;
+
+	(void)ptr;
+	w->on_event(w->arg);
+	return size * nmemb;
+}
+
+static int watch_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	struct watch_ctx *w = arg;
+
+	(void)a;
+	(void)b;
+	(void)c;
+	(void)d;
+	return w->stop(w->arg);
+}
+
+int etcd_watch(const struct etcd_spec *spec, const char *key, void (*on_event)(void *arg),
+	       int (*stop)(void *arg), void *arg, char why[ETCD_WHY_MAX])
+{
+	struct watch_ctx w = { .on_event = on_event, .stop = stop, .arg = arg };
+	char *k = full_key(spec, key), *text, url[256];
+	struct curl_slist *headers = NULL;
+	json_t *body;
+	size_t i;
+	int err = -EHOSTUNREACH;
+
+	if (!k)
+		return -ENOMEM;
+	body = json_pack("{s:{s:s}}", "create_request", "key", k);
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	free(k);
+	if (!text)
+		return -ENOMEM;
+	headers = curl_slist_append(headers, "Content-Type: application/json");
+	for (i = 0; i < spec->count && !stop(arg); i++) {
+		CURL *curl = curl_easy_init();
+		CURLcode rc;
+
+		if (!curl) {
+			err = -ENOMEM;
+			break;
+		}
+		snprintf(url, sizeof(url), "http://%s/v3/watch", spec->endpoints[i]);
+		curl_easy_setopt(curl, CURLOPT_URL, url);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, text);
+		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, watch_data);
+		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &w);
+		curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, watch_progress);
+		curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &w);
+		curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)ETCD_TIMEOUT_MS);
+		curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+		curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+		rc = curl_easy_perform(curl);
+		curl_easy_cleanup(curl);
+		snprintf(why, ETCD_WHY_MAX, "etcd watch at %s: %s", spec->endpoints[i],
+			 curl_easy_strerror(rc));
+	}
+	curl_slist_free_all(headers);
+	free(text);
+	return err;
+}

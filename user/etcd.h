@@ -64,4 +64,13 @@ int etcd_lease_keepalive(const struct etcd_spec *spec, __u64 id, char why[ETCD_W
 int etcd_campaign(const struct etcd_spec *spec, const char *key, const char *value, __u64 lease,
 		  char **holder, char why[ETCD_WHY_MAX]);
 
+/**
+ * etcd_watch() - follow @key: @on_event is called whenever etcd sends
+ * anything on the watch stream (its creation, a change), until the stream
+ * ends or @stop says so (asked about once a second). Every endpoint is
+ * tried in turn. Return: when the stream ended, -errno and why.
+ */
+int etcd_watch(const struct etcd_spec *spec, const char *key, void (*on_event)(void *arg),
+	       int (*stop)(void *arg), void *arg, char why[ETCD_WHY_MAX]);
+
 #endif /* RINGLB_ETCD_H */
