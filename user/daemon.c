@@ -361,13 +361,12 @@ static int refresh(struct daemon *d, int force, __u64 now)
 	char why[CTL_WHY_MAX] = "";
 	struct stat st = { 0 };
 	struct state s, old;
+	__u64 revision = 0;
 	json_t *rings;
 	int err;
 
-	__u64 revision = 0;
-
 	if (d->o->site.store) {
-		/* A store: asked every STORE_POLL_MS; a new revision is this host's to converge to. */
+		/* A store: asked on its watch's events, else every STORE_POLL_MS. */
 		if (!force && now < d->store_next)
 			return 0;
 		d->store_next = now + STORE_POLL_MS * 1000000ull;
