@@ -113,7 +113,7 @@ done
 [ "$names" = 16 ] && [ ! -e "$W/lost" ] && sringlb verify >/dev/null && h2 verify >/dev/null &&
 	[ "$(digest h2)" = "$(digest sringlb)" ] &&
 	pass "16 concurrent changes from two hosts (8 each): all 16 in the store, both kernels serve it, digests equal" ||
-	fail "concurrent changes: $names of 16 in the store, lost: $(cat "$W/lost" 2>/dev/null | tr '\n' ' ')"
+	fail "concurrent changes: $names of 16 in the store, lost: $(cat "$W/lost" 2>/dev/null | tr '\n' ' '); digests $(digest sringlb) / $(digest h2); verify 1: $(sringlb verify 2>&1 | head -2); verify 2: $(h2 verify 2>&1 | head -2); daemons alive: $(kill -0 "$DPID" && echo 1) $(kill -0 "$H2D" && echo 2); $(grep -v 'ring transition' "$W/h2/daemon.log" | tail -3)"
 # One daemon runs the fleet's health checks; kill it and another takes them within the lease.
 for t in $(seq 1 50); do
 	[ "$(cat "$W/daemon.log" "$W/h2/daemon.log" | grep -c "runs the fleet's health checks")" -ge 1 ] && break

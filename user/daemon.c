@@ -391,15 +391,22 @@ static int refresh(struct daemon *d, int force, __u64 now)
 			state_free(&s);
 			return 0;
 		}
-		d->store_revision = revision;
-		/* Another host's change: the kernel here follows (the session repairs to it). */
-		if (s.generation != d->state.generation && d->state.generation) {
+		/*
+		 * Another host's change: the kernel here follows (the session repairs to
+		 * what it reads: this revision or a newer one). The revision kept is the
+		 * one read before it, so a change that landed meanwhile is followed at the
+		 * next look even if its watch event came before this returned.
+		 */
+		if (revision != d->store_revision && d->store_revision) {
+			__u64 newer;
+
 			state_free(&s);
 			reconcile(d, "store change");
-			err = ctl_state_read_rev(&d->o->site, &s, &revision, why);
+			err = ctl_state_read_rev(&d->o->site, &s, &newer, why);
 			if (err)
 				return err;
 		}
+		d->store_revision = revision;
 	} else {
 		if (stat(d->o->site.state_path, &st) && errno != ENOENT)
 			return -errno;
