@@ -38,13 +38,7 @@ on() {
 	nsenter --net="/run/netns/${P}lb$i" "$ROOT/build/ringlb" --state "$W/lb$i/state.json" \
 		--pin-dir "$PIN-lb$i" --store "$STORE" "$@"
 }
-be() {
-	local i=$1
-	shift
-	nsenter --net="/run/netns/${P}b$i" "$ROOT/build/ringlb" --state "$W/b$i/state.json" \
-		--pin-dir "$PIN-b$i" "$@"
-}
-client() { ip netns exec "${P}c1" "$@"; }
+# be I ARGS and client ARGS come from tests/lib.sh (the same names and paths).
 daemon_on() {
 	nsenter --net="/run/netns/${P}lb$1" "$ROOT/build/ringlb" --state "$W/lb$1/state.json" \
 		--pin-dir "$PIN-lb$1" --store "$STORE" daemon --metrics none \
