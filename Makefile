@@ -61,7 +61,7 @@ CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 # Program tests and benchmarks: their shared harness.
 HARNESS_SRCS := tests/packets.c tests/harness.c
 PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
-SKELS := $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
+SKELS := $(OUTPUT)/version.h $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
 	$(OUTPUT)/vip_reader.skel.h \
 	$(OUTPUT)/syncookie.skel.h \
 	$(OUTPUT)/bench_xdp.skel.h
@@ -117,6 +117,12 @@ $(OUTPUT)/%.bpf.o: tests/%.bpf.c
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# The tree's version (the file VERSION; debian/changelog says the same) for --version.
+$(OUTPUT)/version.h: VERSION
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)printf '/* Generated from VERSION. */\n#define RINGLB_VERSION "%s"\n' "$$(cat $<)" > $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)

@@ -36,15 +36,89 @@ static uint32_t owner_at(const struct ring *r, size_t i)
 	return r->points[i < r->point_count ? i : 0].member;
 }
 
+int ring_overlay(const struct ring *before, const struct ring *after, ring_arc_fn fn, void *ctx)
+{
+	struct ring_arc arc = { 0 };
+	size_t pb = 0, pa = 0;
+	bool open = false;
+	int err;
+
+	/*
+	 * Walk every point position of both rings in order. Between two
+	 * consecutive positions each ring has one owner: the first point at or
+	 * after the stretch's end (points sharing a position: the first in
+	 * ring order). Past the highest position both wrap to their point 0.
+	 */
+	for (;;) {
+		bool more_b = pb < before->point_count, more_a = pa < after->point_count;
+		uint32_t ob = owner_at(before, pb), oa = owner_at(after, pa);
+		uint64_t x;
+
+		if (!more_b && !more_a) {
+			if (!before->point_count && !after->point_count)
+				return 0;
+			if (open && arc.end == UINT64_MAX)
+				break;
+			x = UINT64_MAX;
+		} else if (more_b &&
+			   (!more_a || before->points[pb].position <= after->points[pa].position)) {
+			x = before->points[pb].position;
+		} else {
+			x = after->points[pa].position;
+		}
+		if (open && arc.before == ob && arc.after == oa) {
+			arc.end = x;
+		} else {
+			if (open) {
+				err = fn(&arc, ctx);
+				if (err)
+					return err;
+			}
+			arc = (struct ring_arc){ .start = open ? arc.end + 1 : 0, .end = x,
+						 .before = ob, .after = oa };
+			open = true;
+		}
+		if (!more_b && !more_a)
+			break;
+		while (pb < before->point_count && before->points[pb].position == x)
+			pb++;
+		while (pa < after->point_count && after->points[pa].position == x)
+			pa++;
+	}
+	return fn(&arc, ctx);
+}
+
+/* What ring_diff() adds up while ring_overlay() walks. */
+struct diff_walk {
+	const size_t *union_of_before, *union_of_after;
+	struct ring_diff *out;
+	double moved;
+};
+
+static int diff_arc(const struct ring_arc *arc, void *ctx)
+{
+	struct diff_walk *w = ctx;
+	double len = (double)(arc->end - arc->start) + 1.0;
+
+	if (arc->before == RING_NO_OWNER || arc->after == RING_NO_OWNER ||
+	    w->union_of_before[arc->before] != w->union_of_after[arc->after]) {
+		w->moved += len;
+		if (arc->before != RING_NO_OWNER)
+			w->out->members[w->union_of_before[arc->before]].moved_out += len;
+		if (arc->after != RING_NO_OWNER)
+			w->out->members[w->union_of_after[arc->after]].moved_in += len;
+	}
+	return 0;
+}
+
 int ring_diff(const struct ring *before, const struct ring *after, struct ring_diff *out)
 {
 	size_t nb = before->member_count, na = after->member_count;
 	size_t *union_of_before = NULL, *union_of_after = NULL;
 	double *shares_before = NULL, *shares_after = NULL;
 	struct ring_diff_member *members = NULL;
-	size_t i = 0, j = 0, count = 0, pb = 0, pa = 0;
-	uint64_t prev = 0;
-	bool first = true;
+	struct diff_walk walk;
+	size_t i = 0, j = 0, count = 0;
 	int err = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
@@ -76,61 +150,14 @@ int ring_diff(const struct ring *before, const struct ring *after, struct ring_d
 		count++;
 	}
 
-	/*
-	 * Walk every point position of both rings in order. Between two
-	 * consecutive positions each ring has one owner: the first point at or
-	 * after the arc's end. The first arc starts at 0 and includes it.
-	 */
-	for (;;) {
-		bool more_b = pb < before->point_count, more_a = pa < after->point_count;
-		uint64_t x;
-		double len;
-		uint32_t ob, oa;
-
-		if (!more_b && !more_a)
-			break;
-		if (more_b && (!more_a || before->points[pb].position <= after->points[pa].position))
-			x = before->points[pb].position;
-		else
-			x = after->points[pa].position;
-		len = first ? (double)x + 1.0 : (double)(x - prev);
-		ob = owner_at(before, pb);
-		oa = owner_at(after, pa);
-		if (ob == UINT32_MAX || oa == UINT32_MAX ||
-		    union_of_before[ob] != union_of_after[oa]) {
-			out->moved += len;
-			if (ob != UINT32_MAX)
-				members[union_of_before[ob]].moved_out += len;
-			if (oa != UINT32_MAX)
-				members[union_of_after[oa]].moved_in += len;
-		}
-		while (pb < before->point_count && before->points[pb].position == x)
-			pb++;
-		while (pa < after->point_count && after->points[pa].position == x)
-			pa++;
-		prev = x;
-		first = false;
-	}
-	/* The last arc, past the highest position, wraps to each ring's first point. */
-	if (before->point_count || after->point_count) {
-		uint32_t ob = owner_at(before, 0), oa = owner_at(after, 0);
-		double len = (double)(UINT64_MAX - prev);
-
-		if (ob == UINT32_MAX || oa == UINT32_MAX ||
-		    union_of_before[ob] != union_of_after[oa]) {
-			out->moved += len;
-			if (ob != UINT32_MAX)
-				members[union_of_before[ob]].moved_out += len;
-			if (oa != UINT32_MAX)
-				members[union_of_after[oa]].moved_in += len;
-		}
-	}
-	out->moved = ldexp(out->moved, -64);
+	out->members = members;
+	walk = (struct diff_walk){ union_of_before, union_of_after, out, 0 };
+	ring_overlay(before, after, diff_arc, &walk);
+	out->moved = ldexp(walk.moved, -64);
 	for (i = 0; i < count; i++) {
 		members[i].moved_out = ldexp(members[i].moved_out, -64);
 		members[i].moved_in = ldexp(members[i].moved_in, -64);
 	}
-	out->members = members;
 	out->count = count;
 	members = NULL;
 	err = 0;

@@ -324,6 +324,45 @@ int ring_diff(const struct ring *before, const struct ring *after, struct ring_d
 /** ring_diff_free() - release a diff's members. */
 void ring_diff_free(struct ring_diff *diff);
 
+/** RING_NO_OWNER - the owner of every key of a ring without points. */
+#define RING_NO_OWNER UINT32_MAX
+
+/**
+ * struct ring_arc - a stretch of the circle with one owner under each of two rings.
+ * @start: its first position
+ * @end: its last position (inclusive: the arc holds end - start + 1 keys)
+ * @before: the owning member's index in the first ring, RING_NO_OWNER when it has no points
+ * @after: the owning member's index in the second ring
+ */
+struct ring_arc {
+	uint64_t start;
+	uint64_t end;
+	uint32_t before;
+	uint32_t after;
+};
+
+/**
+ * typedef ring_arc_fn - called by ring_overlay() for each arc, in position order.
+ * Return: 0 to go on; anything else stops the walk and is returned.
+ */
+typedef int (*ring_arc_fn)(const struct ring_arc *arc, void *ctx);
+
+/**
+ * ring_overlay() - the circle cut where the owner under either ring changes.
+ * @before: a ring
+ * @after: another ring, or @before again for one ring's own arcs
+ * @fn: called with each arc, from position 0 up; neighbours differ in an owner
+ * @ctx: handed to @fn
+ *
+ * The arcs cover the whole circle, 0 to UINT64_MAX, once (none when neither
+ * ring has points). The arc holding 0 and the one holding UINT64_MAX are
+ * reported apart even when their owners are the same. Members are the rings'
+ * own indices; match them by ring_member_name().
+ *
+ * Return: 0, or what @fn returned to stop.
+ */
+int ring_overlay(const struct ring *before, const struct ring *after, ring_arc_fn fn, void *ctx);
+
 /**
  * ring_fingerprint() - 64 bits that differ between rings that differ.
  * @r: the ring

@@ -627,6 +627,99 @@ static void test_diff_from_empty_ring_moves_everything(void **state)
 	ring_free(r);
 }
 
+/* What test_overlay_cuts_the_circle_where_an_owner_changes() checks arc by arc. */
+struct overlay_walk {
+	const struct ring *before, *after;
+	struct test_rng rng;
+	uint64_t next;    /* where the next arc must start */
+	int arcs, done;   /* arcs seen; the one ending at UINT64_MAX was seen */
+	struct ring_arc last;
+	double len_after[FIVE_MEMBERS + 1];
+};
+
+static int overlay_check(const struct ring_arc *arc, void *ctx)
+{
+	struct overlay_walk *w = ctx;
+	uint64_t keys[3] = { arc->start, arc->end, arc->start };
+	int k;
+
+	check(!w->done, "an arc after the one ending at the top");
+	check(arc->start == w->next, "arc %d starts at %llu, want %llu", w->arcs,
+	      (unsigned long long)arc->start, (unsigned long long)w->next);
+	check(arc->end >= arc->start, "arc %d ends before it starts", w->arcs);
+	/* Neighbours differ in an owner, except across 0 (reported apart). */
+	check(w->arcs == 0 || arc->before != w->last.before || arc->after != w->last.after,
+	      "arcs %d and %d have the same owners", w->arcs - 1, w->arcs);
+	/* Its ends and a key inside it have the owners it says, under each ring. */
+	if (arc->end > arc->start)
+		keys[2] = arc->start + test_rng_next(&w->rng) % (arc->end - arc->start);
+	for (k = 0; k < 3; k++) {
+		check(strcmp(owner_of(w->before, keys[k]), ring_member_name(w->before, arc->before)) == 0,
+		      "arc %d: key %llu is not its before owner's", w->arcs,
+		      (unsigned long long)keys[k]);
+		check(strcmp(owner_of(w->after, keys[k]), ring_member_name(w->after, arc->after)) == 0,
+		      "arc %d: key %llu is not its after owner's", w->arcs,
+		      (unsigned long long)keys[k]);
+	}
+	w->len_after[arc->after] += (double)(arc->end - arc->start) + 1.0;
+	w->done = arc->end == UINT64_MAX;
+	w->next = arc->end + 1;
+	w->last = *arc;
+	w->arcs++;
+	return 0;
+}
+
+static int overlay_stop(const struct ring_arc *arc, void *ctx)
+{
+	(void)arc;
+	return ++*(int *)ctx == 3 ? -ECANCELED : 0;
+}
+
+static void test_overlay_cuts_the_circle_where_an_owner_changes(void **state)
+{
+	struct ring *before = ring_of(64, five_names, NULL, 4), *after, *empty;
+	struct overlay_walk w = { .rng = { SEED + 11 } };
+	struct ring_diff diff;
+	double shares[FIVE_MEMBERS], moved = 0;
+	int calls = 0;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(ring_clone(&after, before), 0);
+	assert_int_equal(ring_add(after, "web-5", 2), 0);
+	assert_int_equal(ring_remove(after, "web-1"), 0);
+	w.before = before;
+	w.after = after;
+	assert_int_equal(ring_overlay(before, after, overlay_check, &w), 0);
+	check(w.done, "the arcs stop short of the top of the circle");
+	/* Each member's arcs add up to its share. */
+	ring_shares(after, shares);
+	for (i = 0; i < ring_member_count(after); i++)
+		check(fabs(ldexp(w.len_after[i], -64) - shares[i]) < 1e-12,
+		      "%s: arcs add up to %.9f, share %.9f", ring_member_name(after, i),
+		      ldexp(w.len_after[i], -64), shares[i]);
+	/* One ring's own arcs: the owners agree everywhere. */
+	memset(&w, 0, sizeof(w));
+	w.before = w.after = after;
+	assert_int_equal(ring_overlay(after, after, overlay_check, &w), 0);
+	check(w.done && w.arcs > 1, "one ring: %d arcs", w.arcs);
+	/* The walk stops when told, and says why. */
+	assert_int_equal(ring_overlay(before, after, overlay_stop, &calls), -ECANCELED);
+	assert_int_equal(calls, 3);
+	/* No points anywhere: no arcs; one side empty: its owner is nobody. */
+	assert_int_equal(ring_new(&empty, 10), 0);
+	calls = 0;
+	assert_int_equal(ring_overlay(empty, empty, overlay_stop, &calls), 0);
+	assert_int_equal(calls, 0);
+	assert_int_equal(ring_diff(empty, after, &diff), 0);
+	moved = diff.moved;
+	ring_diff_free(&diff);
+	check(fabs(moved - 1.0) < 1e-12, "empty -> ring moved %.6f", moved);
+	ring_free(empty);
+	ring_free(before);
+	ring_free(after);
+}
+
 /* Every rejected change must leave the ring byte for byte as it was. */
 static void expect_rejected(struct ring *r, int got, int want, const char *what)
 {
@@ -775,6 +868,7 @@ int main(void)
 		cmocka_unit_test(test_empty_ring_lookup_fails_cleanly),
 		cmocka_unit_test(test_diff_of_an_add_is_the_new_members_share),
 		cmocka_unit_test(test_diff_from_empty_ring_moves_everything),
+		cmocka_unit_test(test_overlay_cuts_the_circle_where_an_owner_changes),
 		cmocka_unit_test(test_bad_input_is_rejected_and_changes_nothing),
 		cmocka_unit_test(test_restore_rejects_truncated_corrupt_and_foreign_input),
 	};

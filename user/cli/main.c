@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "etcd.h"
+#include "version.h"
 
 /* --- reporting ---------------------------------------------------------------------- */
 
@@ -188,7 +189,8 @@ static void print_help(FILE *out, const char *object)
 			"                  every host; the lock and logs stay beside --state\n"
 			"  --json          machine-readable output\n"
 			"  -v, --verbose   libbpf's and the verifier's messages (twice: libbpf's\n"
-			"                  debug messages too)\n\n"
+			"                  debug messages too)\n"
+			"  --version       ringlb's version\n\n"
 			"VIPs are ADDR:PORT/PROTO, [ADDR6]:PORT/PROTO, PROTO tcp or udp.\n"
 			"`ringlb COMMAND --help` explains a command.\n");
 }
@@ -289,6 +291,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli c = {
@@ -318,6 +321,7 @@ int main(int argc, char **argv)
 		case 'j': c.json = 1; break;
 		case 'v': c.verbose++; break;
 		case 'h': print_help(stdout, NULL); return 0;
+		case 'V': printf("ringlb %s\n", RINGLB_VERSION); return 0;
 		default:
 			fprintf(stderr, "ringlb: unknown option '%s' (see ringlb --help)\n",
 				argv[optind - 1]);
