@@ -55,7 +55,7 @@ RING_SRCS := $(sort $(wildcard ring/*.c))
 # The controller core: state, sync and maps, a library for every front end.
 CORE_SRCS := user/addr.c user/host.c user/lb.c user/ringmap.c user/state.c user/ctl.c user/change.c \
 	user/health.c user/probe.c user/stats.c user/metrics.c user/daemon.c user/etcd.c \
-	user/decap.c
+	user/decap.c user/picture.c
 # The ringlb command.
 CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 # Program tests and benchmarks: their shared harness.

@@ -164,6 +164,14 @@ int cli_weight_arg(struct cli *c, const char *text, __u32 *weight);
  */
 int cli_word_arg(struct cli *c, void *args, char **operands, int count);
 
+/**
+ * cli_svg_write() - --svg: the picture of @after's ring (with @before: of the
+ * change from it) into @path, whole or not at all; "-" is standard output.
+ * Return: 0 or a negative errno, reported.
+ */
+int cli_svg_write(struct cli *c, const char *path, const struct state_vip *before,
+		  const struct state_vip *after, __u64 generation);
+
 /* What the apply functions share (args.c): the state's VIPs and backends, or why not. */
 
 /** cli_vip_find() - @spec's VIP in @s, or NULL and why. */

@@ -18,6 +18,7 @@ struct plan_args {
 	const struct cli_command *change;
 	struct backend_args backend;
 	const char *weight; /* --weight, handed to the change's own option */
+	const char *svg;    /* --svg FILE */
 };
 
 /* The changes plan measures, by the word that names them. */
@@ -34,6 +35,13 @@ static int plan_weight_set(struct cli *c, void *args, const char *value)
 {
 	(void)c;
 	((struct plan_args *)args)->weight = value;
+	return 0;
+}
+
+static int plan_svg_set(struct cli *c, void *args, const char *value)
+{
+	(void)c;
+	((struct plan_args *)args)->svg = value;
 	return 0;
 }
 
@@ -146,16 +154,28 @@ static int plan_run(struct cli *c, const void *args)
 		if (err)
 			snprintf(why, sizeof(why), "%s", ring_strerror(err));
 	}
+	if (err) {
+		state_free(&after);
+		state_free(&s);
+		return cli_report(c, "%s", why);
+	}
+	if (p->svg)
+		err = cli_svg_write(c, p->svg, state_vip_find(&s, &p->backend.vip),
+				    state_vip_find(&after, &p->backend.vip), s.generation);
 	state_free(&after);
 	state_free(&s);
-	if (err)
-		return cli_report(c, "%s", why);
+	if (err || (p->svg && strcmp(p->svg, "-") == 0)) {
+		json_decref(model);
+		return err;
+	}
 	cli_print(c, model, plan_text);
 	return 0;
 }
 
 static const struct cli_option plan_options[] = {
 	{ "weight", "W", "the weight of the backend plan add adds (default 1)", plan_weight_set },
+	{ "svg", "FILE", "draw the rings before and after and the arcs that move, as SVG",
+	  plan_svg_set },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -166,5 +186,6 @@ const struct cli_command cli_plan = {
 	.args_size = sizeof(struct plan_args), .parse = plan_parse, .run = plan_run,
 	.flags = CLI_OUTPUT,
 	.help = "    The share of flows a change would move, per backend: the backend\n"
-		"    command's own change, run on a copy. Changes nothing.",
+		"    command's own change, run on a copy. Changes nothing. --svg draws the\n"
+		"    rings before and after, the arcs that move and from which backend to which.",
 };

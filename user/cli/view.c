@@ -199,8 +199,36 @@ static void show_text(const json_t *model)
 	}
 }
 
+struct show_args {
+	struct vip_spec vip;
+	int one;         /* a VIP was named: show it alone */
+	const char *svg; /* --svg FILE */
+};
+
+static int show_svg_set(struct cli *c, void *args, const char *value)
+{
+	(void)c;
+	((struct show_args *)args)->svg = value;
+	return 0;
+}
+
+static int show_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct show_args *a = args;
+
+	if (count == 1) {
+		a->one = 1;
+		return cli_vip_arg(c, operands[0], &a->vip);
+	}
+	if (a->svg)
+		return cli_usage(c, "--svg draws one VIP's ring: ringlb show VIP --svg FILE");
+	return 0;
+}
+
 static int show_run(struct cli *c, const void *args)
 {
+	const struct show_args *a = args;
+	const struct state_vip *one = NULL;
 	char why[CTL_WHY_MAX] = "";
 	struct lb_maps maps;
 	struct state s;
@@ -209,7 +237,6 @@ static int show_run(struct cli *c, const void *args)
 	size_t i;
 	int attached, lock, err = 0;
 
-	(void)args;
 	lock = ctl_lock(&c->site, 0, why);
 	if (lock < 0)
 		return cli_report(c, "%s", why);
@@ -217,6 +244,17 @@ static int show_run(struct cli *c, const void *args)
 	close(lock);
 	if (err)
 		return cli_report(c, "%s", why);
+	if (a->one && !(one = cli_vip_find(&s, &a->vip, why))) {
+		state_free(&s);
+		return cli_report(c, "%s", why);
+	}
+	if (a->svg) {
+		err = cli_svg_write(c, a->svg, NULL, one, s.generation);
+		if (err || strcmp(a->svg, "-") == 0) {
+			state_free(&s);
+			return err;
+		}
+	}
 	/* With the maps at hand, also say what the kernel serves. */
 	attached = maps_if_attached(c, &maps);
 	vips = json_array();
@@ -227,6 +265,8 @@ static int show_run(struct cli *c, const void *args)
 	if (s.host_drained)
 		json_object_set_new(model, "host_drained", json_true());
 	for (i = 0; i < s.vip_count && !err; i++) {
+		if (one && &s.vips[i] != one)
+			continue;
 		err = show_vip(&s.vips[i], attached ? &maps : NULL, &v);
 		if (err) {
 			char spec[ADDR_TEXT_MAX];
@@ -252,11 +292,21 @@ static int show_run(struct cli *c, const void *args)
 	return 0;
 }
 
+static const struct cli_option show_options[] = {
+	{ "svg", "FILE", "draw the VIP's ring as an SVG picture (- for standard output)",
+	  show_svg_set },
+	{ NULL, NULL, NULL, NULL },
+};
+
 const struct cli_command cli_show = {
-	.object = "show", .run = show_run, .flags = CLI_OUTPUT,
-	.help = "    VIPs and backends: address, MAC, state, weight, share of the ring, health\n"
-		"    (up, down, or down but held while its VIP fails open) and the checks.\n"
-		"    --json adds the digest of each ring and of the flow hash key the kernel uses.",
+	.object = "show", .operands = "[VIP]", .min_operands = 0, .max_operands = 1,
+	.options = show_options, .args_size = sizeof(struct show_args), .parse = show_parse,
+	.run = show_run, .flags = CLI_OUTPUT,
+	.help = "    VIPs and backends (VIP: that one alone): address, MAC, state, weight,\n"
+		"    share of the ring, health (up, down, or down but held while its VIP fails\n"
+		"    open) and the checks. --json adds the digest of each ring and of the flow\n"
+		"    hash key the kernel uses. --svg draws the ring: each backend's arcs in its\n"
+		"    own colour, its share, draining and down backends marked.",
 };
 
 /* --- stats -------------------------------------------------------------------------------- */
