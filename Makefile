@@ -21,7 +21,9 @@ BPFTOOL ?= bpftool
 # Kept in one place so every object is built the same way.
 WARNINGS := -Wall -Wextra -Werror
 DEPFLAGS := -MMD -MP
-CFLAGS := -O2 -g -flto=auto -std=gnu11 $(WARNINGS)
+# EXTRA_CFLAGS and EXTRA_LDFLAGS: a distribution's own (debian/rules passes
+# dpkg-buildflags' hardening flags), after ours.
+CFLAGS := -O2 -g -flto=auto -std=gnu11 $(WARNINGS) $(EXTRA_CFLAGS)
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 # The BPF target has no system include path of its own; ask clang for the
@@ -47,7 +49,8 @@ endif
 .DELETE_ON_ERROR:
 # The BPF objects are what the skeletons embed; keep them for bpftool and tests.
 .SECONDARY:
-.PHONY: all test unit-test prog-test e2e-test fuzz-test fuzz-seeds soak bench demo deps clean
+.PHONY: all test unit-test prog-test e2e-test fuzz-test fuzz-seeds soak bench demo deps clean \
+	man install uninstall deb
 
 # --- sources --------------------------------------------------------------------
 # The ring library: pure C11, usable on its own.
@@ -70,7 +73,7 @@ obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 san_obj = $(patsubst %.c,$(SAN_OBJ)/%.o,$(1))
 fuzz_obj = $(patsubst %.c,$(FUZZ_OBJ)/%.o,$(1))
 
-all: $(OUTPUT)/libring.a $(OUTPUT)/libringlb.a $(OUTPUT)/ringlb $(OUTPUT)/test_xdp \
+all: $(OUTPUT)/libring.a $(OUTPUT)/libringlb.a $(OUTPUT)/ringlb man $(OUTPUT)/test_xdp \
 	$(OUTPUT)/test_hostile $(OUTPUT)/test_etcd $(OUTPUT)/xdp_pass.bpf.o
 
 deps:
@@ -149,7 +152,7 @@ endef
 
 $(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(OUTPUT)/libringlb.a $(OUTPUT)/libring.a
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
+	$(Q)$(CC) $(CFLAGS) $(EXTRA_LDFLAGS) $^ -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
 UNIT_TESTS := test_ring test_ringmap test_state test_health
@@ -264,6 +267,82 @@ bench: deps
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/demo.sh
+
+# --- manual pages (scdoc), install, the Debian package ----------------------------
+MANS := $(patsubst docs/man/%.scd,$(OUTPUT)/man/%,$(sort $(wildcard docs/man/*.scd)))
+
+$(OUTPUT)/man/%: docs/man/%.scd
+	$(call msg,SCDOC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)scdoc < $< > $@
+
+man: $(MANS)
+
+# Where `make install` puts things: $(DESTDIR)$(PREFIX)/..., /etc and the state
+# directory outside PREFIX as the unit expects them. STATEDIR= skips the state
+# directory (the package creates it in postinst: dpkg would make it 0755).
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share/ringlb
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+STATEDIR ?= /var/lib/ringlb
+INSTALL ?= install
+
+# Installed file (relative to DESTDIR) = source, one per line, for install and uninstall.
+INSTALL_FILES := \
+	$(SBINDIR)/ringlb=$(OUTPUT)/ringlb:0755 \
+	$(MANDIR)/man8/ringlb.8=$(OUTPUT)/man/ringlb.8:0644 \
+	$(MANDIR)/man8/ringlb-daemon.8=$(OUTPUT)/man/ringlb-daemon.8:0644 \
+	$(MANDIR)/man5/ringlb-state.5=$(OUTPUT)/man/ringlb-state.5:0644 \
+	$(BASHCOMPDIR)/ringlb=scripts/ringlb.bash-completion:0644 \
+	$(DATADIR)/prometheus/ringlb.rules.yml=scripts/prometheus/ringlb.rules.yml:0644 \
+	$(DATADIR)/bird/balancer.conf=scripts/bird/balancer.conf:0644
+
+install: $(OUTPUT)/ringlb man
+	$(Q)set -e; for f in $(INSTALL_FILES); do \
+		to=$${f%%=*}; from=$${f#*=}; mode=$${from##*:}; from=$${from%:*}; \
+		echo "  INSTALL  $(DESTDIR)$$to"; \
+		$(INSTALL) -D -m $$mode $$from "$(DESTDIR)$$to"; \
+	done
+	$(Q)echo "  INSTALL  $(DESTDIR)$(SYSTEMDUNITDIR)/ringlb.service"
+	$(Q)$(INSTALL) -d "$(DESTDIR)$(SYSTEMDUNITDIR)"
+	$(Q)sed 's|/usr/sbin/ringlb|$(SBINDIR)/ringlb|' scripts/ringlb.service \
+		> "$(DESTDIR)$(SYSTEMDUNITDIR)/ringlb.service"
+	$(Q)chmod 0644 "$(DESTDIR)$(SYSTEMDUNITDIR)/ringlb.service"
+	$(Q)if [ ! -e "$(DESTDIR)$(SYSCONFDIR)/default/ringlb" ]; then \
+		echo "  INSTALL  $(DESTDIR)$(SYSCONFDIR)/default/ringlb"; \
+		$(INSTALL) -D -m 0644 scripts/ringlb.default "$(DESTDIR)$(SYSCONFDIR)/default/ringlb"; \
+	fi
+	$(Q)if [ -n "$(STATEDIR)" ]; then $(INSTALL) -d -m 0700 "$(DESTDIR)$(STATEDIR)"; fi
+
+# Removes what install put there; an edited /etc/default/ringlb and a state
+# directory that holds something stay.
+uninstall:
+	$(Q)for f in $(INSTALL_FILES) $(SYSTEMDUNITDIR)/ringlb.service=; do \
+		to=$${f%%=*}; rm -f "$(DESTDIR)$$to" && echo "  RM       $(DESTDIR)$$to"; \
+	done
+	$(Q)rmdir "$(DESTDIR)$(DATADIR)/prometheus" "$(DESTDIR)$(DATADIR)/bird" "$(DESTDIR)$(DATADIR)" \
+		2>/dev/null || true
+	$(Q)if cmp -s scripts/ringlb.default "$(DESTDIR)$(SYSCONFDIR)/default/ringlb"; then \
+		rm -f "$(DESTDIR)$(SYSCONFDIR)/default/ringlb"; \
+	elif [ -e "$(DESTDIR)$(SYSCONFDIR)/default/ringlb" ]; then \
+		echo "  KEPT     $(DESTDIR)$(SYSCONFDIR)/default/ringlb (edited)"; fi
+	$(Q)if [ -n "$(STATEDIR)" ] && [ -d "$(DESTDIR)$(STATEDIR)" ]; then \
+		rmdir "$(DESTDIR)$(STATEDIR)" 2>/dev/null || \
+		echo "  KEPT     $(DESTDIR)$(STATEDIR) (holds a state)"; fi
+
+# The package, built from a copy of the tree in build/deb (dpkg-buildpackage
+# writes beside the source directory). The .deb lands in build/deb.
+VERSION := $(shell cat VERSION)
+deb:
+	$(call msg,DEB,$(OUTPUT)/deb/ringlb_$(VERSION)_*.deb)
+	$(Q)rm -rf $(OUTPUT)/deb && mkdir -p $(OUTPUT)/deb/ringlb-$(VERSION)
+	$(Q)tar -c --exclude=./$(OUTPUT) --exclude=./.git . | tar -x -C $(OUTPUT)/deb/ringlb-$(VERSION)
+	$(Q)cd $(OUTPUT)/deb/ringlb-$(VERSION) && dpkg-buildpackage -b -us -uc -j$$(nproc) \
+		> ../build.log 2>&1 || { tail -30 ../build.log; exit 1; }
 
 clean:
 	$(call msg,CLEAN,$(OUTPUT))
