@@ -165,11 +165,13 @@ UNIT_LIBS := -lcmocka -ljansson $(LDLIBS_RING)
 $(foreach t,$(UNIT_TESTS),$(eval $(call program,$(t),$($(t)_SRCS),$(UNIT_LIBS))))
 $(foreach t,$(UNIT_TESTS),$(eval $(call san_program,$(t),$($(t)_SRCS),$(UNIT_LIBS))))
 
-unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS))
+unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)) \
+	$(OUTPUT)/ringlb man
 	$(Q)set -e; for t in $(UNIT_TESTS); do \
 		echo "== $$t"; $(OUTPUT)/$$t; \
 		echo "== $$t (ASan+UBSan)"; $(OUTPUT)/san/$$t; \
 	done
+	$(Q)echo "== man.sh"; tests/man.sh
 	$(Q)echo "== alert rules (promtool)"
 	$(Q)promtool check rules scripts/prometheus/ringlb.rules.yml
 	$(Q)cd tests/prometheus && promtool test rules ringlb.rules.test.yml
@@ -220,8 +222,8 @@ fuzz-test: $(addprefix $(OUTPUT)/,$(FUZZERS))
 	done
 
 # --- CLI, end-to-end and reliability tests: namespaces, real traffic, need root -----
-CHANGES ?= 1000
-CRASHES ?= 200
+CHANGES ?= 500
+CRASHES ?= 100
 
 e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
 	$(Q)echo "== cli.sh"; tests/cli.sh
@@ -232,6 +234,9 @@ e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
 	$(Q)echo "== daemon.sh"; tests/daemon.sh
 	$(Q)echo "== store.sh"; tests/store.sh
 	$(Q)echo "== fleet.sh"; tests/fleet.sh
+	$(Q)echo "== picture.sh"; tests/picture.sh
+	$(Q)echo "== completion.sh"; tests/completion.sh
+	$(Q)echo "== package.sh"; tests/package.sh
 	$(Q)echo "== reliability.sh"; CHANGES=$(CHANGES) CRASHES=$(CRASHES) tests/reliability.sh
 
 test: deps

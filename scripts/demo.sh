@@ -5,7 +5,9 @@
 # test topology (a bridge, a balancer, three nginx backends, two clients),
 # attaches ringlb natively, adds a VIP with backends of weight 1, 2 and 3,
 # sends real HTTP connections, drains a backend while a download from it is
-# still running, and tears everything down, whatever happens.
+# still running, and tears everything down, whatever happens. RINGLB names the
+# binary (default: the tree's build/ringlb; tests/package.sh runs the
+# installed /usr/sbin/ringlb).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +30,8 @@ cleanup() {
 trap cleanup EXIT
 topo_down "$P" "$W" # a previous run that was killed
 
-ringlb() { nsenter --net="/run/netns/${P}lb" "$ROOT/build/ringlb" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
+RINGLB=${RINGLB:-$ROOT/build/ringlb}
+ringlb() { nsenter --net="/run/netns/${P}lb" "$RINGLB" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
@@ -38,6 +41,7 @@ distribution() {
 		sort | uniq -c | awk '{ printf "   %-4s %5d connections\n", $2, $1 }'
 }
 
+echo "ringlb: $RINGLB ($("$RINGLB" --version))"
 say "Topology: bridge, balancer 198.18.0.2, backends b1-b3 (nginx, VIP on lo), clients c1-c2"
 topo_up "$P" "$W" 3
 
