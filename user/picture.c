@@ -405,6 +405,10 @@ static void band_write(FILE *out, const struct picture *p, const struct band *b)
 	fprintf(out, "<g class=\"band\" data-band=\"%s\" data-cx=\"%.1f\" data-cy=\"%.1f\" "
 		     "data-r-in=\"%.1f\" data-r-out=\"%.1f\" shape-rendering=\"crispEdges\">\n",
 		b->id, CX, CY, b->r_in, b->r_out);
+	/* The band's place, light grey: a ring without points still shows where it is. */
+	fprintf(out, "<path fill=\"#eeeeee\" fill-rule=\"evenodd\" d=\"M%.1f %.1fa%.1f %.1f 0 1 0 "
+		     "0.01 0zM%.1f %.1fa%.1f %.1f 0 1 0 0.01 0z\"/>\n", CX, CY - b->r_out, b->r_out,
+		b->r_out, CX, CY - b->r_in, b->r_in, b->r_in);
 	for (c = 0; c < p->colours; c++) {
 		if (!b->lens[c])
 			continue;
