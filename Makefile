@@ -155,11 +155,12 @@ $(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(OUTPUT)/libringlb.a $(OUTPUT)/librin
 	$(Q)$(CC) $(CFLAGS) $(EXTRA_LDFLAGS) $^ -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
-UNIT_TESTS := test_ring test_ringmap test_state test_health
+UNIT_TESTS := test_ring test_ringmap test_state test_health test_picture
 test_ring_SRCS := tests/test_ring.c $(RING_SRCS)
 test_ringmap_SRCS := tests/test_ringmap.c user/ringmap.c $(RING_SRCS)
 test_state_SRCS := tests/test_state.c user/state.c user/addr.c $(RING_SRCS)
 test_health_SRCS := tests/test_health.c user/health.c user/state.c user/addr.c $(RING_SRCS)
+test_picture_SRCS := tests/test_picture.c user/picture.c user/state.c user/addr.c $(RING_SRCS)
 UNIT_LIBS := -lcmocka -ljansson $(LDLIBS_RING)
 
 $(foreach t,$(UNIT_TESTS),$(eval $(call program,$(t),$($(t)_SRCS),$(UNIT_LIBS))))

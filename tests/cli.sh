@@ -184,7 +184,8 @@ for cmd in "show" "show --json" "stats --json" "verify" "plan $VIP add b7 198.18
 	"lookup $VIP 198.18.0.21:4000" "vip add 198.18.0.105:80/tcp" "vip del 198.18.0.105:80/tcp" \
 	"backend weight $VIP b1 3" "backend weight $VIP ghost 3" "vip add nonsense" "save $W/vg.json" \
 	"vip add 198.18.0.106:80/tcp --check http:/x --rise 3" "vip check 198.18.0.106:80/tcp --fall 4" \
-	"vip del 198.18.0.106:80/tcp" "daemon --metrics nowhere"; do
+	"vip del 198.18.0.106:80/tcp" "daemon --metrics nowhere" "show $VIP --svg $W/vg.svg" \
+	"plan $VIP remove b1 --svg $W/vg-plan.svg" "show $VIP --svg $W/no/dir.svg" "--version"; do
 	vg_runs=$((vg_runs + 1))
 	# shellcheck disable=SC2086
 	if nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
