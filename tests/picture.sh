@@ -179,7 +179,7 @@ refused() { # WANT_EXIT FILE ARGS...: one line, that exit, and no FILE (nor a te
 	out=$(ringlb "$@" 2>&1 >/dev/null)
 	rc=$?
 	if [ "$rc" -eq "$want" ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && [ ! -e "$file" ] &&
-		[ -z "$(ls "$(dirname "$file")" 2>/dev/null | grep "$(basename "$file")")" ]; then
+		! compgen -G "$file*" >/dev/null; then
 		pass "refused, exit $rc: ringlb $* ('$out')"
 	else
 		fail "ringlb $*: exit $rc (want $want), '$out', file: $(ls "$(dirname "$file")" 2>&1 | head -3)"
