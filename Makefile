@@ -226,26 +226,34 @@ fuzz-test: $(addprefix $(OUTPUT)/,$(FUZZERS))
 CHANGES ?= 500
 CRASHES ?= 100
 
+# suite SCRIPT [ENV]: run one test script, then say how long it took (make stops on a failure).
+suite = echo "== $(1)"; start=$$(date +%s); $(2) tests/$(1); rc=$$?; \
+	echo "== $(1): $$(( $$(date +%s) - start )) s"; [ $$rc -eq 0 ]
+
 e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
-	$(Q)echo "== cli.sh"; tests/cli.sh
-	$(Q)echo "== e2e.sh"; tests/e2e.sh
-	$(Q)echo "== integrity.sh"; tests/integrity.sh
-	$(Q)echo "== encap.sh"; tests/encap.sh
-	$(Q)echo "== second_chance.sh"; tests/second_chance.sh
-	$(Q)echo "== daemon.sh"; tests/daemon.sh
-	$(Q)echo "== store.sh"; tests/store.sh
-	$(Q)echo "== fleet.sh"; tests/fleet.sh
-	$(Q)echo "== picture.sh"; tests/picture.sh
-	$(Q)echo "== completion.sh"; tests/completion.sh
-	$(Q)echo "== package.sh"; tests/package.sh
-	$(Q)echo "== reliability.sh"; CHANGES=$(CHANGES) CRASHES=$(CRASHES) tests/reliability.sh
+	$(Q)$(call suite,cli.sh)
+	$(Q)$(call suite,e2e.sh)
+	$(Q)$(call suite,integrity.sh)
+	$(Q)$(call suite,encap.sh)
+	$(Q)$(call suite,second_chance.sh)
+	$(Q)$(call suite,daemon.sh)
+	$(Q)$(call suite,store.sh)
+	$(Q)$(call suite,fleet.sh)
+	$(Q)$(call suite,picture.sh)
+	$(Q)$(call suite,completion.sh)
+	$(Q)$(call suite,package.sh)
+	$(Q)$(call suite,reliability.sh,CHANGES=$(CHANGES) CRASHES=$(CRASHES))
+
+# phase TARGET: one part of make test, and how long it took.
+phase = start=$$(date +%s); $(MAKE) --no-print-directory $(1); rc=$$?; \
+	echo "== make $(1): $$(( $$(date +%s) - start )) s"; [ $$rc -eq 0 ]
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory unit-test
-	$(Q)$(MAKE) --no-print-directory prog-test
-	$(Q)$(MAKE) --no-print-directory fuzz-test
-	$(Q)$(MAKE) --no-print-directory e2e-test
+	$(Q)$(call phase,all)
+	$(Q)$(call phase,unit-test)
+	$(Q)$(call phase,prog-test)
+	$(Q)$(call phase,fuzz-test)
+	$(Q)$(call phase,e2e-test)
 
 # The long variants: ten times the frames, changes and crashes, five minutes per fuzzer.
 soak: deps
