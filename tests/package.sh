@@ -71,7 +71,7 @@ dpkg-query -L ringlb >"$W/files"
 	pass "the installed ringlb --version says 'ringlb $VERSION', as VERSION and the package's version" ||
 	fail "version: '$(/usr/sbin/ringlb --version 2>&1)', package $(dpkg-query -W -f='${Version}' ringlb), VERSION $VERSION"
 ldd /usr/sbin/ringlb >"$W/ldd" && ! grep -q "not found" "$W/ldd" &&
-	pass "its $(wc -l <"$W/ldd") libraries resolve (the package's Depends: $(dpkg-query -W -f='${Depends}' ringlb | tr ',' '\n' | wc -l) packages)" ||
+	pass "its $(wc -l <"$W/ldd") libraries resolve (the package's Depends: $(dpkg-query -W -f='${Depends}' ringlb | tr ',' '\n' | grep -c .) packages)" ||
 	fail "ldd: $(grep 'not found' "$W/ldd")"
 for page in $(grep '/usr/share/man/man.*\.gz$' "$W/files"); do
 	name=$(basename "$page" .gz)
