@@ -105,17 +105,21 @@ static size_t reply_add(char *ptr, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* POST @body to @path on the first endpoint that answers; the reply as JSON. */
+/*
+ * POST @body to @path on the first endpoint that answers; the reply as JSON.
+ * Takes @body (released here; NULL, a json_pack() that failed, is -ENOMEM).
+ */
 static int request(const struct etcd_spec *spec, const char *path, json_t *body, json_t **out,
 		   char why[ETCD_WHY_MAX])
 {
-	char *text = json_dumps(body, JSON_COMPACT), url[256];
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL, url[256];
 	struct curl_slist *headers = NULL;
 	long status = 0;
 	size_t i;
 	int err = -EHOSTUNREACH;
 
 	*out = NULL;
+	json_decref(body);
 	if (!text)
 		return -ENOMEM;
 	headers = curl_slist_append(headers, "Content-Type: application/json");
@@ -187,8 +191,7 @@ int etcd_get(const struct etcd_spec *spec, const char *key, char **value, __u64 
 	if (!k)
 		return -ENOMEM;
 	body = json_pack("{s:s}", "key", k);
-	err = body ? request(spec, "/v3/kv/range", body, &reply, why) : -ENOMEM;
-	json_decref(body);
+	err = request(spec, "/v3/kv/range", body, &reply, why);
 	free(k);
 	if (err)
 		return err;
@@ -224,8 +227,7 @@ int etcd_put_if(const struct etcd_spec *spec, const char *key, const char *value
 	body = json_pack("{s:[{s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s}}]}", "compare", "key", k,
 			 "target", "MOD", "result", "EQUAL", "mod_revision", rev, "success",
 			 "request_put", "key", k, "value", v);
-	err = body ? request(spec, "/v3/kv/txn", body, &reply, why) : -ENOMEM;
-	json_decref(body);
+	err = request(spec, "/v3/kv/txn", body, &reply, why);
 	free(k);
 	free(v);
 	if (err)
@@ -243,9 +245,8 @@ int etcd_put_if(const struct etcd_spec *spec, const char *key, const char *value
 int etcd_lease_grant(const struct etcd_spec *spec, __u32 ttl_s, __u64 *id, char why[ETCD_WHY_MAX])
 {
 	json_t *reply = NULL, *body = json_pack("{s:I}", "TTL", (json_int_t)ttl_s);
-	int err = body ? request(spec, "/v3/lease/grant", body, &reply, why) : -ENOMEM;
+	int err = request(spec, "/v3/lease/grant", body, &reply, why);
 
-	json_decref(body);
 	if (err)
 		return err;
 	*id = revision_of(json_object_get(reply, "ID"));
@@ -265,8 +266,7 @@ int etcd_lease_keepalive(const struct etcd_spec *spec, __u64 id, char why[ETCD_W
 
 	snprintf(text, sizeof(text), "%llu", (unsigned long long)id);
 	body = json_pack("{s:s}", "ID", text);
-	err = body ? request(spec, "/v3/lease/keepalive", body, &reply, why) : -ENOMEM;
-	json_decref(body);
+	err = request(spec, "/v3/lease/keepalive", body, &reply, why);
 	if (err)
 		return err;
 	/* An expired lease comes back without a TTL. */
@@ -296,8 +296,7 @@ int etcd_campaign(const struct etcd_spec *spec, const char *key, const char *val
 			 "compare", "key", k, "target", "CREATE", "result", "EQUAL",
 			 "create_revision", "0", "success", "request_put", "key", k, "value", v,
 			 "lease", text, "failure", "request_range", "key", k);
-	err = body ? request(spec, "/v3/kv/txn", body, &reply, why) : -ENOMEM;
-	json_decref(body);
+	err = request(spec, "/v3/kv/txn", body, &reply, why);
 	free(k);
 	free(v);
 	if (err)
