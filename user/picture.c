@@ -294,17 +294,19 @@ static int draw_arc(const struct ring_arc *arc, void *ctx)
 
 /* --- members --------------------------------------------------------------------------- */
 
+/* A member's name: every member is in @before, @after or both. */
+static const char *member_name(const struct member *m)
+{
+	return (m->after ? m->after : m->before)->name;
+}
+
 static struct member *member_find(struct picture *p, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < p->count; i++) {
-		const struct state_backend *b = p->members[i].before ? p->members[i].before :
-								       p->members[i].after;
-
-		if (strcmp(b->name, name) == 0)
+	for (i = 0; i < p->count; i++)
+		if (strcmp(member_name(&p->members[i]), name) == 0)
 			return &p->members[i];
-	}
 	return NULL;
 }
 
@@ -412,18 +414,13 @@ static void band_write(FILE *out, const struct picture *p, const struct band *b)
 	for (c = 0; c < p->colours; c++) {
 		if (!b->lens[c])
 			continue;
-		fprintf(out, "<path fill=\"%s\" data-name=\"%s\" d=\"", c < p->count ?
-			p->members[c].colour : MOVES_COLOUR, c < p->count ? (p->members[c].after ?
-			p->members[c].after : p->members[c].before)->name : "moves");
+		fprintf(out, "<path fill=\"%s\" data-name=\"%s\" d=\"",
+			c < p->count ? p->members[c].colour : MOVES_COLOUR,
+			c < p->count ? member_name(&p->members[c]) : "moves");
 		fwrite(b->bufs[c], 1, b->lens[c], out);
 		fputs("\"/>\n", out);
 	}
 	fputs("</g>\n", out);
-}
-
-static const char *member_name(const struct member *m)
-{
-	return (m->after ? m->after : m->before)->name;
 }
 
 static int member_in_ring(const struct member *m)
@@ -433,8 +430,8 @@ static int member_in_ring(const struct member *m)
 
 static void legend_write(FILE *out, const struct picture *p)
 {
-	double y = 118;
-	size_t i, shown = p->count > LEGEND_ROWS_MAX ? LEGEND_ROWS_MAX - 1 : p->count;
+	double y = 118, most;
+	size_t i, best, shown = p->count > LEGEND_ROWS_MAX ? LEGEND_ROWS_MAX - 1 : p->count;
 	char buf[64];
 
 	fprintf(out, "<text x=\"%d\" y=\"%.0f\" class=\"h\">Backend</text>\n", LEGEND_X, y - 30);
@@ -484,18 +481,22 @@ static void legend_write(FILE *out, const struct picture *p)
 	y += 20;
 	fprintf(out, "<text x=\"%d\" y=\"%.0f\" class=\"h\">Moves</text>\n", LEGEND_X, y);
 	y += 26;
-	for (i = 0; i < MOVE_ROWS_MAX; i++) {
-		size_t k, best = 0;
-		double most = 0;
+	/* Rows in order of share, then of index: each the largest after the one before. */
+	for (i = 0, most = INFINITY, best = 0; i < MOVE_ROWS_MAX; i++) {
+		double limit = most;
+		size_t k, after = i ? best : 0;
 
-		for (k = 0; k < p->colours * p->colours; k++)
-			if (p->moved[k] > most) {
-				most = p->moved[k];
+		most = 0;
+		for (k = 0; k < p->colours * p->colours; k++) {
+			double m = p->moved[k];
+
+			if ((m < limit || (m == limit && k > after)) && m > most) {
+				most = m;
 				best = k;
 			}
+		}
 		if (most <= 0)
 			break;
-		p->moved[best] = -p->moved[best]; /* taken; the sign is restored below */
 		fprintf(out, "<text x=\"%d\" y=\"%.0f\">%s \u2192 %s</text><text x=\"%d\" "
 			     "y=\"%.0f\">%6.2f%%</text>\n", LEGEND_X + 28, y,
 			best / p->colours < p->count ? member_name(&p->members[best / p->colours]) :
@@ -505,8 +506,6 @@ static void legend_write(FILE *out, const struct picture *p)
 			LEGEND_X + 190, y, 100 * most);
 		y += 22;
 	}
-	for (i = 0; i < p->colours * p->colours; i++)
-		p->moved[i] = fabs(p->moved[i]);
 	if (p->moved_total == 0)
 		fprintf(out, "<text x=\"%d\" y=\"%.0f\">none: every key keeps its owner</text>\n",
 			LEGEND_X + 28, y);
@@ -626,11 +625,8 @@ int picture_write(const struct state_vip *before, const struct state_vip *after,
 	if (err)
 		goto out;
 	ring_overlay(first, p.ring_after, draw_arc, &p);
-	for (i = 0; i < p.band_count; i++) {
-		if (!before && i == 1)
-			continue;
+	for (i = 0; i < p.band_count; i++)
 		band_finish(&p.bands[i], &p);
-	}
 	if (!before) {
 		double at = 0;
 
