@@ -13,6 +13,8 @@
 # multipath route with a layer-4 hash. Each balancer runs bird2 with the
 # routes ringlb's daemon writes (scripts/bird/balancer.conf).
 
+. "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
+
 FLEET_VIP=198.18.100.1
 fleet_lb() { echo "198.18.20.1$1"; }
 fleet_backend() { echo "198.18.30.1$1"; }
@@ -148,13 +150,6 @@ fleet_up() {
 
 # fleet_down PREFIX WORKDIR: stop every server and remove every namespace.
 fleet_down() {
-	local p=$1 dir=$2 ns pid
-	for pid in "$dir"/*/nginx.pid "$dir"/*/bird.pid; do
-		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
-	done
-	for ns in $(ip netns list | awk '{print $1}' | grep "^${p}" || true); do
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
-	done
-	true
+	local dir=$2
+	netns_down "$1" "$dir"/*/nginx.pid "$dir"/*/bird.pid
 }

@@ -21,6 +21,8 @@
 #
 # Run the controller in ${P}lb and ${P}bI with nsenter --net=/run/netns/NS.
 
+. "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
+
 ROUTED_VIP4=198.18.20.100
 ROUTED_VIP6=2001:db8:20::100
 # Second VIPs, so each family has one VIP per encapsulation.
@@ -193,13 +195,6 @@ routed_two_armed() {
 
 # routed_down PREFIX WORKDIR: stop the servers and remove every namespace.
 routed_down() {
-	local p=$1 dir=$2 ns pid
-	for pid in "$dir"/b*/nginx.pid "$dir"/b*/dnsmasq.pid; do
-		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
-	done
-	for ns in $(ip netns list | awk '{print $1}' | grep "^${p}" || true); do
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
-	done
-	true
+	local dir=$2
+	netns_down "$1" "$dir"/b*/nginx.pid "$dir"/b*/dnsmasq.pid
 }

@@ -17,6 +17,8 @@
 # Run the controller in ${P}lb with: nsenter --net=/run/netns/${P}lb ringlb ...
 # (ip netns exec remounts /sys and would hide /sys/fs/bpf; see DESIGN.md).
 
+. "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
+
 TOPO_VIP4=198.18.0.100
 TOPO_VIP6=2001:db8::100
 TOPO_LB4=198.18.0.2
@@ -118,16 +120,8 @@ topo_up() {
 
 # topo_down PREFIX WORKDIR: stop the servers and remove every namespace.
 topo_down() {
-	local p=$1 dir=$2 ns pid
-	for pid in "$dir"/nginx-b*.pid; do
-		[ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
-	done
-	for ns in $(ip netns list | awk '{print $1}' | grep "^${p}" || true); do
-		# Kill whatever still runs inside before the namespace goes.
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
-	done
-	true
+	local dir=$2
+	netns_down "$1" "$dir"/nginx-b*.pid
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
