@@ -33,7 +33,25 @@ BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E -x c /dev/null -o /dev/null 2>&1 | \
 	     on { printf "-idirafter %s ", $$1 }')
 # -ffreestanding: clang's own <stdint.h>, not glibc's (which wants gnu/stubs-32.h).
 BPF_CFLAGS := -g -O2 -target bpf -ffreestanding $(BPF_SYS_INCLUDES) -Ibpf -Iring $(WARNINGS)
-INCLUDES := -I$(OUTPUT) -Iring -Ibpf -Iuser -Iuser/cli -Itests -Itests/prog
+
+# The controller's layers (docs/design.md): each sees its own headers and those
+# of the layers below it, never above, so an upward include does not compile.
+# ring/ is below everything and sees only itself; bpf/ is the contract.
+RING_INC := -Iring
+MODEL_INC := -Iring -Ibpf -Iuser/model
+KERNEL_INC := $(MODEL_INC) -Iuser/kernel -I$(OUTPUT)
+CHANGE_INC := $(KERNEL_INC) -Iuser/change
+DAEMON_INC := $(CHANGE_INC) -Iuser/daemon
+CLI_INC := $(DAEMON_INC) -Iuser/cli
+TEST_INC := $(CLI_INC) -Itests/lib -Itests/prog/harness -Itests/prog
+# inc_of SOURCE: the include path of the layer SOURCE belongs to.
+inc_of = $(strip \
+	$(if $(filter ring/%,$(1)),$(RING_INC), \
+	$(if $(filter user/model/%,$(1)),$(MODEL_INC), \
+	$(if $(filter user/kernel/%,$(1)),$(KERNEL_INC), \
+	$(if $(filter user/change/%,$(1)),$(CHANGE_INC), \
+	$(if $(filter user/daemon/%,$(1)),$(DAEMON_INC), \
+	$(if $(filter user/cli/%,$(1)),$(CLI_INC),$(TEST_INC))))))))
 LDLIBS_RING := -lm
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap -lmicrohttpd -lsystemd -lpthread -lcurl -lcrypto
@@ -55,14 +73,15 @@ endif
 # --- sources --------------------------------------------------------------------
 # The ring library: pure C11, usable on its own.
 RING_SRCS := $(sort $(wildcard ring/*.c))
-# The controller core: state, sync and maps, a library for every front end.
-CORE_SRCS := user/addr.c user/host.c user/lb.c user/ringmap.c user/state.c user/ctl.c user/change.c \
-	user/health.c user/probe.c user/stats.c user/metrics.c user/daemon.c user/etcd.c \
-	user/decap.c user/picture.c
-# The ringlb command.
+# The controller, a layer per folder and an archive per layer (docs/design.md):
+# the model (what unit tests link alone), the kernel adapters, the change
+# pipeline and its store, the daemon; the ringlb command on top.
+LAYERS := model kernel change daemon
+$(foreach l,$(LAYERS),$(eval $(l)_SRCS := $(sort $(wildcard user/$(l)/*.c))))
+LAYER_LIBS := $(foreach l,daemon change kernel model,$(OUTPUT)/libringlb_$(l).a)
 CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 # Program tests and benchmarks: their shared harness.
-HARNESS_SRCS := tests/packets.c tests/harness.c
+HARNESS_SRCS := tests/prog/harness/packets.c tests/prog/harness/harness.c
 PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
 SKELS := $(OUTPUT)/version.h $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
 	$(OUTPUT)/vip_reader.skel.h \
@@ -73,7 +92,7 @@ obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 san_obj = $(patsubst %.c,$(SAN_OBJ)/%.o,$(1))
 fuzz_obj = $(patsubst %.c,$(FUZZ_OBJ)/%.o,$(1))
 
-all: $(OUTPUT)/libring.a $(OUTPUT)/libringlb.a $(OUTPUT)/ringlb man $(OUTPUT)/test_xdp \
+all: $(OUTPUT)/libring.a $(LAYER_LIBS) $(OUTPUT)/ringlb man $(OUTPUT)/test_xdp \
 	$(OUTPUT)/test_hostile $(OUTPUT)/test_etcd $(OUTPUT)/xdp_pass.bpf.o
 
 deps:
@@ -81,21 +100,22 @@ deps:
 
 # --- objects: one per source, with the headers it includes as dependencies --------
 # Any object may include a skeleton, so the skeletons come first; the
-# dependency files then name the ones each object really includes.
+# dependency files then name the ones each object really includes. Each sees
+# the include path of its layer (inc_of).
 $(OBJ)/%.o: %.c | $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(OBJ_FLAGS) $(DEPFLAGS) $(INCLUDES) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(OBJ_FLAGS) $(DEPFLAGS) $(call inc_of,$<) -c $< -o $@
 
 $(SAN_OBJ)/%.o: %.c | $(SKELS)
 	$(call msg,CC-SAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(WARNINGS) -std=gnu11 $(SAN_FLAGS) $(DEPFLAGS) $(INCLUDES) -c $< -o $@
+	$(Q)$(CC) $(WARNINGS) -std=gnu11 $(SAN_FLAGS) $(DEPFLAGS) $(call inc_of,$<) -c $< -o $@
 
 $(FUZZ_OBJ)/%.o: %.c | $(SKELS)
 	$(call msg,CC-FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) $(call inc_of,$<) -c $< -o $@
 
 # The ring library stays portable C11.
 $(OBJ)/ring/%.o: OBJ_FLAGS := -std=c11 -pedantic
@@ -105,9 +125,12 @@ $(OUTPUT)/libring.a: $(call obj,$(RING_SRCS))
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(OUTPUT)/libringlb.a: $(call obj,$(CORE_SRCS))
-	$(call msg,AR,$@)
-	$(Q)rm -f $@ && $(AR) rcs $@ $^
+define layer_lib
+$(OUTPUT)/libringlb_$(1).a: $(call obj,$($(1)_SRCS))
+	$$(call msg,AR,$$@)
+	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_lib,$(l))))
 
 # --- the XDP program and the test programs -----------------------------------------
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c
@@ -116,7 +139,12 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # Programs that live in the tests and benchmarks only.
-$(OUTPUT)/%.bpf.o: tests/%.bpf.c
+$(OUTPUT)/%.bpf.o: tests/prog/bpf/%.bpf.c
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.bpf.o: tests/bench/%.bpf.c
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
@@ -150,17 +178,17 @@ $(OUTPUT)/$(1): $(call fuzz_obj,$(2))
 	$$(Q)$$(CLANG) $$(FUZZ_FLAGS) -fsanitize=fuzzer $$^ -o $$@ $(3)
 endef
 
-$(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(OUTPUT)/libringlb.a $(OUTPUT)/libring.a
+$(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(LAYER_LIBS) $(OUTPUT)/libring.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(EXTRA_LDFLAGS) $^ -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
 UNIT_TESTS := test_ring test_ringmap test_state test_health test_picture
-test_ring_SRCS := tests/test_ring.c $(RING_SRCS)
-test_ringmap_SRCS := tests/test_ringmap.c user/ringmap.c $(RING_SRCS)
-test_state_SRCS := tests/test_state.c user/state.c user/addr.c $(RING_SRCS)
-test_health_SRCS := tests/test_health.c user/health.c user/state.c user/addr.c $(RING_SRCS)
-test_picture_SRCS := tests/test_picture.c user/picture.c user/state.c user/addr.c $(RING_SRCS)
+test_ring_SRCS := tests/unit/test_ring.c $(RING_SRCS)
+test_ringmap_SRCS := tests/unit/test_ringmap.c user/kernel/ringmap.c $(RING_SRCS)
+test_state_SRCS := tests/unit/test_state.c $(model_SRCS) $(RING_SRCS)
+test_health_SRCS := tests/unit/test_health.c user/daemon/health.c $(model_SRCS) $(RING_SRCS)
+test_picture_SRCS := tests/unit/test_picture.c $(model_SRCS) $(RING_SRCS)
 UNIT_LIBS := -lcmocka -ljansson $(LDLIBS_RING)
 
 $(foreach t,$(UNIT_TESTS),$(eval $(call program,$(t),$($(t)_SRCS),$(UNIT_LIBS))))
@@ -172,22 +200,20 @@ unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UN
 		echo "== $$t"; $(OUTPUT)/$$t; \
 		echo "== $$t (ASan+UBSan)"; $(OUTPUT)/san/$$t; \
 	done
-	$(Q)echo "== man.sh"; tests/man.sh
+	$(Q)echo "== man.sh"; tests/suites/man.sh
 	$(Q)echo "== alert rules (promtool)"
 	$(Q)promtool check rules scripts/prometheus/ringlb.rules.yml
-	$(Q)cd tests/prometheus && promtool test rules ringlb.rules.test.yml
+	$(Q)cd tests/unit/prometheus && promtool test rules ringlb.rules.test.yml
 
 # --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
-PROG_LIBS := user/lb.c user/ringmap.c user/decap.c user/host.c user/addr.c $(RING_SRCS)
-# The hop-list test asks ctl_lookup() too, which reads a state.
-PROG_TEST_LIBS := user/ctl.c user/state.c
+PROG_LIBS := $(OUTPUT)/libringlb_kernel.a $(OUTPUT)/libringlb_model.a $(OUTPUT)/libring.a
 # host.c (the host's addresses, for the decap program's maps) needs these.
 LDLIBS_HOST := -lmnl -lcap
-$(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS) $(PROG_TEST_LIBS),\
+$(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka -lpthread -ljansson $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
-# The etcd client against a real etcd (tests/store.sh starts one).
-$(eval $(call program,test_etcd,tests/test_etcd.c user/etcd.c,-lcmocka -ljansson -lcurl -lcrypto))
-$(eval $(call program,test_hostile,tests/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\
+# The etcd client against a real etcd (tests/suites/store.sh starts one).
+$(eval $(call program,test_etcd,tests/unit/test_etcd.c user/change/etcd.c,-lcmocka -ljansson -lcurl -lcrypto))
+$(eval $(call program,test_hostile,tests/prog/hostile/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 
 prog-test: $(OUTPUT)/test_xdp $(OUTPUT)/test_hostile
@@ -196,18 +222,17 @@ prog-test: $(OUTPUT)/test_xdp $(OUTPUT)/test_hostile
 
 # --- fuzzing: libFuzzer targets over the seed corpus, a fixed budget each ----------
 FUZZ_SECONDS ?= 10
-FUZZ_FLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
-	$(WARNINGS) $(INCLUDES)
-fuzz_state_SRCS := tests/fuzz/fuzz_state.c user/state.c user/addr.c $(RING_SRCS)
+FUZZ_FLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all $(WARNINGS)
+fuzz_state_SRCS := tests/fuzz/fuzz_state.c $(model_SRCS) $(RING_SRCS)
 fuzz_ring_SRCS := tests/fuzz/fuzz_ring.c $(RING_SRCS)
-fuzz_ringmap_SRCS := tests/fuzz/fuzz_ringmap.c user/ringmap.c $(RING_SRCS)
+fuzz_ringmap_SRCS := tests/fuzz/fuzz_ringmap.c user/kernel/ringmap.c $(RING_SRCS)
 FUZZERS := fuzz_state fuzz_ring fuzz_ringmap
 
 $(foreach f,$(FUZZERS),$(eval $(call fuzz_program,$(f),$($(f)_SRCS),-ljansson $(LDLIBS_RING))))
 $(eval $(call program,ring_seeds,tests/fuzz/ring_seeds.c $(RING_SRCS),$(LDLIBS_RING)))
 
 fuzz-seeds: $(OUTPUT)/ring_seeds
-	$(Q)$(OUTPUT)/ring_seeds tests/corpus/ring
+	$(Q)$(OUTPUT)/ring_seeds tests/fuzz/corpus/ring
 
 # New inputs go to build/corpus-*, crashes to build/crash-*; the seeds stay as they are.
 fuzz-test: $(addprefix $(OUTPUT)/,$(FUZZERS))
@@ -216,7 +241,7 @@ fuzz-test: $(addprefix $(OUTPUT)/,$(FUZZERS))
 		echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \
 		if ! $(OUTPUT)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -seed=1 \
 			-print_final_stats=1 -artifact_prefix=$(OUTPUT)/crash-$$f- \
-			$(OUTPUT)/corpus-$$f tests/corpus/$$f > $(OUTPUT)/fuzz_$$f.log 2>&1; then \
+			$(OUTPUT)/corpus-$$f tests/fuzz/corpus/$$f > $(OUTPUT)/fuzz_$$f.log 2>&1; then \
 			tail -40 $(OUTPUT)/fuzz_$$f.log; exit 1; \
 		fi; \
 		grep -E "^Done" $(OUTPUT)/fuzz_$$f.log; \
@@ -227,7 +252,7 @@ CHANGES ?= 500
 CRASHES ?= 100
 
 # suite SCRIPT [ENV]: run one test script, then say how long it took (make stops on a failure).
-suite = echo "== $(1)"; start=$$(date +%s); $(2) tests/$(1); rc=$$?; \
+suite = echo "== $(1)"; start=$$(date +%s); $(2) tests/suites/$(1); rc=$$?; \
 	echo "== $(1): $$(( $$(date +%s) - start )) s"; [ $$rc -eq 0 ]
 
 e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
@@ -261,11 +286,11 @@ soak: deps
 	$(Q)echo "== test_hostile (10,000,000 frames)"; FRAMES=10000000 $(OUTPUT)/test_hostile
 	$(Q)$(MAKE) --no-print-directory fuzz-test FUZZ_SECONDS=300
 	$(Q)echo "== reliability.sh (10,000 changes, 2,000 crashes)"; \
-		CHANGES=10000 CRASHES=2000 tests/reliability.sh
+		CHANGES=10000 CRASHES=2000 tests/suites/reliability.sh
 
 # --- benchmark ----------------------------------------------------------------
-$(eval $(call program,bench_ring,tests/bench_ring.c $(RING_SRCS),$(LDLIBS_RING)))
-$(eval $(call program,bench_xdp,tests/bench_xdp.c $(HARNESS_SRCS) $(PROG_LIBS),\
+$(eval $(call program,bench_ring,tests/bench/bench_ring.c $(RING_SRCS),$(LDLIBS_RING)))
+$(eval $(call program,bench_xdp,tests/bench/bench_xdp.c $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 
 bench: deps
@@ -273,7 +298,7 @@ bench: deps
 		$(OUTPUT)/xdp_pass.bpf.o $(OUTPUT)/ringlb
 	$(Q)$(OUTPUT)/bench_xdp
 	$(Q)echo
-	$(Q)tests/bench_cli.sh
+	$(Q)tests/bench/bench_cli.sh
 	$(Q)echo
 	$(Q)$(OUTPUT)/bench_ring
 

@@ -6,7 +6,7 @@
 # attaches ringlb natively, adds a VIP with backends of weight 1, 2 and 3,
 # sends real HTTP connections, drains a backend while a download from it is
 # still running, and tears everything down, whatever happens. RINGLB names the
-# binary (default: the tree's build/ringlb; tests/package.sh runs the
+# binary (default: the tree's build/ringlb; tests/suites/package.sh runs the
 # installed /usr/sbin/ringlb).
 set -euo pipefail
 

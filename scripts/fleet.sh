@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# A fleet of balancer hosts in network namespaces, sourced by tests/fleet.sh:
+# A fleet of balancer hosts in network namespaces, sourced by tests/suites/fleet.sh:
 #
 #   c1 (198.18.10.2) -- r1 -- balancer segment 198.18.20.0/24 (a bridge in r1):
 #                             lb1 .11, lb2 .12, lb3 .13, etcd .5

@@ -207,7 +207,7 @@ static void test_decap_program_takes_what_is_ours_and_leaves_the_rest(void **sta
 				      out, &out_len, 1, NULL);
 		if (verdict != XDP_PASS || decap_reason(c->reason) - before != 1) {
 			printf("decap: %s: verdict %u, reason %s not counted\n", c->name, verdict,
-			       lb_decap_reason_names[c->reason]);
+			       decap_reason_names[c->reason]);
 			wrong++;
 			continue;
 		}

@@ -8,7 +8,7 @@
  * none, a flow with a hop list is not pinned (one without is), a stateless
  * VIP pins nothing, retired backends are hops and freed ones are not, and a
  * VIP without previous rings sends empty lists. `ringlb lookup`
- * (ctl_lookup() over a state of the same rings) names the same hops.
+ * (kernel_lookup() over a state of the same rings) names the same hops.
  *
  * Encapsulation needs the FIB: the tests run in the harness's network
  * namespace.
@@ -26,7 +26,7 @@
 
 #include <bpf/bpf.h>
 
-#include "ctl.h"
+#include "kernel.h"
 #include "prog.h"
 #include "testutil.h"
 
@@ -223,17 +223,17 @@ static void state_vip_of(struct state_vip *v, struct state_backend *backends)
 	v->backend_count = NAMES;
 }
 
-/* Does `ringlb lookup` (ctl_lookup()) give the flow of @spec the hop list @want? */
+/* Does `ringlb lookup` (kernel_lookup()) give the flow of @spec the hop list @want? */
 static void lookup_agrees(const struct state_vip *v, const struct pkt_spec *spec,
 			  const __u32 *want, unsigned int n)
 {
-	struct ctl_answer answer;
+	struct kernel_answer answer;
 	struct addr client;
 	const char *problem = NULL;
 	unsigned int i;
 
 	assert_int_equal(addr_parse(spec->src, &client, &problem), 0);
-	check(ctl_lookup(NULL, secret, v, &client, spec->sport, &answer) == 0, "lookup");
+	check(kernel_lookup(NULL, secret, v, &client, spec->sport, &answer) == 0, "lookup");
 	check(answer.hop_count == n, "lookup says %u hops, the program wrote %u", answer.hop_count,
 	      n);
 	for (i = 0; i < n; i++)

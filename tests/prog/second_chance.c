@@ -222,8 +222,8 @@ static void test_backend_takes_what_is_its_own_and_sends_the_rest_on(void **stat
 		verdict = decap_run(&p, out, &out_len, &reason);
 		check(verdict == cases[i].verdict && reason == cases[i].reason,
 		      "%s: verdict %u under %s, want %u under %s", cases[i].name, verdict,
-		      reason < LB_DECAP_REASON_COUNT ? lb_decap_reason_names[reason] : "none",
-		      cases[i].verdict, lb_decap_reason_names[cases[i].reason]);
+		      reason < LB_DECAP_REASON_COUNT ? decap_reason_names[reason] : "none",
+		      cases[i].verdict, decap_reason_names[cases[i].reason]);
 		if (verdict != XDP_TX)
 			continue;
 		/* Sent on: the next hop's MACs, from this host to the hop, index one further. */
@@ -264,7 +264,7 @@ static void test_a_valid_syn_cookie_is_taken_here(void **state)
 	gue_frame(&p, 40100, PORT, 0x10, 5001, cookie + 1, IPPROTO_TCP, 1, 0, 2);
 	check_eq(decap_run(&p, out, &out_len, &reason), XDP_PASS);
 	check(reason == LB_DECAP_DECAP_GUE, "a valid cookie went under %s",
-	      lb_decap_reason_names[reason]);
+	      decap_reason_names[reason]);
 	/* The same ACK with another cookie (its hash bits changed) goes on. */
 	gue_frame(&p, 40100, PORT, 0x10, 5001, (cookie ^ 0x00ff0000) + 1, IPPROTO_TCP, 1, 0, 2);
 	check_eq(decap_run(&p, out, &out_len, &reason), XDP_TX);
@@ -289,7 +289,7 @@ static void test_a_hop_without_neighbour_goes_back_to_the_router(void **state)
 	hop_addr = NEXT_HOP;
 	check_eq(decap_run(&p, out, &out_len, &reason), XDP_TX);
 	check(reason == LB_DECAP_FORWARD_NEXT_HOP, "counted under %s",
-	      lb_decap_reason_names[reason]);
+	      decap_reason_names[reason]);
 	check(memcmp(out, p.data + 6, 6) == 0 && memcmp(out + 6, p.data, 6) == 0,
 	      "not sent back to the MAC it came from");
 	pkt_addr(LB_FAMILY_IPV4, "198.18.11.77", a);

@@ -64,7 +64,7 @@ static int backend_add_parse(struct cli *c, void *args, char **operands, int cou
 
 /* The MAC of @a's address, from the neighbour tables of the attached interfaces. */
 static int backend_mac_resolve(const struct state *want, const struct backend_args *a,
-			       __u8 mac[6], char why[CTL_WHY_MAX])
+			       __u8 mac[6], char why[FAULT_WHY_MAX])
 {
 	int ifindexes[NEIGH_IFACES_MAX], err;
 	char hwhy[HOST_WHY_MAX] = "", addr[ADDR_TEXT_MAX];
@@ -79,7 +79,7 @@ static int backend_mac_resolve(const struct state *want, const struct backend_ar
 	err = host_neigh_mac(&a->addr, ifindexes, n, mac, NEIGH_TIMEOUT_MS, hwhy);
 	if (err) {
 		addr_format(&a->addr, addr);
-		snprintf(why, CTL_WHY_MAX, "cannot resolve the MAC of %s: %s", addr, hwhy);
+		snprintf(why, FAULT_WHY_MAX, "cannot resolve the MAC of %s: %s", addr, hwhy);
 	}
 	return err;
 }
@@ -89,9 +89,9 @@ static int backend_mac_resolve(const struct state *want, const struct backend_ar
  * configured source of its family, with the next hop's neighbour resolved
  * (the program drops what finds none, under drop_no_neigh).
  */
-static int backend_route_check(const struct ctl_apply *ctx, const struct state *want,
+static int backend_route_check(const struct change_ctx *ctx, const struct state *want,
 			       const struct state_vip *v, const struct backend_args *a,
-			       char why[CTL_WHY_MAX])
+			       char why[FAULT_WHY_MAX])
 {
 	const struct addr *source = a->addr.family == LB_FAMILY_IPV4 ? &want->encap.source4 :
 								       &want->encap.source6;
@@ -100,12 +100,12 @@ static int backend_route_check(const struct ctl_apply *ctx, const struct state *
 
 	addr_format(&a->addr, addr);
 	if (a->mac_given) {
-		snprintf(why, CTL_WHY_MAX, "--mac applies to l2 VIPs only; VIP forwards by %s",
+		snprintf(why, FAULT_WHY_MAX, "--mac applies to l2 VIPs only; VIP forwards by %s",
 			 state_forward_name(v->forward));
 		return -EINVAL;
 	}
 	if (!source->family) {
-		snprintf(why, CTL_WHY_MAX, "no IPv%d source to encapsulate to %s from; attach with "
+		snprintf(why, FAULT_WHY_MAX, "no IPv%d source to encapsulate to %s from; attach with "
 			 "--source ADDR", a->addr.family == LB_FAMILY_IPV4 ? 4 : 6, addr);
 		return -EDESTADDRREQ;
 	}
@@ -113,12 +113,12 @@ static int backend_route_check(const struct ctl_apply *ctx, const struct state *
 		return 0;
 	err = host_next_hop_resolve(&a->addr, NEIGH_TIMEOUT_MS, hwhy);
 	if (err)
-		snprintf(why, CTL_WHY_MAX, "cannot reach %s: %s", addr, hwhy);
+		snprintf(why, FAULT_WHY_MAX, "cannot reach %s: %s", addr, hwhy);
 	return err;
 }
 
-static int backend_add_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
-			     char why[CTL_WHY_MAX])
+static int backend_add_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			     char why[FAULT_WHY_MAX])
 {
 	const struct backend_args *a = args;
 	struct state_backend b = { .addr = a->addr, .weight = a->weight };
@@ -130,7 +130,7 @@ static int backend_add_apply(const struct ctl_apply *ctx, const void *args, stru
 		return -ENOENT;
 	vip_format(&v->spec, vip);
 	if (state_backend_find(v, a->name)) {
-		snprintf(why, CTL_WHY_MAX, state_backend_find(v, a->name)->retired ?
+		snprintf(why, FAULT_WHY_MAX, state_backend_find(v, a->name)->retired ?
 			 "backend '%s' of VIP %s was removed, and previous rings still name it: "
 			 "add it under another name" : "backend '%s' already exists on VIP %s",
 			 a->name, vip);
@@ -158,15 +158,15 @@ static int backend_add_apply(const struct ctl_apply *ctx, const void *args, stru
 	}
 	err = state_backend_add(want, v, &b);
 	if (err == -ENOSPC)
-		snprintf(why, CTL_WHY_MAX, "all %d backend slots are in use", LB_BACKENDS_MAX - 1);
+		snprintf(why, FAULT_WHY_MAX, "all %d backend slots are in use", LB_BACKENDS_MAX - 1);
 	else if (err)
-		snprintf(why, CTL_WHY_MAX, "%s", strerror(-err));
+		snprintf(why, FAULT_WHY_MAX, "%s", strerror(-err));
 	return err ?: cli_ring_fits(v, why);
 }
 
 /* The backend @a names, and its VIP; NULL and why when there is none. */
 static struct state_backend *backend_of(const struct state *want, const struct backend_args *a,
-					struct state_vip **v, char why[CTL_WHY_MAX])
+					struct state_vip **v, char why[FAULT_WHY_MAX])
 {
 	*v = cli_vip_find(want, &a->vip, why);
 	return *v ? cli_backend_find(*v, a->name, why) : NULL;
@@ -178,8 +178,8 @@ static int backend_weight_parse(struct cli *c, void *args, char **operands, int 
 	       cli_weight_arg(c, operands[2], &((struct backend_args *)args)->weight);
 }
 
-static int backend_weight_apply(const struct ctl_apply *ctx, const void *args,
-				struct state *want, char why[CTL_WHY_MAX])
+static int backend_weight_apply(const struct change_ctx *ctx, const void *args,
+				struct state *want, char why[FAULT_WHY_MAX])
 {
 	const struct backend_args *a = args;
 	struct state_vip *v;
@@ -192,8 +192,8 @@ static int backend_weight_apply(const struct ctl_apply *ctx, const void *args,
 	return cli_ring_fits(v, why);
 }
 
-static int backend_drain_apply(const struct ctl_apply *ctx, const void *args,
-			       struct state *want, char why[CTL_WHY_MAX])
+static int backend_drain_apply(const struct change_ctx *ctx, const void *args,
+			       struct state *want, char why[FAULT_WHY_MAX])
 {
 	const struct backend_args *a = args;
 	struct state_vip *v;
@@ -204,15 +204,15 @@ static int backend_drain_apply(const struct ctl_apply *ctx, const void *args,
 	if (!b)
 		return -ENOENT;
 	if (b->draining) {
-		snprintf(why, CTL_WHY_MAX, "backend '%s' is already draining", a->name);
+		snprintf(why, FAULT_WHY_MAX, "backend '%s' is already draining", a->name);
 		return -EALREADY;
 	}
 	b->draining = 1;
 	return 0;
 }
 
-static int backend_remove_apply(const struct ctl_apply *ctx, const void *args,
-				struct state *want, char why[CTL_WHY_MAX])
+static int backend_remove_apply(const struct change_ctx *ctx, const void *args,
+				struct state *want, char why[FAULT_WHY_MAX])
 {
 	const struct backend_args *a = args;
 	struct state_vip *v;

@@ -21,7 +21,10 @@
 #include <jansson.h>
 
 #include "addr.h"
+#include "audit.h"
 #include "change.h"
+#include "secret.h"
+#include "store.h"
 
 /** EXIT_USAGE - the exit status of a command line that does not parse. */
 #define EXIT_USAGE 2
@@ -43,7 +46,7 @@ struct cli_command;
  * @word_count: how many words
  */
 struct cli {
-	struct ctl_site site;
+	struct site site;
 	int json;
 	int verbose;
 	const struct cli_command *cmd;
@@ -71,9 +74,9 @@ struct cli_option {
 
 /** enum cli_flags - what the dispatcher does around a command. */
 enum cli_flags {
-	CLI_NEEDS_MAPS = CTL_NEEDS_MAPS,    /* a change that refuses before attach */
-	CLI_CREATES_MAPS = CTL_CREATE_MAPS, /* a change that creates the maps (attach) */
-	CLI_CHANGES = 1 << 8,  /* changes the state or the kernel: audited, made by ctl_change() */
+	CLI_NEEDS_MAPS = SESSION_NEEDS_MAPS,    /* a change that refuses before attach */
+	CLI_CREATES_MAPS = SESSION_CREATE_MAPS, /* a change that creates the maps (attach) */
+	CLI_CHANGES = 1 << 8,  /* changes the state or the kernel: audited, made by change_run() */
 	CLI_DRY_RUN = 1 << 9,  /* its apply can run on a copy: plan measures it */
 	CLI_OUTPUT = 1 << 10,  /* prints a model, as a table or with --json */
 };
@@ -89,7 +92,7 @@ enum cli_flags {
  * @args_size: size of its arguments struct, which parse and the options fill
  * @parse: check the operands and fill the arguments (after the options)
  * @run: a command that is not a change: do it; NULL for a change
- * @apply: a change: edit the desired state (ctl_change() does the rest)
+ * @apply: a change: edit the desired state (change_run() does the rest)
  * @flags: enum cli_flags
  * @help: what it does, indented four spaces
  */
@@ -103,7 +106,7 @@ struct cli_command {
 	size_t args_size;
 	int (*parse)(struct cli *c, void *args, char **operands, int count);
 	int (*run)(struct cli *c, const void *args);
-	ctl_apply_fn apply;
+	change_apply_fn apply;
 	unsigned int flags;
 	const char *help;
 };
@@ -176,14 +179,14 @@ int cli_svg_write(struct cli *c, const char *path, const struct state_vip *befor
 
 /** cli_vip_find() - @spec's VIP in @s, or NULL and why. */
 struct state_vip *cli_vip_find(const struct state *s, const struct vip_spec *spec,
-			       char why[CTL_WHY_MAX]);
+			       char why[FAULT_WHY_MAX]);
 
 /** cli_backend_find() - backend @name of @v, or NULL and why. */
 struct state_backend *cli_backend_find(const struct state_vip *v, const char *name,
-				       char why[CTL_WHY_MAX]);
+				       char why[FAULT_WHY_MAX]);
 
 /** cli_ring_fits() - 0 when @v's ring stays within the library's limits, else why. */
-int cli_ring_fits(const struct state_vip *v, char why[CTL_WHY_MAX]);
+int cli_ring_fits(const struct state_vip *v, char why[FAULT_WHY_MAX]);
 
 /**
  * struct cli_check_args - the check options a command was given; the first
@@ -228,7 +231,7 @@ int cli_check_hold_set(struct cli *c, void *args, const char *value);
  * they change), if the result is a valid check; else why.
  */
 int cli_check_apply(const struct cli_check_args *k, struct state_check *into,
-		    char why[CTL_WHY_MAX]);
+		    char why[FAULT_WHY_MAX]);
 
 /** struct backend_args - what the backend commands, and plan, are given. */
 struct backend_args {

@@ -67,7 +67,7 @@ static int daemon_cmd_run(struct cli *c, const void *args)
 	const struct daemon_args *a = args;
 	struct daemon_opts o = { .site = c->site, .metrics = a->metrics, .verify_s = a->verify_s,
 				 .bgp_routes = a->bgp_routes, .birdc_socket = a->birdc_socket };
-	char why[CTL_WHY_MAX] = "";
+	char why[FAULT_WHY_MAX] = "";
 	int err = daemon_run(&o, why);
 
 	if (err)

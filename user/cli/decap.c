@@ -23,7 +23,7 @@
 #define DECAP_PREFIXES_MAX 64
 
 /* The decap program's pins: a site of their own under the balancer's pin directory. */
-static void decap_site(const struct cli *c, char dir[PATH_MAX], struct ctl_site *site)
+static void decap_site(const struct cli *c, char dir[PATH_MAX], struct site *site)
 {
 	snprintf(dir, PATH_MAX, "%s/decap", c->site.pin_dir);
 	site->state_path = c->site.state_path;
@@ -34,7 +34,7 @@ struct decap_args {
 	const char *ifaces[DECAP_IFACES_MAX];
 	int iface_count;
 	enum lb_attach_mode mode;
-	struct lb_decap_prefix from[DECAP_PREFIXES_MAX];
+	struct decap_prefix from[DECAP_PREFIXES_MAX];
 	int from_count;
 	__u32 gue_port;
 	int gue_port_given;
@@ -99,29 +99,29 @@ static int decap_attach_parse(struct cli *c, void *args, char **operands, int co
 static int decap_attach_run(struct cli *c, const void *args)
 {
 	const struct decap_args *a = args;
-	char dir[PATH_MAX], link[PATH_MAX + 64], why[CTL_WHY_MAX] = "";
-	struct lb_decap_maps maps;
-	struct ctl_site site;
+	char dir[PATH_MAX], link[PATH_MAX + 64], why[FAULT_WHY_MAX] = "";
+	struct decap_maps maps;
+	struct site site;
 	int i, ifindex, prog_fd, mounted, err;
 
 	decap_site(c, dir, &site);
-	err = ctl_privileged(why) ?: ctl_bpffs_ensure(&c->site, &mounted, why) ?:
-	      ctl_bpffs_ensure(&site, &mounted, why);
+	err = site_privileged(why) ?: site_bpffs_ensure(&c->site, &mounted, why) ?:
+	      site_bpffs_ensure(&site, &mounted, why);
 	if (err)
 		return cli_report(c, "%s", why);
 	for (i = 0; i < a->iface_count; i++)
 		if (!if_nametoindex(a->ifaces[i]))
 			return cli_report(c, "no such interface '%s'", a->ifaces[i]);
-	prog_fd = lb_decap_load(dir);
+	prog_fd = decap_load(dir);
 	if (prog_fd < 0) {
-		ctl_load_failure(prog_fd, why);
+		lb_load_failure(prog_fd, why, FAULT_WHY_MAX);
 		return cli_report(c, "%s", why);
 	}
-	err = lb_decap_maps_open(&maps, dir);
+	err = decap_maps_open(&maps, dir);
 	if (!err) {
-		err = lb_decap_configure(&maps, a->from, (size_t)a->from_count,
+		err = decap_configure(&maps, a->from, (size_t)a->from_count,
 					 (__u16)a->gue_port);
-		lb_decap_maps_close(&maps);
+		decap_maps_close(&maps);
 	}
 	if (err) {
 		close(prog_fd);
@@ -168,12 +168,12 @@ struct decap_detach_args {
 static int decap_detach_run(struct cli *c, const void *args)
 {
 	const struct decap_detach_args *a = args;
-	char dir[PATH_MAX], link[PATH_MAX + 64], why[CTL_WHY_MAX] = "";
-	struct ctl_site site;
+	char dir[PATH_MAX], link[PATH_MAX + 64], why[FAULT_WHY_MAX] = "";
+	struct site site;
 	int err;
 
 	decap_site(c, dir, &site);
-	if (ctl_privileged(why))
+	if (site_privileged(why))
 		return cli_report(c, "%s", why);
 	snprintf(link, sizeof(link), "%s/links/%s", dir, a->iface);
 	if (access(link, F_OK))
@@ -206,9 +206,9 @@ static void decap_stats_text(const json_t *model)
 
 static int decap_stats_run(struct cli *c, const void *args)
 {
-	char dir[PATH_MAX], why[CTL_WHY_MAX] = "";
-	struct lb_decap_maps maps;
-	struct ctl_site site;
+	char dir[PATH_MAX], why[FAULT_WHY_MAX] = "";
+	struct decap_maps maps;
+	struct site site;
 	json_t *model;
 	__u64 packets, bytes;
 	__u32 r;
@@ -216,20 +216,20 @@ static int decap_stats_run(struct cli *c, const void *args)
 
 	(void)args;
 	decap_site(c, dir, &site);
-	if (ctl_privileged(why))
+	if (site_privileged(why))
 		return cli_report(c, "%s", why);
-	err = lb_decap_maps_open(&maps, dir);
+	err = decap_maps_open(&maps, dir);
 	if (err)
 		return cli_report(c, "the decap program is not loaded (no maps under %s): run "
 				  "'ringlb decap attach' first", dir);
 	model = json_object();
 	for (r = 0; r < LB_DECAP_REASON_COUNT; r++) {
-		lb_decap_counters(&maps, r, &packets, &bytes);
-		json_object_set_new(model, lb_decap_reason_names[r],
+		decap_counters(&maps, r, &packets, &bytes);
+		json_object_set_new(model, decap_reason_names[r],
 				    json_pack("{s:I, s:I}", "packets", (json_int_t)packets, "bytes",
 					      (json_int_t)bytes));
 	}
-	lb_decap_maps_close(&maps);
+	decap_maps_close(&maps);
 	cli_print(c, model, decap_stats_text);
 	return 0;
 }

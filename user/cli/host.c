@@ -14,14 +14,14 @@ struct host_args {
 	int drained;
 };
 
-static int host_drain_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
-			    char why[CTL_WHY_MAX])
+static int host_drain_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			    char why[FAULT_WHY_MAX])
 {
 	const struct host_args *a = args;
 
 	(void)ctx;
 	if (want->host_drained == a->drained) {
-		snprintf(why, CTL_WHY_MAX, "this host is %s already",
+		snprintf(why, FAULT_WHY_MAX, "this host is %s already",
 			 a->drained ? "drained" : "not drained");
 		return -EALREADY;
 	}

@@ -99,8 +99,8 @@ static int attach_parse(struct cli *c, void *args, char **operands, int count)
 }
 
 /* Load an instance for @name and pin its link; the state lists it only once this succeeded. */
-static int attach_one(const struct ctl_apply *ctx, const struct attach_args *a, const char *name,
-		      struct state *want, char why[CTL_WHY_MAX])
+static int attach_one(const struct change_ctx *ctx, const struct attach_args *a, const char *name,
+		      struct state *want, char why[FAULT_WHY_MAX])
 {
 	struct lb_load_opts opts = { 0 };
 	const char *mode = a->mode == LB_ATTACH_NATIVE ? "native" : "generic";
@@ -111,27 +111,27 @@ static int attach_one(const struct ctl_apply *ctx, const struct attach_args *a, 
 
 	ifindex = (int)if_nametoindex(name);
 	if (!ifindex) {
-		snprintf(why, CTL_WHY_MAX, "no such interface '%s'", name);
+		snprintf(why, FAULT_WHY_MAX, "no such interface '%s'", name);
 		return -ENODEV;
 	}
 	snprintf(link, sizeof(link), "%s/links/%s", ctx->site->pin_dir, name);
 	if (access(link, F_OK) == 0) {
-		snprintf(why, CTL_WHY_MAX, "already attached to %s (ringlb detach %s first)", name,
+		snprintf(why, FAULT_WHY_MAX, "already attached to %s (ringlb detach %s first)", name,
 			 name);
 		return -EEXIST;
 	}
 	err = host_iface_mac(name, opts.iface_mac);
 	if (err) {
-		snprintf(why, CTL_WHY_MAX, "cannot read the MAC of %s: %s", name, strerror(-err));
+		snprintf(why, FAULT_WHY_MAX, "cannot read the MAC of %s: %s", name, strerror(-err));
 		return err;
 	}
-	err = ctl_prog_load(ctx->site, &opts, &prog, why);
+	err = site_prog_load(ctx->site, &opts, &prog, why);
 	if (err)
 		return err;
 	err = lb_attach(prog, ifindex, a->mode, link);
 	lb_prog_close(prog);
 	if (err) {
-		snprintf(why, CTL_WHY_MAX, "cannot attach to %s in %s mode: %s%s", name, mode,
+		snprintf(why, FAULT_WHY_MAX, "cannot attach to %s in %s mode: %s%s", name, mode,
 			 strerror(-err), a->mode == LB_ATTACH_NATIVE ? " (try --mode generic)" : "");
 		return err;
 	}
@@ -140,7 +140,7 @@ static int attach_one(const struct ctl_apply *ctx, const struct attach_args *a, 
 	if (!iface) {
 		ifaces = realloc(want->ifaces, (want->iface_count + 1) * sizeof(*ifaces));
 		if (!ifaces) {
-			snprintf(why, CTL_WHY_MAX, "out of memory");
+			snprintf(why, FAULT_WHY_MAX, "out of memory");
 			return -ENOMEM;
 		}
 		want->ifaces = ifaces;
@@ -172,8 +172,8 @@ static void attach_encap(const struct attach_args *a, struct state *want)
 		want->encap.new_flows_max = a->new_flows_max;
 }
 
-static int attach_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
-			char why[CTL_WHY_MAX])
+static int attach_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			char why[FAULT_WHY_MAX])
 {
 	const struct attach_args *a = args;
 	int i, err;
@@ -194,14 +194,14 @@ static int attach_apply(const struct ctl_apply *ctx, const void *args, struct st
 static int attach_run(struct cli *c, const void *args)
 {
 	const struct attach_args *a = args;
-	char why[CTL_WHY_MAX] = "";
+	char why[FAULT_WHY_MAX] = "";
 	int mounted, err;
 
-	err = ctl_privileged(why) ?: ctl_bpffs_ensure(&c->site, &mounted, why);
+	err = site_privileged(why) ?: site_bpffs_ensure(&c->site, &mounted, why);
 	if (err)
 		return cli_report(c, "%s", why);
 	if (mounted)
-		fprintf(stderr, "ringlb: mounted the BPF filesystem at " CTL_BPFFS_ROOT "\n");
+		fprintf(stderr, "ringlb: mounted the BPF filesystem at " SITE_BPFFS_ROOT "\n");
 	return cli_change(c, args, a->flows);
 }
 
@@ -237,9 +237,9 @@ struct detach_args {
 	const char *iface;
 };
 
-/* The program goes once the state without the interface is committed (ctl_change()). */
-static int detach_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
-			char why[CTL_WHY_MAX])
+/* The program goes once the state without the interface is committed (change_run()). */
+static int detach_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			char why[FAULT_WHY_MAX])
 {
 	const struct detach_args *a = args;
 	struct state_iface *iface = state_iface_find(want, a->iface);
@@ -247,7 +247,7 @@ static int detach_apply(const struct ctl_apply *ctx, const void *args, struct st
 
 	(void)ctx;
 	if (!iface) {
-		snprintf(why, CTL_WHY_MAX, "not attached to %s", a->iface);
+		snprintf(why, FAULT_WHY_MAX, "not attached to %s", a->iface);
 		return -ENOENT;
 	}
 	at = (size_t)(iface - want->ifaces);

@@ -50,11 +50,11 @@ static void lookup_text(const json_t *model)
 
 /* Where the flow goes, or why it goes nowhere. */
 static int lookup_answer(struct cli *c, const struct lookup_args *a, const struct state *s,
-			 json_t **model, char why[CTL_WHY_MAX])
+			 json_t **model, char why[FAULT_WHY_MAX])
 {
 	struct state_vip *vp = cli_vip_find(s, &a->vip, why);
 	char spec[ADDR_TEXT_MAX], addr[ADDR_TEXT_MAX];
-	struct ctl_answer answer;
+	struct kernel_answer answer;
 	struct lb_maps maps;
 	__u64 secret[2];
 	int attached, err;
@@ -63,19 +63,19 @@ static int lookup_answer(struct cli *c, const struct lookup_args *a, const struc
 		return -ENOENT;
 	vip_format(&vp->spec, spec);
 	if (a->client.family != vp->spec.addr.family) {
-		snprintf(why, CTL_WHY_MAX, "client %s is not of VIP %s's address family",
+		snprintf(why, FAULT_WHY_MAX, "client %s is not of VIP %s's address family",
 			 a->client_text, spec);
 		return -EINVAL;
 	}
 	/* With the maps, pinned flows count too: that is what the kernel does. */
 	lb_maps_init(&maps);
-	attached = ctl_maps_pinned(&c->site) == 1 && host_privileged() &&
+	attached = site_maps_pinned(&c->site) == 1 && host_privileged() &&
 		   lb_maps_open_pinned(&maps, c->site.pin_dir) == 0;
-	err = ctl_served_secret(&c->site, attached, secret, why);
+	err = secret_served(&c->site, attached, secret, why);
 	if (!err) {
-		err = ctl_lookup(attached ? &maps : NULL, secret, vp, &a->client, a->port, &answer);
+		err = kernel_lookup(attached ? &maps : NULL, secret, vp, &a->client, a->port, &answer);
 		if (err)
-			snprintf(why, CTL_WHY_MAX, "VIP %s: %s", spec,
+			snprintf(why, FAULT_WHY_MAX, "VIP %s: %s", spec,
 				 err == -E2BIG ? ring_strerror(err) : strerror(-err));
 	}
 	memset(secret, 0, sizeof(secret));
@@ -83,7 +83,7 @@ static int lookup_answer(struct cli *c, const struct lookup_args *a, const struc
 	if (err)
 		return err;
 	if (!answer.backend) {
-		snprintf(why, CTL_WHY_MAX, "VIP %s has no backend taking new flows; the kernel "
+		snprintf(why, FAULT_WHY_MAX, "VIP %s has no backend taking new flows; the kernel "
 			 "drops this flow", spec);
 		return -ENOENT;
 	}
@@ -105,12 +105,12 @@ static int lookup_answer(struct cli *c, const struct lookup_args *a, const struc
 
 static int lookup_run(struct cli *c, const void *args)
 {
-	char why[CTL_WHY_MAX] = "";
+	char why[FAULT_WHY_MAX] = "";
 	json_t *model = NULL;
 	struct state s;
 	int err;
 
-	if (ctl_state_read_shared(&c->site, &s, why))
+	if (site_state_read_shared(&c->site, &s, why))
 		return cli_report(c, "%s", why);
 	err = lookup_answer(c, args, &s, &model, why);
 	state_free(&s);

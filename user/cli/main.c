@@ -107,12 +107,12 @@ static void change_cause(const struct cli *c, char *cause, size_t len)
 
 int cli_change(struct cli *c, const void *args, __u32 flow_entries)
 {
-	struct ctl_outcome out;
+	struct change_outcome out;
 	char cause[512];
 	int err;
 
 	change_cause(c, cause, sizeof(cause));
-	err = ctl_change(&c->site, c->cmd->flags & (CLI_NEEDS_MAPS | CLI_CREATES_MAPS),
+	err = change_run(&c->site, c->cmd->flags & (CLI_NEEDS_MAPS | CLI_CREATES_MAPS),
 			 flow_entries, c->cmd->apply, args, cause, &out);
 	if (err) {
 		cli_report(c, "%s", out.why[0] ? out.why : strerror(-err));
@@ -180,7 +180,7 @@ static void print_help(FILE *out, const char *object)
 	if (!object)
 		fprintf(out,
 			"\nGlobal options:\n"
-			"  --state PATH    desired-state file (default " CTL_STATE_PATH_DEFAULT ");\n"
+			"  --state PATH    desired-state file (default " SITE_STATE_PATH_DEFAULT ");\n"
 			"                  the secret, lock and audit log live beside it\n"
 			"  --pin-dir PATH  bpffs directory for maps and links (default "
 			LB_PIN_DIR_DEFAULT ")\n"
@@ -295,7 +295,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli c = {
-		.site = { .state_path = CTL_STATE_PATH_DEFAULT, .pin_dir = LB_PIN_DIR_DEFAULT },
+		.site = { .state_path = SITE_STATE_PATH_DEFAULT, .pin_dir = LB_PIN_DIR_DEFAULT },
 		.name = "ringlb", .words = argv + 1, .word_count = argc - 1,
 	};
 	const struct cli_command *cmd;
@@ -368,7 +368,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = cmd->run ? cmd->run(&c, args) : cli_change(&c, args, 0);
 	if (cmd->flags & CLI_CHANGES)
-		ctl_audit(&c.site, c.words, c.word_count, err == 0, c.error);
+		audit_write(&c.site, c.words, c.word_count, err == 0, c.error);
 	free(args);
 	return err == 0 ? 0 : c.usage ? EXIT_USAGE : 1;
 }

@@ -133,14 +133,14 @@ static void plan_text(const json_t *model)
 static int plan_run(struct cli *c, const void *args)
 {
 	const struct plan_args *p = args;
-	struct ctl_apply ctx = { .site = &c->site, .dry_run = 1 };
-	char why[CTL_WHY_MAX] = "";
+	struct change_ctx ctx = { .site = &c->site, .dry_run = 1 };
+	char why[FAULT_WHY_MAX] = "";
 	struct state s, after;
 	json_t *model = NULL;
 	int err;
 
 	state_init(&after);
-	err = ctl_state_read_shared(&c->site, &s, why);
+	err = site_state_read_shared(&c->site, &s, why);
 	if (err)
 		return cli_report(c, "%s", why);
 	err = state_clone(&after, &s);

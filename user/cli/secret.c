@@ -20,38 +20,38 @@ struct secret_args {
 static int secret_run(struct cli *c, const void *args)
 {
 	const struct secret_args *a = args;
-	char path[PATH_MAX], why[CTL_WHY_MAX] = "", hwhy[HOST_WHY_MAX] = "";
-	struct ctl_session ss = { 0 };
+	char path[PATH_MAX], why[FAULT_WHY_MAX] = "", hwhy[FAULT_WHY_MAX] = "";
+	struct session ss = { 0 };
 	__u64 next[2], old[2];
 	int err, had_old, fixed;
 
-	err = ctl_privileged(why);
+	err = site_privileged(why);
 	if (err)
 		return cli_report(c, "%s", why);
-	err = host_secret(a->path, 0, next, hwhy);
+	err = secret_file_read(a->path, 0, next, hwhy);
 	if (err)
 		return cli_report(c, "%s", hwhy);
 	/* With a store, the new key must be the fleet's (the old one may not be: this fixes it). */
-	ss.flags = CTL_SECRET_CHANGE;
-	err = ctl_store_secret_check(&c->site, next, why) ?: ctl_session_begin(&c->site, &ss, why);
+	ss.flags = SESSION_SECRET_CHANGE;
+	err = store_secret_check(&c->site, next, why) ?: session_begin(&c->site, &ss, why);
 	if (err) {
 		cli_report(c, "%s", why);
 		goto out;
 	}
-	ctl_site_path(&c->site, "secret", path, sizeof(path));
-	had_old = host_secret(path, 0, old, hwhy) == 0;
-	err = host_secret_write(path, next, hwhy);
+	site_path(&c->site, "secret", path, sizeof(path));
+	had_old = secret_file_read(path, 0, old, hwhy) == 0;
+	err = secret_file_write(path, next, hwhy);
 	if (err) {
 		cli_report(c, "%s; nothing changed", hwhy);
 		goto out;
 	}
 	if (ss.have_maps) {
-		err = ctl_links_converge(&c->site, &ss.applied, &fixed, why);
+		err = site_links_converge(&c->site, &ss.applied, &fixed, why);
 		if (err) {
 			cli_report(c, "%s; nothing changed", why);
 			/* The old key back, and every program on it again. */
-			if (had_old && host_secret_write(path, old, hwhy) == 0)
-				ctl_links_converge(&c->site, &ss.applied, &fixed, why);
+			if (had_old && secret_file_write(path, old, hwhy) == 0)
+				site_links_converge(&c->site, &ss.applied, &fixed, why);
 		}
 	}
 out:
@@ -59,7 +59,7 @@ out:
 		fprintf(stderr, "ringlb: %s: %s\n", c->name, ss.note);
 	memset(next, 0, sizeof(next));
 	memset(old, 0, sizeof(old));
-	ctl_session_end(&ss);
+	session_end(&ss);
 	return err;
 }
 

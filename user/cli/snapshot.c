@@ -19,11 +19,11 @@ struct file_args {
 static int save_run(struct cli *c, const void *args)
 {
 	const struct file_args *a = args;
-	char why[CTL_WHY_MAX] = "";
+	char why[FAULT_WHY_MAX] = "";
 	struct state s;
 	int err;
 
-	err = ctl_state_read_shared(&c->site, &s, why);
+	err = site_state_read_shared(&c->site, &s, why);
 	if (err)
 		return cli_report(c, "%s", why);
 	err = state_save_new(&s, a->path);
@@ -36,8 +36,8 @@ static int save_run(struct cli *c, const void *args)
 	return 0;
 }
 
-static int restore_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
-			 char why[CTL_WHY_MAX])
+static int restore_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			 char why[FAULT_WHY_MAX])
 {
 	const struct file_args *a = args;
 	char swhy[STATE_WHY_MAX] = "";
@@ -47,12 +47,12 @@ static int restore_apply(const struct ctl_apply *ctx, const void *args, struct s
 	(void)ctx;
 	if (access(a->path, R_OK)) {
 		err = -errno;
-		snprintf(why, CTL_WHY_MAX, "cannot read %s: %s", a->path, strerror(errno));
+		snprintf(why, FAULT_WHY_MAX, "cannot read %s: %s", a->path, strerror(errno));
 		return err;
 	}
 	err = state_load(&from, a->path, swhy);
 	if (err) {
-		snprintf(why, CTL_WHY_MAX, "%s: %s", a->path, swhy);
+		snprintf(why, FAULT_WHY_MAX, "%s: %s", a->path, swhy);
 		return err;
 	}
 	/*
@@ -62,7 +62,7 @@ static int restore_apply(const struct ctl_apply *ctx, const void *args, struct s
 	 */
 	err = state_restore_ids(want, &from);
 	if (err) {
-		snprintf(why, CTL_WHY_MAX, "%s: %s", a->path,
+		snprintf(why, FAULT_WHY_MAX, "%s: %s", a->path,
 			 err == -ENOSPC ? "no free VIP or backend slot for it" : strerror(-err));
 		state_free(&from);
 		return err;

@@ -16,20 +16,20 @@ static void verify_line(void *arg, const char *line)
 }
 
 /* The disagreements between the kernel and @s, or a negative errno when the maps cannot be read. */
-static int verify_count(const struct ctl_site *site, const struct lb_maps *maps,
+static int verify_count(const struct site *site, const struct lb_maps *maps,
 			const struct state *s, json_t *lines)
 {
-	char why[CTL_WHY_MAX] = "";
+	char why[FAULT_WHY_MAX] = "";
 	__u64 secret[2];
 	int bad, links;
 
-	bad = ctl_verify(maps, s, verify_line, lines);
+	bad = kernel_verify(maps, s, verify_line, lines);
 	if (bad < 0)
 		return bad;
-	if (ctl_file_secret(site, 0, secret, why) == 0) {
-		links = ctl_links_verify(site->pin_dir, s, secret, verify_line, lines);
+	if (secret_read(site, 0, secret, why) == 0) {
+		links = kernel_links_verify(site->pin_dir, s, secret, verify_line, lines);
 		bad = links < 0 ? links : bad + links;
-	} else if (ctl_kernel_secret(site->pin_dir, secret) == 0) {
+	} else if (kernel_secret(site->pin_dir, secret) == 0) {
 		/* Programs run on a key, and there is no file to say which. */
 		verify_line(lines, why);
 		bad++;
@@ -51,24 +51,24 @@ static void verify_text(const json_t *model)
 
 static int verify_run(struct cli *c, const void *args)
 {
-	char why[CTL_WHY_MAX] = "";
+	char why[FAULT_WHY_MAX] = "";
 	struct lb_maps maps;
 	struct state s;
 	json_t *lines, *model;
 	int bad, lock;
 
 	(void)args;
-	if (ctl_privileged(why))
+	if (site_privileged(why))
 		return cli_report(c, "%s", why);
 	/* Held to the end: a change under way would look like a difference. */
-	lock = ctl_lock(&c->site, 0, why);
+	lock = site_lock(&c->site, 0, why);
 	if (lock < 0)
 		return cli_report(c, "%s", why);
-	if (ctl_state_read(&c->site, &s, why)) {
+	if (site_state_read(&c->site, &s, why)) {
 		close(lock);
 		return cli_report(c, "%s", why);
 	}
-	if (ctl_maps_open(&c->site, &maps, why)) {
+	if (site_maps_open(&c->site, &maps, why)) {
 		state_free(&s);
 		close(lock);
 		return cli_report(c, "%s", why);

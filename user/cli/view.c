@@ -35,7 +35,7 @@ static const char *member_str(const json_t *o, const char *key)
 static int maps_if_attached(const struct cli *c, struct lb_maps *maps)
 {
 	lb_maps_init(maps);
-	return ctl_maps_pinned(&c->site) == 1 && host_privileged() &&
+	return site_maps_pinned(&c->site) == 1 && host_privileged() &&
 	       lb_maps_open_pinned(maps, c->site.pin_dir) == 0;
 }
 
@@ -148,7 +148,7 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 		json_object_set_new(*out, "previous_rings", json_integer(vp->history_count));
 	}
 	/* Hosts with the same configuration serve the same digest. */
-	ctl_vip_key(vp, &key);
+	image_vip_key(vp, &key);
 	if (maps && lb_vip_ring_digest(maps, &key, &digest) == 0)
 		json_object_set_new(*out, "kernel_ring_digest", hex64(digest));
 	return 0;
@@ -229,7 +229,7 @@ static int show_run(struct cli *c, const void *args)
 {
 	const struct show_args *a = args;
 	const struct state_vip *one = NULL;
-	char why[CTL_WHY_MAX] = "";
+	char why[FAULT_WHY_MAX] = "";
 	struct lb_maps maps;
 	struct state s;
 	json_t *model, *vips, *v;
@@ -237,10 +237,10 @@ static int show_run(struct cli *c, const void *args)
 	size_t i;
 	int attached, lock, err = 0;
 
-	lock = ctl_lock(&c->site, 0, why);
+	lock = site_lock(&c->site, 0, why);
 	if (lock < 0)
 		return cli_report(c, "%s", why);
-	err = ctl_state_read_rev(&c->site, &s, &revision, why);
+	err = site_state_read_rev(&c->site, &s, &revision, why);
 	close(lock);
 	if (err)
 		return cli_report(c, "%s", why);
@@ -278,7 +278,7 @@ static int show_run(struct cli *c, const void *args)
 		}
 	}
 	/* The key the kernel hashes with, as a digest. */
-	if (!err && ctl_served_secret(&c->site, attached, secret, why) == 0) {
+	if (!err && secret_served(&c->site, attached, secret, why) == 0) {
 		json_object_set_new(model, "secret_digest", hex64(lb_secret_digest(secret)));
 		memset(secret, 0, sizeof(secret));
 	}
@@ -366,19 +366,19 @@ static void stats_text(const json_t *model)
 static int stats_run(struct cli *c, const void *args)
 {
 	const struct stats_args *a = args;
-	char why[CTL_WHY_MAX] = "";
+	char why[FAULT_WHY_MAX] = "";
 	struct lb_maps maps;
 	struct state s;
 	json_t *model = NULL;
 	int err;
 
-	if (ctl_privileged(why) || ctl_state_read_shared(&c->site, &s, why))
+	if (site_privileged(why) || site_state_read_shared(&c->site, &s, why))
 		return cli_report(c, "%s", why);
-	if (ctl_maps_open(&c->site, &maps, why)) {
+	if (site_maps_open(&c->site, &maps, why)) {
 		state_free(&s);
 		return cli_report(c, "%s", why);
 	}
-	err = ctl_stats(&maps, &s, a->idle, &model);
+	err = kernel_stats(&maps, &s, a->idle, &model);
 	lb_maps_close(&maps);
 	state_free(&s);
 	if (!model)

@@ -56,8 +56,8 @@ static int vip_operands_parse(struct cli *c, void *args, char **operands, int co
 	return cli_vip_arg(c, operands[0], &a->vip);
 }
 
-static int vip_add_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
-			 char why[CTL_WHY_MAX])
+static int vip_add_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			 char why[FAULT_WHY_MAX])
 {
 	const struct vip_args *a = args;
 	struct state_vip *v;
@@ -74,16 +74,16 @@ static int vip_add_apply(const struct ctl_apply *ctx, const void *args, struct s
 			return err;
 	}
 	if (err == -EEXIST)
-		snprintf(why, CTL_WHY_MAX, "VIP %s already exists", text);
+		snprintf(why, FAULT_WHY_MAX, "VIP %s already exists", text);
 	else if (err == -ENOSPC)
-		snprintf(why, CTL_WHY_MAX, "all %d VIP slots are in use", LB_VIPS_MAX);
+		snprintf(why, FAULT_WHY_MAX, "all %d VIP slots are in use", LB_VIPS_MAX);
 	else if (err)
-		snprintf(why, CTL_WHY_MAX, "%s", strerror(-err));
+		snprintf(why, FAULT_WHY_MAX, "%s", strerror(-err));
 	return err;
 }
 
-static int vip_del_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
-			 char why[CTL_WHY_MAX])
+static int vip_del_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			 char why[FAULT_WHY_MAX])
 {
 	const struct vip_args *a = args;
 	struct state_vip *v = cli_vip_find(want, &a->vip, why);
@@ -104,8 +104,8 @@ static int vip_check_parse(struct cli *c, void *args, char **operands, int count
 	return vip_operands_parse(c, args, operands, count);
 }
 
-static int vip_check_apply(const struct ctl_apply *ctx, const void *args, struct state *want,
-			   char why[CTL_WHY_MAX])
+static int vip_check_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			   char why[FAULT_WHY_MAX])
 {
 	const struct vip_args *a = args;
 	struct state_vip *v = cli_vip_find(want, &a->vip, why);

@@ -1,0 +1,248 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Second chance end to end, with real connections, on the routed network of
+# scripts/routed.sh (client - router - balancer - router - three backends
+# running `ringlb decap attach`, nginx on the VIPs).
+#
+#   table lost   200 slow downloads from a pinned gue VIP; a backend is
+#                added, then the balancer starts over with new maps (an
+#                empty flow table): every download completes whole, the
+#                ones whose owner changed held by their old backend through
+#                the hop list the balancer now puts on their packets
+#   stateless    300 slow downloads from a stateless gue VIP (no flow-table
+#                entry at all) through an add, a drain, a remove and a
+#                weight change a few seconds apart: every download whole;
+#                then new connections go where lookup says, and the drained
+#                backend says, from its socket table, when it has no
+#                connection left (`ringlb decap drained`)
+#   flood        100 slow downloads from the pinned VIP through a drain and
+#                an add while spoofed SYNs flood it: past the rate of new
+#                flows nothing is pinned, so no pin is evicted, and what is
+#                not pinned carries its hop list
+#
+# The hop lists themselves, and `lookup`'s agreement with them on 2,000
+# random flows, are tests/prog/hops.c's.
+#
+# A download is "whole" when curl says 200 and the 256 KiB body is all the
+# digit of the one backend that served it: a reset, or a move to another
+# backend, fails it.
+#
+# DEBUG=1 also prints, for stateless downloads that were not whole, where
+# `lookup` puts their flows now, and every backend's decap counters.
+#
+# Needs root. Without it the script skips, except under CI=true.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/tests/suites/lib.sh"
+. "$ROOT/scripts/routed.sh"
+
+require_root second_chance
+
+routed_session second_chance rsc
+
+VP="$ROUTED_VIP4:80/tcp"    # pinned (the default)
+VS="$ROUTED_VIP4B:80/tcp"   # stateless
+# A low rate of new flows a CPU pins per second, so the flood below goes unpinned.
+attach() {
+	ringlb attach eth0 --source "$ROUTED_LB4" --source "$ROUTED_LB6" --new-flow-rate 1000 \
+		>/dev/null
+}
+
+# downloads DIR N VIP_ADDR RATE: N slow downloads in the background, each
+# recording "http_code local_port" in DIR/K.code and its body in DIR/K.
+downloads() {
+	local dir=$1 n=$2 addr=$3 rate=$4 k
+	mkdir -p "$dir"
+	for k in $(seq 1 "$n"); do
+		client curl -s -m 90 --limit-rate "$rate" -o "$dir/$k" \
+			-w '%{http_code} %{local_port}' "http://$addr/slow" >"$dir/$k.code" &
+	done
+}
+
+# whole DIR N: how many of N downloads completed, 256 KiB of one backend's digit.
+whole() {
+	local dir=$1 n=$2 k ok=0
+	for k in $(seq 1 "$n"); do
+		[ "$(cut -d' ' -f1 "$dir/$k.code")" = 200 ] &&
+			[ "$(stat -c %s "$dir/$k")" -eq 262144 ] &&
+			[ "$(head -c 1 "$dir/$k" | tr -d 1-3 | wc -c)" -eq 0 ] &&
+			[ "$(tr -d "$(head -c 1 "$dir/$k")" <"$dir/$k" | wc -c)" -eq 0 ] &&
+			ok=$((ok + 1))
+	done
+	echo $ok
+}
+
+# wait_started DIR N: until every download has its first KiB (10 s at most).
+wait_started() {
+	local dir=$1 n=$2 t
+	for t in $(seq 1 100); do
+		[ "$(cat "$dir"/*[0-9] 2>/dev/null | wc -c)" -ge $((n * 1024)) ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+decap_count() { be "$1" decap stats --json | jq ".$2.packets"; }
+
+attach || die "attach"
+for i in 1 2 3; do
+	mkdir -p "$W/b$i"
+	# The balancer, and the other backends: they send hop-list packets on.
+	be "$i" decap attach eth0 --from "$ROUTED_LB4/32" --from "$ROUTED_LB6/128" \
+		--from 198.18.13.0/24 --from 198.18.14.0/24 >/dev/null ||
+		die "decap attach on b$i"
+done
+ringlb vip add "$VP" --forward gue && ringlb vip add "$VS" --forward gue --flows stateless ||
+	die "vip add"
+for spec in "$VP" "$VS"; do
+	ringlb backend add "$spec" b1 "$(routed_backend4 1)" &&
+		ringlb backend add "$spec" b2 "$(routed_backend4 2)" || die "backend add $spec"
+done
+
+refused=$(ringlb vip add "$ROUTED_VIP4:81/tcp" --forward ipip --flows stateless 2>&1)
+[ $? -ne 0 ] && [ "$(echo "$refused" | wc -l)" -eq 1 ] && ! ringlb show | grep -q ":81/" &&
+	pass "vip add --flows stateless on an ipip VIP: refused in one line, '$refused'" ||
+	fail "vip add --flows stateless on an ipip VIP: '$refused'"
+
+# --- table lost -----------------------------------------------------------------------------
+saved0=$(( $(decap_count 1 decap_second_chance) + $(decap_count 2 decap_second_chance) ))
+downloads "$W/lost" 200 "$ROUTED_VIP4" 24k
+wait_started "$W/lost" 200 || echo "     (not every download had started)"
+ringlb backend add "$VP" b3 "$(routed_backend4 3)" >/dev/null || fail "add b3"
+sleep 1
+moved=0
+ringlb detach eth0 >/dev/null || fail "detach"
+rm -rf "$PIN"
+attach || fail "attach with new maps"
+wait $(jobs -p) 2>/dev/null
+for k in $(seq 1 200); do
+	read -r code port <"$W/lost/$k.code"
+	[ "$(ringlb lookup "$VP" "$ROUTED_CLIENT4:$port" --json | jq -r .backend)" != \
+		"b$(head -c 1 "$W/lost/$k")" ] && moved=$((moved + 1))
+done
+saved=$(( $(decap_count 1 decap_second_chance) + $(decap_count 2 decap_second_chance) - saved0 ))
+ok=$(whole "$W/lost" 200)
+if [ "$ok" -eq 200 ] && [ "$moved" -gt 0 ] && [ "$saved" -gt 0 ]; then
+	pass "table lost: 200 of 200 downloads whole after an add and a fresh attach with new maps; $moved of them now owned by another backend, held by their old one ($saved packets taken by second chance)"
+else
+	fail "table lost: $ok of 200 downloads whole; $moved moved; $saved packets taken by second chance"
+fi
+ringlb verify >/dev/null 2>&1 && pass "table lost: verify clean after the fresh attach" ||
+	fail "table lost: verify: $(ringlb verify 2>&1)"
+
+# --- stateless --------------------------------------------------------------------------------
+saved0=0
+for i in 1 2 3; do saved0=$((saved0 + $(decap_count "$i" decap_second_chance))); done
+downloads "$W/sl" 300 "$ROUTED_VIP4B" 16k
+wait_started "$W/sl" 300 || echo "     (not every download had started)"
+ringlb backend add "$VS" b3 "$(routed_backend4 3)" >/dev/null || fail "stateless: add b3"
+sleep 3
+ringlb backend drain "$VS" b1 >/dev/null || fail "stateless: drain b1"
+sleep 3
+drained_early=$(be 1 decap drained "$VS" 2>&1)
+drained_early_rc=$?
+ringlb backend remove "$VS" b1 >/dev/null || fail "stateless: remove b1"
+sleep 3
+ringlb backend weight "$VS" b2 3 >/dev/null || fail "stateless: weight b2"
+retired=$(ringlb show --json | jq -r --arg v "$VS" '.vips[] | select(.vip == $v) | .backends[] | select(.name == "b1") | .state')
+wait $(jobs -p) 2>/dev/null
+saved=0
+for i in 1 2 3; do saved=$((saved + $(decap_count "$i" decap_second_chance))); done
+saved=$((saved - saved0))
+ok=$(whole "$W/sl" 300)
+on_b1=0
+for k in $(seq 1 300); do
+	[ "$(head -c 1 "$W/sl/$k")" = 1 ] && on_b1=$((on_b1 + 1))
+done
+if [ "$ok" -eq 300 ] && [ "$saved" -gt 0 ]; then
+	pass "stateless: 300 of 300 downloads whole through add b3, drain b1, remove b1, weight b2 3, 3 s apart ($on_b1 of them from b1; $saved packets taken by second chance)"
+else
+	fail "stateless: $ok of 300 downloads whole ($on_b1 from b1); $saved packets taken by second chance"
+	for k in $(seq 1 300); do
+		echo "$(cat "$W/sl/$k.code") $(stat -c %s "$W/sl/$k") $(head -c 1 "$W/sl/$k")"
+	done | grep -v " 262144 " | head -5 | sed 's/^/     not whole: /'
+	if [ -n "${DEBUG:-}" ]; then
+		for k in $(seq 1 300); do
+			read -r code port <"$W/sl/$k.code"
+			[ "$(stat -c %s "$W/sl/$k")" -ne 262144 ] &&
+				echo "     $port: $(ringlb lookup "$VS" "$ROUTED_CLIENT4:$port" | tr '\n' ' ')"
+		done | head -5
+		for k in $(seq 1 300); do
+			read -r code port <"$W/sl/$k.code"
+			[ "$(stat -c %s "$W/sl/$k")" -eq 262144 ] && [ "$(head -c 1 "$W/sl/$k")" = 1 ] &&
+				echo "     ok $port: $(ringlb lookup "$VS" "$ROUTED_CLIENT4:$port" | tr '\n' ' ')"
+		done | head -5
+		for i in 1 2 3; do be "$i" decap stats --json | jq -c 'with_entries(select(.value.packets>0))'; done
+		ringlb show --json | jq -c '.vips[1]'
+	fi
+fi
+[ "$retired" = retired ] && pass "stateless: removed b1 stays retired (a hop only) while previous rings name it" ||
+	fail "stateless: removed b1 is '$retired', not retired"
+before=$(ringlb show --json)
+again=$(ringlb backend add "$VS" b1 "$(routed_backend4 1)" 2>&1)
+rc1=$?
+weigh=$(ringlb backend weight "$VS" b1 2 2>&1)
+rc2=$?
+if [ $rc1 -ne 0 ] && [ $rc2 -ne 0 ] && [ "$(printf '%s\n%s\n' "$again" "$weigh" | wc -l)" -eq 2 ] &&
+	[ "$(ringlb show --json)" = "$before" ]; then
+	pass "stateless: retired b1 cannot be added again or weighed, one line each: '$again'; '$weigh'"
+else
+	fail "stateless: retired b1: add ($rc1) '$again', weight ($rc2) '$weigh'"
+fi
+# As an operator would: ask until it says drained (the last FINs may still be on the way).
+for t in $(seq 1 20); do
+	drained=$(be 1 decap drained "$VS" 2>&1)
+	drained_rc=$?
+	[ $drained_rc -eq 0 ] && break
+	sleep 0.5
+done
+if [ $drained_early_rc -ne 0 ] && [ $drained_rc -eq 0 ]; then
+	pass "stateless: b1's socket table told when its drain finished: during, '$drained_early'; after the downloads (asked $t times, 0.5 s apart), '$drained'"
+else
+	fail "stateless: decap drained on b1: during ($drained_early_rc) '$drained_early', after ($drained_rc) '$drained'"
+fi
+client curl -s -m 10 -H 'Connection: close' -w '%{local_port}\n' "http://$ROUTED_VIP4B/[1-30]" |
+	paste -d" " - - >"$W/new"
+agree=0
+while read -r name port; do
+	[ "$(ringlb lookup "$VS" "$ROUTED_CLIENT4:$port" --json | jq -r '.new_connection')" = "$name" ] &&
+		agree=$((agree + 1))
+done <"$W/new"
+[ "$agree" -eq 30 ] && ! grep -q "^b1 " "$W/new" &&
+	pass "stateless: 30 of 30 new connections where lookup says (none to b1), $(ringlb stats --json | jq --arg v "$VS" '[.vips[] | select(.vip == $v) | .backends[].live_flows] | add') flow-table entries" ||
+	fail "stateless: $agree of 30 new connections where lookup says: $(cut -d' ' -f1 "$W/new" | sort | uniq -c | tr '\n' ' ')"
+
+# --- flood -----------------------------------------------------------------------------------
+# 100 slow downloads from the pinned VIP; spoofed SYNs from random sources as fast as trafgen
+# sends them; meanwhile b2 drains and a backend is added (b3's host under another name: b3
+# itself stays retired while previous rings name it). Past the rate the balancer pins nothing,
+# so the flood evicts no pin, and what is not pinned carries its hop list.
+ringlb backend remove "$VP" b3 >/dev/null || fail "flood: remove b3"
+sleep 1
+downloads "$W/flood" 100 "$ROUTED_VIP4" 32k
+wait_started "$W/flood" 100 || echo "     (not every download had started)"
+unpinned0=$(ringlb stats --json | jq .new_flows_unpinned)
+syn_flood "$ROUTED_VIP4" 6 &
+flood=$!
+sleep 1
+ringlb backend drain "$VP" b2 >/dev/null || fail "flood: drain b2"
+sleep 1
+ringlb backend add "$VP" b3b "$(routed_backend4 3)" >/dev/null || fail "flood: add b3b"
+wait $flood
+wait $(jobs -p) 2>/dev/null
+unpinned=$(( $(ringlb stats --json | jq .new_flows_unpinned) - unpinned0 ))
+ok=$(whole "$W/flood" 100)
+[ "$ok" -eq 100 ] && [ "$unpinned" -gt 0 ] &&
+	pass "flood: 100 of 100 downloads whole through a drain and an add under a flood of spoofed SYNs ($unpinned new flows not pinned)" ||
+	{
+	fail "flood: $ok of 100 downloads whole; $unpinned new flows not pinned"
+	for k in $(seq 1 100); do
+		echo "$(cat "$W/flood/$k.code") $(stat -c %s "$W/flood/$k") $(head -c 1 "$W/flood/$k")"
+	done | grep -v " 262144 " | head -5 | sed 's/^/     not whole: /'
+	}
+
+verify=$(ringlb verify 2>&1) && pass "verify: $verify" || fail "verify: $verify"
+echo "second_chance: $FAILS failed"
+[ $FAILS -eq 0 ]

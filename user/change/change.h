@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The change pipeline, for every front end of the controller (the ringlb
+ * command, the daemon's health verdicts): change_run() is the one way a
+ * change is made.
+ *
+ * A change is an apply function that edits a copy of the committed state.
+ * change_run() opens a session (session.h: the lock, the committed state,
+ * the kernel made to hold it), runs the apply function, marks the kernel's
+ * record "changing", commits the new state (the store), makes the kernel
+ * follow and records the new state; a failure after the commit writes the
+ * old state back and converges to it, and a crash anywhere is repaired by
+ * the next session. The same apply function run on a copy, with no
+ * session, is the change's dry run.
+ *
+ * Functions return 0 or a negative errno and say why in one line (@why,
+ * FAULT_WHY_MAX bytes, no prefix); they print nothing. The caller reports.
+ */
+#ifndef RINGLB_CHANGE_H
+#define RINGLB_CHANGE_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "fault.h"
+#include "kernel.h"
+#include "session.h"
+#include "site.h"
+#include "state.h"
+
+/** CHANGE_STORE_TRIES - commits a change tries when others keep writing the store. */
+#define CHANGE_STORE_TRIES 16
+
+/**
+ * struct change_ctx - what an apply function is given besides the state.
+ * @site: the deployment
+ * @dry_run: 1 when the change is only being measured: nothing on the host
+ *           is asked or touched (no neighbour resolution, no load)
+ */
+struct change_ctx {
+	const struct site *site;
+	int dry_run;
+};
+
+/**
+ * change_apply_fn - edit @want (a copy of the committed state) as @args asks,
+ * or say why not. Whatever it does outside @want (attach pins a link) must
+ * be undone by site_links_converge() to the committed state.
+ */
+typedef int (*change_apply_fn)(const struct change_ctx *ctx, const void *args,
+			       struct state *want, char why[FAULT_WHY_MAX]);
+
+/**
+ * struct change_outcome - what a change said.
+ * @why: on failure, what failed (the change did not happen)
+ * @undo: when undoing a partial change failed too, what failed; the next
+ *        session repairs it
+ * @note: on success, what the session had to repair first
+ */
+struct change_outcome {
+	char why[FAULT_WHY_MAX];
+	char undo[FAULT_WHY_MAX];
+	char note[SESSION_NOTE_MAX];
+};
+
+/**
+ * change_run() - make one change, all or nothing.
+ * @site: the deployment
+ * @flags: enum session_flags
+ * @flow_entries: with SESSION_CREATE_MAPS, the size of a flow table created now
+ * @apply: the change
+ * @args: its arguments
+ * @cause: what made it, in words ("command: backend add ...", "health: ..."),
+ *         for the ring transition log
+ * @out: what happened, in words
+ *
+ * With a store, a commit that finds the state changed since it was read
+ * (another host's change) reads it again and applies the change to it, up
+ * to CHANGE_STORE_TRIES times; a failure after the commit leaves the store
+ * as it is (the other hosts serve it) and this host's kernel is repaired by
+ * the next session. Every VIP whose ring the change moves gets one line in
+ * rings.log (rings_log.h).
+ */
+int change_run(const struct site *site, unsigned int flags, __u32 flow_entries,
+	       change_apply_fn apply, const void *args, const char *cause,
+	       struct change_outcome *out);
+
+#endif /* RINGLB_CHANGE_H */

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A session: a change's (or a repair's) hold on a deployment. It takes the
+ * lock, reads the committed state and, when the maps are there, makes the
+ * kernel hold that state before anything else happens.
+ */
+#ifndef RINGLB_SESSION_H
+#define RINGLB_SESSION_H
+
+#include <linux/types.h>
+
+#include "fault.h"
+#include "lb.h"
+#include "site.h"
+#include "state.h"
+
+/** SESSION_NOTE_MAX - room for what a session had to repair. */
+#define SESSION_NOTE_MAX 192
+
+/** enum session_flags - how a session treats the kernel. */
+enum session_flags {
+	SESSION_NEEDS_MAPS = 1 << 0,    /* refuse when not attached */
+	SESSION_CREATE_MAPS = 1 << 1,   /* create and pin the maps when missing (attach) */
+	SESSION_SECRET_CHANGE = 1 << 2, /* secret set: the key is not checked against the store's */
+};
+
+/**
+ * struct session - a change's hold on the deployment: the lock, the
+ * committed state, and the maps, which session_begin() has made hold
+ * that state.
+ * @flow_entries: with SESSION_CREATE_MAPS, the size of a flow table created
+ *                now (0: the state's)
+ * @note: on success, what the start had to repair (empty when nothing)
+ */
+struct session {
+	const struct site *site;
+	unsigned int flags;
+	__u32 flow_entries;
+	int lock;
+	struct state applied;
+	__u64 revision;
+	struct lb_maps maps;
+	int have_maps;
+	char note[SESSION_NOTE_MAX];
+};
+
+/**
+ * session_begin() - take the lock, read the committed state and, when
+ * the maps are there, make the kernel hold that state if its record says it
+ * may not (a change was cut short, the file was replaced) and remove or
+ * re-key any program the state does not account for. Nothing else happens
+ * before that. Set @ss's flags and flow_entries first; end with
+ * session_end() whatever this returns.
+ */
+int session_begin(const struct site *site, struct session *ss, char why[FAULT_WHY_MAX]);
+
+/** session_end() - release the session's maps, state and lock. */
+void session_end(struct session *ss);
+
+#endif /* RINGLB_SESSION_H */

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The daemon's /metrics (metrics.h): the text it renders and the HTTP server
+ * (libmicrohttpd, one internal thread) that serves it. Names follow
+ * Prometheus' conventions: the ringlb_ prefix, _total for counters, base
+ * units (bytes, seconds), ratios as _ratio.
+ */
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <microhttpd.h>
+
+#include "lb.h"
+
+const double metrics_latency_bounds[METRICS_LATENCY_BUCKETS] = {
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+};
+
+/* --- the text format ------------------------------------------------------------------ */
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value with \, " and newlines escaped. */
+static void label_value(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(f, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+/* name{vip="...",backend="..."} value; @backend NULL for VIP-level samples. */
+static void sample(FILE *f, const char *name, const char *vip, const char *backend,
+		   const char *extra_key, const char *extra, double value)
+{
+	const char *sep = "";
+
+	fputs(name, f);
+	if (vip || extra_key)
+		fputc('{', f);
+	if (vip) {
+		fputs("vip=\"", f);
+		label_value(f, vip);
+		fputc('"', f);
+		sep = ",";
+	}
+	if (backend) {
+		fputs(",backend=\"", f);
+		label_value(f, backend);
+		fputc('"', f);
+	}
+	if (extra_key) {
+		fprintf(f, "%s%s=\"", sep, extra_key);
+		label_value(f, extra);
+		fputc('"', f);
+	}
+	if (vip || extra_key)
+		fputc('}', f);
+	fprintf(f, " %.17g\n", value);
+}
+
+static double member_num(const json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+/* --- what ringlb shows ----------------------------------------------------------------- */
+
+/* The per-backend counters of kernel_stats()'s model: @key of every backend of every VIP. */
+static void backend_counters(FILE *f, const struct metrics_input *in, const char *name,
+			     const char *type, const char *help, const char *key)
+{
+	const json_t *v, *b;
+	size_t i, j;
+
+	family(f, name, type, help);
+	json_array_foreach(json_object_get(in->stats, "vips"), i, v)
+		json_array_foreach(json_object_get(v, "backends"), j, b)
+			sample(f, name, json_string_value(json_object_get(v, "vip")),
+			       json_string_value(json_object_get(b, "name")), NULL, NULL,
+			       member_num(b, key));
+}
+
+static void data_path(FILE *f, const struct metrics_input *in)
+{
+	const json_t *v, *r;
+	const char *reason;
+	size_t i;
+	__u32 k;
+
+	family(f, "ringlb_vip_packets_total", "counter", "Packets the data path forwarded to a VIP's backends.");
+	json_array_foreach(json_object_get(in->stats, "vips"), i, v)
+		sample(f, "ringlb_vip_packets_total", json_string_value(json_object_get(v, "vip")),
+		       NULL, NULL, NULL, member_num(v, "packets"));
+	family(f, "ringlb_vip_bytes_total", "counter", "Bytes the data path forwarded to a VIP's backends.");
+	json_array_foreach(json_object_get(in->stats, "vips"), i, v)
+		sample(f, "ringlb_vip_bytes_total", json_string_value(json_object_get(v, "vip")),
+		       NULL, NULL, NULL, member_num(v, "bytes"));
+	backend_counters(f, in, "ringlb_backend_packets_total", "counter",
+			 "Packets forwarded to a backend.", "packets");
+	backend_counters(f, in, "ringlb_backend_bytes_total", "counter",
+			 "Bytes forwarded to a backend.", "bytes");
+	backend_counters(f, in, "ringlb_backend_new_flows_total", "counter",
+			 "Flows pinned to a backend in the flow table.", "new_flows");
+	backend_counters(f, in, "ringlb_backend_live_flows", "gauge",
+			 "Flows pinned to a backend with a packet in the last 300 s.", "live_flows");
+	family(f, "ringlb_frames_total", "counter",
+	       "Frames the data path saw, by the reason it counted them under.");
+	for (k = 0; k < LB_REASON_COUNT; k++) {
+		r = json_object_get(json_object_get(in->stats, "reasons"), lb_reasons[k].name);
+		sample(f, "ringlb_frames_total", NULL, NULL, "reason", lb_reasons[k].name,
+		       member_num(r, "packets"));
+	}
+	family(f, "ringlb_frame_bytes_total", "counter", "Bytes of the frames, by reason.");
+	json_object_foreach(json_object_get(in->stats, "reasons"), reason, r)
+		sample(f, "ringlb_frame_bytes_total", NULL, NULL, "reason", reason,
+		       member_num(r, "bytes"));
+	family(f, "ringlb_new_flows_unpinned_total", "counter",
+	       "New flows placed by the ring but not pinned: over the rate of new flows.");
+	sample(f, "ringlb_new_flows_unpinned_total", NULL, NULL, NULL, NULL,
+	       member_num(in->stats, "new_flows_unpinned"));
+	family(f, "ringlb_flow_table_entries", "gauge", "Entries in the flow table, stale ones included.");
+	sample(f, "ringlb_flow_table_entries", NULL, NULL, NULL, NULL,
+	       member_num(in->stats, "flow_table_entries"));
+	family(f, "ringlb_flow_table_capacity", "gauge", "Entries the flow table holds at most.");
+	sample(f, "ringlb_flow_table_capacity", NULL, NULL, NULL, NULL,
+	       member_num(in->stats, "flow_table_size"));
+}
+
+/* The committed state: weights, health, ring points and shares. */
+static void committed(FILE *f, const struct metrics_input *in)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} fams[] = {
+		{ "ringlb_backend_weight", "gauge", "A backend's weight." },
+		{ "ringlb_backend_up", "gauge", "1 when a backend's health verdict is up (unchecked: 1)." },
+		{ "ringlb_backend_in_ring", "gauge", "1 when a backend owns points of its VIP's ring." },
+		{ "ringlb_backend_ring_share_ratio", "gauge", "A backend's share of its VIP's ring." },
+	};
+	const struct state *s = in->state;
+	char spec[ADDR_TEXT_MAX];
+	size_t i, j, k;
+
+	for (k = 0; k < sizeof(fams) / sizeof(fams[0]); k++) {
+		family(f, fams[k].name, fams[k].type, fams[k].help);
+		for (i = 0; i < s->vip_count; i++) {
+			const struct state_vip *v = &s->vips[i];
+			const json_t *shares;
+
+			vip_format(&v->spec, spec);
+			shares = json_object_get(json_object_get(in->rings, spec), "shares");
+			for (j = 0; j < v->backend_count; j++) {
+				const struct state_backend *b = &v->backends[j];
+				double value = k == 0 ? b->weight :
+					       k == 1 ? !b->down :
+					       k == 2 ? state_backend_in_ring(b) :
+							member_num(shares, b->name);
+
+				if (!b->retired)
+					sample(f, fams[k].name, spec, b->name, NULL, NULL, value);
+			}
+		}
+	}
+	family(f, "ringlb_ring_points", "gauge", "Points of a VIP's ring.");
+	for (i = 0; i < s->vip_count; i++) {
+		vip_format(&s->vips[i].spec, spec);
+		sample(f, "ringlb_ring_points", spec, NULL, NULL, NULL,
+		       member_num(json_object_get(in->rings, spec), "points"));
+	}
+	family(f, "ringlb_vip_fail_open", "gauge",
+	       "1 when every checked backend of a VIP is down and it keeps its last healthy set.");
+	for (i = 0; i < s->vip_count; i++) {
+		vip_format(&s->vips[i].spec, spec);
+		sample(f, "ringlb_vip_fail_open", spec, NULL, NULL, NULL,
+		       state_vip_fails_open(&s->vips[i]));
+	}
+	family(f, "ringlb_state_generation", "gauge", "The committed state's generation.");
+	sample(f, "ringlb_state_generation", NULL, NULL, NULL, NULL, (double)s->generation);
+}
+
+static void checks(FILE *f, const struct metrics_input *in)
+{
+	char spec[ADDR_TEXT_MAX];
+	size_t i;
+
+	family(f, "ringlb_check_results_total", "counter", "Health check results, by result.");
+	for (i = 0; i < in->target_count; i++) {
+		const struct health_target *t = &in->targets[i];
+
+		vip_format(&t->vip, spec);
+		sample(f, "ringlb_check_results_total", spec, t->name, "result", "ok",
+		       (double)t->ok_total);
+		sample(f, "ringlb_check_results_total", spec, t->name, "result", "fail",
+		       (double)t->fail_total);
+	}
+	family(f, "ringlb_check_passing", "gauge", "1 when a backend's last health check passed.");
+	for (i = 0; i < in->target_count; i++) {
+		vip_format(&in->targets[i].vip, spec);
+		sample(f, "ringlb_check_passing", spec, in->targets[i].name, NULL, NULL,
+		       in->targets[i].fail_run == 0 && in->targets[i].ok_total > 0);
+	}
+}
+
+static void changes(FILE *f, const struct metrics_input *in)
+{
+	const char *vip;
+	const json_t *c;
+	__u64 cumulative = 0;
+	char bound[32];
+	size_t k;
+
+	family(f, "ringlb_ring_changes_total", "counter",
+	       "Ring transitions of a VIP seen since the daemon started, by outcome.");
+	json_object_foreach(in->changes, vip, c) {
+		fputs("ringlb_ring_changes_total{vip=\"", f);
+		label_value(f, vip);
+		fprintf(f, "\",outcome=\"ok\"} %lld\n", (long long)json_integer_value(json_object_get(c, "ok")));
+		fputs("ringlb_ring_changes_total{vip=\"", f);
+		label_value(f, vip);
+		fprintf(f, "\",outcome=\"failed\"} %lld\n",
+			(long long)json_integer_value(json_object_get(c, "failed")));
+	}
+	family(f, "ringlb_change_duration_seconds", "histogram",
+	       "How long ring transitions took, from the lock to the kernel serving them.");
+	for (k = 0; k < METRICS_LATENCY_BUCKETS; k++) {
+		cumulative += in->latency[k];
+		snprintf(bound, sizeof(bound), "%g", metrics_latency_bounds[k]);
+		fprintf(f, "ringlb_change_duration_seconds_bucket{le=\"%s\"} %llu\n", bound,
+			(unsigned long long)cumulative);
+	}
+	cumulative += in->latency_over;
+	fprintf(f, "ringlb_change_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+		(unsigned long long)cumulative);
+	fprintf(f, "ringlb_change_duration_seconds_sum %.17g\n", in->latency_sum);
+	fprintf(f, "ringlb_change_duration_seconds_count %llu\n", (unsigned long long)cumulative);
+	family(f, "ringlb_kernel_repairs_total", "counter",
+	       "Times the daemon found the kernel differing from the state and repaired it.");
+	sample(f, "ringlb_kernel_repairs_total", NULL, NULL, NULL, NULL, (double)in->repairs);
+}
+
+void metrics_render(FILE *f, const struct metrics_input *in)
+{
+	family(f, "ringlb_attached", "gauge", "1 when the data path's maps are in place.");
+	sample(f, "ringlb_attached", NULL, NULL, NULL, NULL, in->attached);
+	if (in->stats)
+		data_path(f, in);
+	committed(f, in);
+	checks(f, in);
+	changes(f, in);
+}
+
+/* --- the server ------------------------------------------------------------------------- */
+
+struct metrics_server {
+	struct MHD_Daemon *mhd;
+	metrics_render_fn fn;
+	void *arg;
+};
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version, const char *upload,
+			      size_t *upload_size, void **state)
+{
+	static const char not_found[] = "not found: ringlb serves /metrics\n";
+	static const char not_allowed[] = "method not allowed: /metrics is read-only\n";
+	struct metrics_server *m = cls;
+	struct MHD_Response *r;
+	unsigned int code = MHD_HTTP_OK;
+	enum MHD_Result ret;
+	size_t len = 0;
+	char *page;
+
+	(void)version;
+	(void)upload;
+	(void)upload_size;
+	(void)state;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		code = MHD_HTTP_METHOD_NOT_ALLOWED;
+		r = MHD_create_response_from_buffer(sizeof(not_allowed) - 1, (void *)not_allowed,
+						    MHD_RESPMEM_PERSISTENT);
+	} else if (strcmp(url, "/metrics")) {
+		code = MHD_HTTP_NOT_FOUND;
+		r = MHD_create_response_from_buffer(sizeof(not_found) - 1, (void *)not_found,
+						    MHD_RESPMEM_PERSISTENT);
+	} else {
+		page = m->fn(m->arg, &len);
+		if (!page)
+			return MHD_NO;
+		r = MHD_create_response_from_buffer(len, page, MHD_RESPMEM_MUST_FREE);
+		if (r)
+			MHD_add_response_header(r, "Content-Type",
+						"text/plain; version=0.0.4; charset=utf-8");
+	}
+	if (!r)
+		return MHD_NO;
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, "Allow", "GET, HEAD");
+	ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* "ADDR:PORT" or "[ADDR6]:PORT" as a socket address. */
+static int where_parse(const char *where, struct sockaddr_storage *ss)
+{
+	char host[64];
+	const char *colon = strrchr(where, ':');
+	unsigned long port;
+	char *end;
+	size_t len;
+
+	if (!colon || colon == where)
+		return -EINVAL;
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || !colon[1] || port == 0 || port > 65535)
+		return -EINVAL;
+	len = (size_t)(colon - where);
+	if (where[0] == '[') {
+		if (len < 3 || where[len - 1] != ']' || len - 2 >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, where + 1, len - 2);
+		host[len - 2] = '\0';
+	} else {
+		if (len >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, where, len);
+		host[len] = '\0';
+	}
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1 && where[0] != '[') {
+		((struct sockaddr_in *)ss)->sin_family = AF_INET;
+		((struct sockaddr_in *)ss)->sin_port = htons((__u16)port);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1 &&
+	    where[0] == '[') {
+		((struct sockaddr_in6 *)ss)->sin6_family = AF_INET6;
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((__u16)port);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int metrics_where_check(const char *where)
+{
+	struct sockaddr_storage ss;
+
+	return where_parse(where, &ss);
+}
+
+int metrics_start(const char *where, metrics_render_fn fn, void *arg,
+		  struct metrics_server **out, char why[METRICS_WHY_MAX])
+{
+	struct metrics_server *m = calloc(1, sizeof(*m));
+	struct sockaddr_storage ss;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD;
+
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	if (where_parse(where, &ss)) {
+		snprintf(why, METRICS_WHY_MAX, "--metrics '%s': not ADDR:PORT or [ADDR6]:PORT", where);
+		free(m);
+		return -EINVAL;
+	}
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	m->fn = fn;
+	m->arg = arg;
+	m->mhd = MHD_start_daemon(flags, ntohs(((struct sockaddr_in *)&ss)->sin_port), NULL, NULL,
+				  answer, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				  MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT,
+				  10u, MHD_OPTION_END);
+	if (!m->mhd) {
+		snprintf(why, METRICS_WHY_MAX, "cannot serve metrics on %s: %s", where,
+			 strerror(errno ? errno : EADDRINUSE));
+		free(m);
+		return -EADDRINUSE;
+	}
+	*out = m;
+	return 0;
+}
+
+void metrics_stop(struct metrics_server *m)
+{
+	if (!m)
+		return;
+	MHD_stop_daemon(m->mhd);
+	free(m);
+}

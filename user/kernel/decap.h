@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The backend side: load ringlb's decap program (bpf/decap.bpf.c) with its
+ * maps pinned under a directory of their own, and set what it accepts: the
+ * prefixes outer sources may come from, the host's addresses, GUE's port.
+ * Functions return 0 or a negative errno and print nothing.
+ */
+#ifndef RINGLB_DECAP_H
+#define RINGLB_DECAP_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "addr.h"
+#include "lb_contract.h"
+
+/** struct decap_maps - descriptors of the decap program's maps, -1 when closed. */
+struct decap_maps {
+	int from;
+	int local;
+	int config;
+	int stats;
+};
+
+/** struct decap_prefix - a prefix outer sources may come from. */
+struct decap_prefix {
+	struct addr addr;
+	unsigned int len;
+};
+
+/** decap_reason_names - every decap reason's name, by enum lb_decap_reason. */
+extern const char *const decap_reason_names[LB_DECAP_REASON_COUNT];
+
+/**
+ * decap_load() - load the decap program, reusing the maps pinned under
+ * @pin_dir or creating and pinning them there. Return: its descriptor
+ * (the caller attaches it, then closes it), or -errno.
+ */
+int decap_load(const char *pin_dir);
+
+/** decap_maps_open() - open the maps pinned under @pin_dir. */
+int decap_maps_open(struct decap_maps *m, const char *pin_dir);
+
+/** decap_maps_close() - close them. */
+void decap_maps_close(struct decap_maps *m);
+
+/**
+ * decap_configure() - accept outer sources in @prefixes only (every other
+ * prefix removed), GUE on @gue_port (0: not at all), and the host's
+ * addresses as they are now as outer destinations.
+ */
+int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefixes,
+		       size_t count, __u16 gue_port);
+
+/** decap_counters() - packets and bytes of reason @r, summed over CPUs. */
+int decap_counters(const struct decap_maps *m, __u32 r, __u64 *packets, __u64 *bytes);
+
+#endif /* RINGLB_DECAP_H */

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The controller: makes the kernel's maps agree with a desired state, and
+ * answers questions about flows the way the XDP program would.
+ */
+#ifndef RINGLB_CTL_H
+#define RINGLB_CTL_H
+
+#include <linux/types.h>
+
+#include "lb.h"
+#include "state.h"
+
+/** FAULT_WHY_MAX - room for an explanation of a failed sync. */
+#define FAULT_WHY_MAX 256
+
+/**
+ * kernel_sync() - make the maps hold exactly @want.
+ * @maps: the pinned maps
+ * @applied: the state the maps hold now, or NULL when unknown (after a
+ *           crash, on maps just created): then every VIP's ring is compared
+ *           with the kernel's and rebuilt where it differs, and every slot
+ *           is checked
+ * @want: the desired state
+ * @why: on failure, what failed
+ *
+ * Order keeps every packet safe: new backends are installed before any ring
+ * names them; rings are swapped whole; a backend is marked draining only
+ * after the ring without it serves, and freed only after no ring names it.
+ * A VIP's key appears after its ring and goes before it. A slot that holds
+ * another backend than @want puts there (only a hand-edited file can ask
+ * for that) is emptied first and filled only once the rings that named the
+ * old occupant are gone: its packets drop for that moment, none reaches the
+ * wrong machine. A new VIP id or backend slot starts with zero counters.
+ */
+int kernel_sync(const struct lb_maps *maps, const struct state *applied, const struct state *want,
+	     char why[FAULT_WHY_MAX]);
+
+/**
+ * kernel_record() - write the kernel's record of what the maps hold.
+ * @maps: the pinned maps
+ * @s: the committed state they hold, or are being made to hold
+ * @changing: 1 before the maps are touched, 0 once they hold exactly @s
+ */
+int kernel_record(const struct lb_maps *maps, const struct state *s, int changing);
+
+/**
+ * kernel_repair() - make the maps hold @committed when the kernel's record does
+ * not say they do (a change was cut short, the maps are new, or the file was
+ * replaced behind ringlb's back).
+ * @maps: the pinned maps
+ * @committed: the state file's content
+ * @repaired: set to 1 when the maps had to be brought in line, else 0
+ * @why: on failure, what failed
+ */
+int kernel_repair(const struct lb_maps *maps, const struct state *committed, int *repaired,
+	       char why[FAULT_WHY_MAX]);
+
+/**
+ * kernel_links_sync() - the program on every attached interface runs with
+ * @secret, and only interfaces @want lists have one.
+ * @pin_dir: where the maps and links/ are pinned
+ * @want: the committed state
+ * @secret: the deployment's flow hash key (the secret file's)
+ * @fixed: how many links were removed or given a program on @secret
+ * @why: on failure, what failed
+ *
+ * A link that @want does not list (an attach cut short before its commit,
+ * a detach cut short after it) is removed. A program on another key (a key
+ * change cut short) is replaced, atomically, by one on @secret. An
+ * interface @want lists without a link is left to kernel_links_verify() to
+ * report: only the operator can say whether to attach or detach it.
+ */
+int kernel_links_sync(const char *pin_dir, const struct state *want, const __u64 secret[2],
+		   int *fixed, char why[FAULT_WHY_MAX]);
+
+/**
+ * kernel_secret() - the flow hash key the kernel uses: the one the
+ * program on the first attached interface was loaded with.
+ * Return: 0, or -ENOENT when no program is attached.
+ */
+int kernel_secret(const char *pin_dir, __u64 secret[2]);
+
+/** image_vip_key() - the kernel's key of a VIP of the state. */
+void image_vip_key(const struct state_vip *v, struct lb_vip_key *key);
+
+/**
+ * kernel_verify() - does the kernel hold exactly the desired state?
+ * @maps: the pinned maps
+ * @want: the desired state
+ * @report: called with one line per disagreement
+ * @arg: passed to @report
+ *
+ * Compares every VIP value and every used slot of its ring map with what
+ * kernel_sync() would write, every backend slot (the whole record), looks for
+ * VIPs and backend slots the state does not have, and reads the kernel's
+ * record. Return: the number of disagreements, or a negative errno when the
+ * maps cannot be read.
+ */
+int kernel_verify(const struct lb_maps *maps, const struct state *want,
+	       void (*report)(void *arg, const char *line), void *arg);
+
+/**
+ * kernel_links_verify() - is every interface of @want running ringlb's program
+ * on @secret, and no other? Reports and returns as kernel_verify(); the keys
+ * are named by lb_secret_digest(), never shown.
+ */
+int kernel_links_verify(const char *pin_dir, const struct state *want, const __u64 secret[2],
+		     void (*report)(void *arg, const char *line), void *arg);
+
+/**
+ * struct kernel_tally - a backend slot's flows in the flow table, seen within
+ * the idle time. A flow counts only for the backend it was pinned to (same
+ * slot, cookie and VIP), never for a later occupant of the slot.
+ * @live: flows with a packet within the idle time, whatever their flags:
+ *        under direct server return the balancer sees only the client's
+ *        half, and a client that sent its FIN (or a RST its backend may
+ *        have ignored) still acknowledges what the backend sends
+ * @closing: of @live, those whose client sent a FIN or a RST
+ * @entries: every entry of the flow table, stale ones included (occupancy)
+ */
+struct kernel_tally {
+	__u64 entries;
+	__u64 live[LB_BACKENDS_MAX];
+	__u64 closing[LB_BACKENDS_MAX];
+};
+
+/**
+ * kernel_flow_tally() - count the flow table's flows per backend of @s.
+ * @maps: the pinned maps
+ * @s: the state whose backends are counted
+ * @idle_ns: a flow whose last packet is older is not counted
+ * @t: the counts, by backend slot
+ */
+int kernel_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 idle_ns,
+		   struct kernel_tally *t);
+
+/**
+ * struct kernel_answer - where a flow goes.
+ * @backend: its backend in the state, NULL when none takes it
+ * @new_connection: where a new connection on the same tuple (a SYN without
+ *                  ACK) goes: @backend, except when it is pinned to a
+ *                  draining backend, which takes no new connection
+ * @pinned: 1 when the flow table holds it, 0 when the ring places it
+ * @hash: the flow's position on the ring
+ * @hops: the hop list a packet of the flow other than a SYN carries (gue,
+ *        TCP, not pinned): its owners under the VIP's previous rings
+ * @hop_count: how many
+ */
+struct kernel_answer {
+	const struct state_backend *backend;
+	const struct state_backend *new_connection;
+	int pinned;
+	__u64 hash;
+	const struct state_backend *hops[LB_HOPS_MAX - 1];
+	unsigned int hop_count;
+};
+
+/**
+ * kernel_lookup() - the backend the kernel picks for a client's flow to a VIP.
+ * @maps: the pinned maps, or NULL to ask the ring alone
+ * @secret: the flow hash key the kernel uses (kernel_secret())
+ * @vip: the VIP
+ * @client: client address
+ * @client_port: client port (host order)
+ * @out: the answer
+ *
+ * Mirrors the program: a flow pinned to a backend that is still installed
+ * (same cookie and VIP) stays there; any other flow, and a new connection
+ * on a tuple pinned to a draining backend, goes where the ring says.
+ */
+int kernel_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct state_vip *vip,
+	       const struct addr *client, __u16 client_port, struct kernel_answer *out);
+
+#endif /* RINGLB_CTL_H */

@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Making the kernel's maps hold a state (kernel.h has the ordering rules)
+ * and its record of what they hold.
+ */
+#include "kernel.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "image.h"
+#include "ring.h"
+
+
+static const struct state_vip *vip_in(const struct state *s, const struct state_vip *v)
+{
+	return s ? state_vip_find(s, &v->spec) : NULL;
+}
+
+/* Would the ring of @now differ from the ring of @before? */
+static int ring_changed(const struct state_vip *before, const struct state_vip *now)
+{
+	size_t i, active_before = 0, active_now = 0;
+
+	if (!before || before->id != now->id || before->vnodes != now->vnodes ||
+	    before->stateless != now->stateless)
+		return 1;
+	for (i = 0; i < before->backend_count; i++)
+		active_before += state_backend_in_ring(&before->backends[i]);
+	for (i = 0; i < now->backend_count; i++) {
+		const struct state_backend *b = &now->backends[i], *was;
+
+		if (!state_backend_in_ring(b))
+			continue;
+		active_now++;
+		was = state_backend_find(before, b->name);
+		if (!was || !state_backend_in_ring(was) || was->weight != b->weight ||
+		    was->id != b->id)
+			return 1;
+	}
+	return active_before != active_now;
+}
+
+/* Backends whose slot had to be emptied first, filled once no ring names the old occupant. */
+struct deferred {
+	struct {
+		const struct state_backend *b;
+		const struct state_vip *v;
+	} items[LB_BACKENDS_MAX];
+	size_t count;
+};
+
+static int backend_fill(const struct lb_maps *maps, const struct state_vip *v,
+			const struct state_backend *b, char why[FAULT_WHY_MAX])
+{
+	struct lb_backend entry;
+	int err;
+
+	image_backend(v, b, &entry);
+	/* A new occupant starts from zero, whatever the slot counted before. */
+	err = lb_backend_counters_clear(maps, b->id) ?: lb_backend_install(maps, b->id, &entry);
+	return err ? kernel_fail(why, err, "installing backend %s in slot %u", b->name, b->id) : 0;
+}
+
+/*
+ * Phase 1: every wanted backend present in its slot: new ones installed in
+ * free slots; a slot that holds another backend is emptied, and filled in
+ * phase 3, after the rings that may name its occupant are gone.
+ */
+static int install_backends(const struct lb_maps *maps, const struct state *want,
+			    struct deferred *later, char why[FAULT_WHY_MAX])
+{
+	size_t i, j;
+	int err;
+
+	later->count = 0;
+	for (i = 0; i < want->vip_count; i++) {
+		const struct state_vip *v = &want->vips[i];
+
+		for (j = 0; j < v->backend_count; j++) {
+			const struct state_backend *b = &v->backends[j];
+			struct lb_backend cur, entry;
+
+			err = lb_backend_read(maps, b->id, &cur);
+			if (err)
+				return kernel_fail(why, err, "reading backend slot %u", b->id);
+			image_backend(v, b, &entry);
+			if (image_slot_holds(&cur, &entry))
+				continue;
+			if (cur.state == LB_BACKEND_UNUSED) {
+				err = backend_fill(maps, v, b, why);
+				if (err)
+					return err;
+				continue;
+			}
+			err = lb_backend_set_state(maps, b->id, LB_BACKEND_UNUSED);
+			if (err)
+				return kernel_fail(why, err, "emptying backend slot %u", b->id);
+			later->items[later->count].b = b;
+			later->items[later->count++].v = v;
+		}
+	}
+	return 0;
+}
+
+/* Phase 3: the emptied slots get their backends, once no packet reads an old ring. */
+static int install_deferred(const struct lb_maps *maps, const struct deferred *later,
+			    char why[FAULT_WHY_MAX])
+{
+	size_t k;
+	int err;
+
+	if (!later->count)
+		return 0;
+	err = lb_readers_wait();
+	if (err)
+		return kernel_fail(why, err, "waiting for packets in flight");
+	for (k = 0; k < later->count; k++) {
+		err = backend_fill(maps, later->items[k].v, later->items[k].b, why);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* A VIP's ring members with their backends, as ringmap_edits() takes them. */
+static struct ringmap_member *ring_members(const struct state_vip *v, size_t *count)
+{
+	struct ringmap_member *members;
+	size_t i;
+
+	*count = 0;
+	members = calloc(v->backend_count ? v->backend_count : 1, sizeof(*members));
+	if (!members)
+		return NULL;
+	for (i = 0; i < v->backend_count; i++) {
+		const struct state_backend *b = &v->backends[i];
+
+		if (state_backend_in_ring(b))
+			members[(*count)++] = (struct ringmap_member){ b->name, b->weight, b->id };
+	}
+	return members;
+}
+
+/*
+ * Swap in @v's ring as the change from @before's, written into the VIP's
+ * spare map (lb_vip_patch()), without building either ring: 0 when it
+ * serves; any error means "build it whole" (the old ring still serves).
+ */
+static int ring_patch(const struct lb_maps *maps, const struct state_vip *before,
+		      const struct state_vip *v, const struct lb_vip_key *key)
+{
+	struct ringmap_member *was = NULL, *now = NULL;
+	struct lb_ring_change change = { 0 };
+	struct ringmap_edit *edits = NULL;
+	uint64_t from_fingerprint, to_fingerprint;
+	size_t from_points, nb, na;
+	int err;
+
+	if (before->vnodes != v->vnodes || before->id != v->id || before->stateless != v->stateless)
+		return -EAGAIN;
+	err = state_vip_summary(before, &from_points, &from_fingerprint) ?:
+	      state_vip_summary(v, &change.to_points, &to_fingerprint);
+	if (err)
+		return err;
+	change.from_fingerprint = from_fingerprint;
+	change.to_fingerprint = to_fingerprint;
+	was = ring_members(before, &nb);
+	now = ring_members(v, &na);
+	err = !was || !now ? -ENOMEM :
+	      /* Past as many edits as points, a whole build is no slower. */
+	      ringmap_edits(v->vnodes, was, nb, now, na,
+			    from_points > change.to_points ? from_points : change.to_points,
+			    &edits, &change.count);
+	change.edits = edits;
+	if (!err)
+		err = lb_vip_patch(maps, key, v->id, &change);
+	/* The new ring serves; the old map follows, or the next change builds whole. */
+	if (!err)
+		lb_vip_settle(maps, key, v->id, &change);
+	free(edits);
+	free(was);
+	free(now);
+	return err;
+}
+
+/* Phase 2b: changed rings swapped in (a VIP's key comes with its first ring). */
+static int swap_rings(const struct lb_maps *maps, const struct state *applied,
+		      const struct state *want, char why[FAULT_WHY_MAX])
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < want->vip_count; i++) {
+		const struct state_vip *v = &want->vips[i], *before = vip_in(applied, v);
+		char spec[ADDR_TEXT_MAX], differs[128];
+		struct lb_vip_key key;
+		struct lb_vip served;
+		__u32 *ids = NULL;
+		struct ring *ring = NULL;
+
+		if (applied && !ring_changed(before, v))
+			continue;
+		vip_format(&v->spec, spec);
+		image_vip_key(v, &key);
+		/* A VIP the kernel does not have yet: its id's counters start from zero. */
+		if (bpf_map_lookup_elem(maps->vips, &key, &served) || served.vip_id != v->id) {
+			err = lb_vip_counters_clear(maps, v->id);
+			if (err)
+				return kernel_fail(why, err, "clearing the counters of %s", spec);
+		}
+		if (before && ring_patch(maps, before, v, &key) == 0)
+			continue;
+		err = state_vip_ring(v, &ring, &ids);
+		if (err)
+			return kernel_fail(why, err, "building the ring of %s", spec);
+		/* Unknown maps (after a crash): most VIPs serve their ring already. */
+		if (!applied && lb_vip_compare(maps, &key, v->id, ring, ids, differs,
+					       sizeof(differs)) == 0 &&
+		    served.flags == image_vip_flags(v))
+			err = 0;
+		else if ((err = lb_vip_install_as(maps, &key, v->id, ring, ids, image_vip_flags(v))) == 0)
+			/* The new ring serves; a spare that cannot be made is made next time. */
+			lb_vip_settle(maps, &key, v->id, NULL);
+		ring_free(ring);
+		free(ids);
+		if (err)
+			return kernel_fail(why, err, "swapping the ring of %s", spec);
+	}
+	return 0;
+}
+
+/* Do @before and @v keep the same previous rings? */
+static int history_same(const struct state_vip *before, const struct state_vip *v)
+{
+	size_t i;
+
+	if (!before || before->id != v->id || before->history_count != v->history_count ||
+	    memcmp(before->past_vnodes, v->past_vnodes, sizeof(v->past_vnodes)))
+		return 0;
+	for (i = 0; i < v->backend_count; i++) {
+		const struct state_backend *b = &v->backends[i];
+		const struct state_backend *was = state_backend_find(before, b->name);
+
+		if (!was ? state_backend_kept(v, b) :
+			   was->id != b->id ||
+			   memcmp(was->past_weight, b->past_weight, sizeof(b->past_weight)))
+			return 0;
+	}
+	for (i = 0; i < before->backend_count; i++)
+		if (!state_backend_find(v, before->backends[i].name) &&
+		    state_backend_kept(before, &before->backends[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * Phase 2a: each VIP's previous rings, before its new ring serves: the ring
+ * it replaces is kept already when the swap makes a flow's owner change, so
+ * no packet of a moved connection goes out without its old owner as a hop.
+ * The backends they name are installed by then (retired ones included).
+ */
+static int sync_history(const struct lb_maps *maps, const struct state *applied,
+			const struct state *want, char why[FAULT_WHY_MAX])
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < want->vip_count; i++) {
+		const struct state_vip *v = &want->vips[i];
+		struct ring *rings[LB_RING_HISTORY];
+		__u32 *ids[LB_RING_HISTORY];
+		char spec[ADDR_TEXT_MAX];
+
+		if (applied && history_same(vip_in(applied, v), v))
+			continue;
+		vip_format(&v->spec, spec);
+		err = image_past_rings(v, rings, ids) ?:
+		      lb_vip_history_sync(maps, v->id, rings, ids, v->history_count);
+		image_past_rings_free(rings, ids);
+		if (err)
+			return kernel_fail(why, err, "keeping the previous rings of %s", spec);
+	}
+	return 0;
+}
+
+/* Phase 4: backends that stayed get their wanted state (drain takes effect). */
+static int update_states(const struct lb_maps *maps, const struct state *want,
+			 char why[FAULT_WHY_MAX])
+{
+	size_t i, j;
+	int err;
+
+	for (i = 0; i < want->vip_count; i++) {
+		for (j = 0; j < want->vips[i].backend_count; j++) {
+			const struct state_backend *b = &want->vips[i].backends[j];
+			struct lb_backend cur;
+
+			err = lb_backend_read(maps, b->id, &cur);
+			if (!err && cur.state != image_backend_state(b))
+				err = lb_backend_set_state(maps, b->id, image_backend_state(b));
+			if (err)
+				return kernel_fail(why, err, "setting the state of backend %s", b->name);
+		}
+	}
+	return 0;
+}
+
+/* Phase 5: VIPs no longer wanted: each key, then its rings. */
+static int remove_vips(const struct lb_maps *maps, const struct state *applied,
+		       const struct state *want, char why[FAULT_WHY_MAX])
+{
+	struct lb_vip_key keys[LB_VIPS_MAX], next;
+	size_t count = 0, i;
+	__u32 id;
+	int err;
+
+	if (bpf_map_get_next_key(maps->vips, NULL, &next) == 0) {
+		do {
+			keys[count++] = next;
+		} while (count < LB_VIPS_MAX &&
+			 bpf_map_get_next_key(maps->vips, &keys[count - 1], &next) == 0);
+	}
+	for (i = 0; i < count; i++) {
+		struct lb_vip val;
+		size_t j;
+		int keep = 0;
+
+		if (bpf_map_lookup_elem(maps->vips, &keys[i], &val))
+			continue;
+		for (j = 0; j < want->vip_count && !keep; j++) {
+			struct lb_vip_key k;
+
+			image_vip_key(&want->vips[j], &k);
+			keep = memcmp(&k, &keys[i], sizeof(k)) == 0 && val.vip_id == want->vips[j].id;
+		}
+		if (keep)
+			continue;
+		err = lb_vip_remove(maps, &keys[i]);
+		if (err)
+			return kernel_fail(why, err, "removing a VIP");
+	}
+	/* Rings of ids no VIP holds (left by a crash, or a restore over other state). */
+	for (id = 0; id < LB_VIPS_MAX; id++) {
+		if (image_vip_id_wanted(want, id) || (applied && !image_vip_id_wanted(applied, id)))
+			continue;
+		err = lb_vip_rings_clear(maps, id);
+		if (err)
+			return kernel_fail(why, err, "removing the rings of VIP id %u", id);
+	}
+	return 0;
+}
+
+/* Phase 6: free every slot no wanted backend holds. */
+static int free_backends(const struct lb_maps *maps, const struct state *want,
+			 char why[FAULT_WHY_MAX])
+{
+	__u32 id;
+	int err;
+
+	for (id = 1; id < LB_BACKENDS_MAX; id++) {
+		struct lb_backend cur;
+
+		err = lb_backend_read(maps, id, &cur);
+		if (err)
+			return kernel_fail(why, err, "reading backend slot %u", id);
+		if (cur.state == LB_BACKEND_UNUSED || image_backend_wanted(want, id, cur.cookie))
+			continue;
+		err = lb_backend_set_state(maps, id, LB_BACKEND_UNUSED);
+		if (err)
+			return kernel_fail(why, err, "freeing backend slot %u", id);
+	}
+	return 0;
+}
+
+/* Written before any ring that could use it; only when it differs. */
+static int config_sync(const struct lb_maps *maps, const struct state *want,
+		       char why[FAULT_WHY_MAX])
+{
+	struct lb_config cur, c;
+	int err;
+
+	image_config(want, &c);
+	err = lb_config_read(maps, &cur);
+	if (!err && memcmp(&cur, &c, sizeof(c)) == 0)
+		return 0;
+	err = err ?: lb_config_write(maps, &c);
+	return err ? kernel_fail(why, err, "writing the encapsulation settings") : 0;
+}
+
+int kernel_sync(const struct lb_maps *maps, const struct state *applied, const struct state *want,
+	     char why[FAULT_WHY_MAX])
+{
+	struct deferred *later = malloc(sizeof(*later));
+	int err;
+
+	if (!later)
+		return kernel_fail(why, -ENOMEM, "syncing the maps");
+	err = config_sync(maps, want, why) ?: install_backends(maps, want, later, why) ?:
+	      sync_history(maps, applied, want, why) ?: swap_rings(maps, applied, want, why) ?:
+	      install_deferred(maps, later, why) ?: update_states(maps, want, why) ?:
+	      remove_vips(maps, applied, want, why) ?: free_backends(maps, want, why);
+	free(later);
+	/* Whatever happened, no VIP element a packet may read is left for reuse. */
+	if (lb_readers_release() && !err)
+		err = kernel_fail(why, -EIO, "waiting for packets in flight");
+	return err;
+}
+
+int kernel_record(const struct lb_maps *maps, const struct state *s, int changing)
+{
+	struct lb_control rec = { .state_digest = state_digest(s), .generation = s->generation,
+				  .changing = changing ? 1 : 0 };
+
+	return lb_control_write(maps, &rec);
+}
+
+int kernel_repair(const struct lb_maps *maps, const struct state *committed, int *repaired,
+	       char why[FAULT_WHY_MAX])
+{
+	struct lb_control rec;
+	int err;
+
+	*repaired = 0;
+	err = lb_control_read(maps, &rec);
+	if (err)
+		return kernel_fail(why, err, "reading the kernel's record");
+	if (!rec.changing && rec.state_digest && rec.state_digest == state_digest(committed))
+		return 0;
+	*repaired = 1;
+	err = kernel_record(maps, committed, 1);
+	if (err)
+		return kernel_fail(why, err, "writing the kernel's record");
+	err = kernel_sync(maps, NULL, committed, why);
+	if (err)
+		return err;
+	err = kernel_record(maps, committed, 0);
+	return err ? kernel_fail(why, err, "writing the kernel's record") : 0;
+}

@@ -1,0 +1,662 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The desired state as a model (see state.h): VIPs, backends and the ids
+ * they hold, the rings they make, previous rings, health checks and the
+ * fail-open rule, and making a saved state safe to restore. Its JSON form
+ * is state_json.c; its file, state_file.c.
+ */
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <netinet/in.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lb_contract.h"
+#include "ring.h"
+
+void state_init(struct state *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->flow_entries = LB_FLOWS_DEFAULT;
+	s->encap.gue_port = LB_GUE_PORT_DEFAULT;
+	s->encap.new_flows_max = LB_NEW_FLOWS_MAX_DEFAULT;
+	s->next_backend_id = 1;
+}
+
+void state_free(struct state *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->vip_count; i++)
+		free(s->vips[i].backends);
+	free(s->vips);
+	free(s->ifaces);
+	state_init(s);
+}
+
+int state_clone(struct state *dst, const struct state *src)
+{
+	size_t i = 0;
+
+	*dst = *src;
+	dst->vips = calloc(src->vip_count ? src->vip_count : 1, sizeof(*dst->vips));
+	dst->ifaces = calloc(src->iface_count ? src->iface_count : 1, sizeof(*dst->ifaces));
+	if (!dst->vips || !dst->ifaces)
+		goto fail;
+	if (src->iface_count)
+		memcpy(dst->ifaces, src->ifaces, src->iface_count * sizeof(*dst->ifaces));
+	for (i = 0; i < src->vip_count; i++) {
+		size_t n = src->vips[i].backend_count;
+
+		dst->vips[i] = src->vips[i];
+		dst->vips[i].backends = calloc(n ? n : 1, sizeof(struct state_backend));
+		if (!dst->vips[i].backends)
+			goto fail;
+		if (n)
+			memcpy(dst->vips[i].backends, src->vips[i].backends,
+			       n * sizeof(struct state_backend));
+	}
+	return 0;
+fail:
+	/* Only the VIPs copied so far own their arrays. */
+	dst->vip_count = dst->vips ? i : 0;
+	state_free(dst);
+	return -ENOMEM;
+}
+
+struct state_vip *state_vip_find(const struct state *s, const struct vip_spec *spec)
+{
+	size_t i;
+
+	for (i = 0; i < s->vip_count; i++)
+		if (vip_equal(&s->vips[i].spec, spec))
+			return &s->vips[i];
+	return NULL;
+}
+
+static int vip_id_taken(const struct state *s, __u32 id)
+{
+	size_t i;
+
+	for (i = 0; i < s->vip_count; i++)
+		if (s->vips[i].id == id)
+			return 1;
+	return 0;
+}
+
+int state_vip_add(struct state *s, const struct vip_spec *spec, __u32 vnodes,
+		  struct state_vip **out)
+{
+	struct state_vip *vips;
+	__u32 id;
+
+	if (state_vip_find(s, spec))
+		return -EEXIST;
+	for (id = 0; id < LB_VIPS_MAX && vip_id_taken(s, id); id++)
+		;
+	if (id == LB_VIPS_MAX)
+		return -ENOSPC;
+	vips = realloc(s->vips, (s->vip_count + 1) * sizeof(*vips));
+	if (!vips)
+		return -ENOMEM;
+	s->vips = vips;
+	memset(&vips[s->vip_count], 0, sizeof(vips[0]));
+	vips[s->vip_count].id = id;
+	vips[s->vip_count].spec = *spec;
+	vips[s->vip_count].vnodes = vnodes;
+	state_check_default(spec, &vips[s->vip_count].check);
+	*out = &vips[s->vip_count++];
+	return 0;
+}
+
+void state_vip_remove(struct state *s, struct state_vip *vip)
+{
+	size_t at = (size_t)(vip - s->vips);
+
+	free(vip->backends);
+	memmove(&s->vips[at], &s->vips[at + 1], (s->vip_count - at - 1) * sizeof(*s->vips));
+	s->vip_count--;
+}
+
+struct state_backend *state_backend_find(const struct state_vip *vip, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < vip->backend_count; i++)
+		if (strcmp(vip->backends[i].name, name) == 0)
+			return &vip->backends[i];
+	return NULL;
+}
+
+static int backend_id_taken(const struct state *s, __u32 id)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->vip_count; i++)
+		for (j = 0; j < s->vips[i].backend_count; j++)
+			if (s->vips[i].backends[j].id == id)
+				return 1;
+	return 0;
+}
+
+static int cookie_taken(const struct state *s, __u64 cookie)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->vip_count; i++)
+		for (j = 0; j < s->vips[i].backend_count; j++)
+			if (s->vips[i].backends[j].cookie == cookie)
+				return 1;
+	return 0;
+}
+
+/* A random cookie, 1 .. STATE_COOKIE_MAX, that neither @s nor @also (may be NULL) uses. */
+static int cookie_new(const struct state *s, const struct state *also, __u64 *out)
+{
+	__u64 c;
+
+	do {
+		if (getrandom(&c, sizeof(c), 0) != sizeof(c))
+			return -EIO;
+		c &= STATE_COOKIE_MAX;
+	} while (c == 0 || cookie_taken(s, c) || (also && cookie_taken(also, c)));
+	*out = c;
+	return 0;
+}
+
+int state_backend_add(struct state *s, struct state_vip *vip, const struct state_backend *b)
+{
+	struct state_backend *backends;
+	__u32 id = s->next_backend_id, tries;
+	__u64 cookie;
+	int err;
+
+	if (state_backend_find(vip, b->name))
+		return -EEXIST;
+	/*
+	 * Round-robin over the ids, so a freed slot is reused as late as
+	 * possible: flows pinned to it have long expired by then.
+	 */
+	for (tries = 0; tries < LB_BACKENDS_MAX; tries++) {
+		if (id == LB_BACKEND_NONE || id >= LB_BACKENDS_MAX)
+			id = 1;
+		if (!backend_id_taken(s, id))
+			break;
+		id++;
+	}
+	if (tries == LB_BACKENDS_MAX)
+		return -ENOSPC;
+	err = cookie_new(s, NULL, &cookie);
+	if (err)
+		return err;
+	backends = realloc(vip->backends, (vip->backend_count + 1) * sizeof(*backends));
+	if (!backends)
+		return -ENOMEM;
+	vip->backends = backends;
+	backends[vip->backend_count] = *b;
+	backends[vip->backend_count].id = id;
+	backends[vip->backend_count].cookie = cookie;
+	vip->backend_count++;
+	s->next_backend_id = id + 1 < LB_BACKENDS_MAX ? id + 1 : 1;
+	return 0;
+}
+
+void state_backend_remove(struct state_vip *vip, struct state_backend *b)
+{
+	size_t at = (size_t)(b - vip->backends);
+
+	memmove(&vip->backends[at], &vip->backends[at + 1],
+		(vip->backend_count - at - 1) * sizeof(*b));
+	vip->backend_count--;
+}
+
+/*
+ * The ring members of a VIP: its backends in the ring (@k < 0), or the
+ * members of its previous ring @k (their weights then).
+ */
+static struct ring_member *ring_members_of(const struct state_vip *vip, int k, size_t *count)
+{
+	struct ring_member *members;
+	size_t i;
+
+	*count = 0;
+	members = calloc(vip->backend_count ? vip->backend_count : 1, sizeof(*members));
+	if (!members)
+		return NULL;
+	for (i = 0; i < vip->backend_count; i++) {
+		const struct state_backend *b = &vip->backends[i];
+		__u32 weight = k < 0 ? b->weight : b->past_weight[k];
+
+		if (k < 0 ? !state_backend_in_ring(b) : weight == 0)
+			continue;
+		members[*count].name = b->name;
+		members[*count].weight = weight;
+		(*count)++;
+	}
+	return members;
+}
+
+int state_vip_summary(const struct state_vip *vip, size_t *points, uint64_t *fingerprint)
+{
+	struct ring_member *members;
+	size_t n;
+	int err;
+
+	members = ring_members_of(vip, -1, &n);
+	if (!members)
+		return -ENOMEM;
+	err = ring_summary(vip->vnodes, members, n, points, fingerprint);
+	free(members);
+	return err;
+}
+
+/* The VIP's ring (@k < 0) or its previous ring @k, and each member's backend id. */
+static int ring_of(const struct state_vip *vip, int k, struct ring **out, __u32 **backend_ids)
+{
+	struct ring_member *members;
+	struct ring *r = NULL;
+	__u32 *ids = NULL;
+	size_t i, n = 0;
+	int err;
+
+	*out = NULL;
+	*backend_ids = NULL;
+	members = ring_members_of(vip, k, &n);
+	if (!members)
+		return -ENOMEM;
+	err = ring_build(&r, k < 0 ? vip->vnodes : vip->past_vnodes[k], members, n);
+	if (err)
+		goto out;
+	ids = calloc(n ? n : 1, sizeof(*ids));
+	if (!ids) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* Ring members are numbered in name order; map each back to its backend. */
+	for (i = 0; i < n; i++)
+		ids[i] = state_backend_find(vip, ring_member_name(r, (__u32)i))->id;
+	*out = r;
+	*backend_ids = ids;
+	r = NULL;
+	ids = NULL;
+out:
+	ring_free(r);
+	free(ids);
+	free(members);
+	return err;
+}
+
+int state_vip_ring(const struct state_vip *vip, struct ring **out, __u32 **backend_ids)
+{
+	return ring_of(vip, -1, out, backend_ids);
+}
+
+int state_vip_past_ring(const struct state_vip *vip, __u32 k, struct ring **out,
+			__u32 **backend_ids)
+{
+	*out = NULL;
+	*backend_ids = NULL;
+	if (k >= vip->history_count)
+		return -ENOENT;
+	return ring_of(vip, (int)k, out, backend_ids);
+}
+
+int state_backend_kept(const struct state_vip *v, const struct state_backend *b)
+{
+	__u32 k;
+
+	for (k = 0; k < v->history_count; k++)
+		if (b->past_weight[k])
+			return 1;
+	return 0;
+}
+
+/* Make @before's ring @v's newest previous ring, forgetting the oldest beyond the limit. */
+static void history_push(const struct state_vip *before, struct state_vip *v)
+{
+	size_t i;
+	__u32 k;
+
+	if (v->history_count < LB_RING_HISTORY)
+		v->history_count++;
+	for (k = v->history_count - 1; k > 0; k--)
+		v->past_vnodes[k] = v->past_vnodes[k - 1];
+	v->past_vnodes[0] = before->vnodes;
+	for (i = 0; i < v->backend_count; i++) {
+		struct state_backend *b = &v->backends[i];
+		const struct state_backend *was = state_backend_find(before, b->name);
+
+		for (k = LB_RING_HISTORY - 1; k > 0; k--)
+			b->past_weight[k] = k < v->history_count ? b->past_weight[k - 1] : 0;
+		b->past_weight[0] = was && was->cookie == b->cookie && state_backend_in_ring(was) ?
+					    was->weight : 0;
+	}
+}
+
+/*
+ * Backends @before had and @v lost: retired while a previous ring names
+ * them. @pushed: @before's ring just became @v's newest previous ring.
+ */
+static int retire_removed(const struct state_vip *before, struct state_vip *v, int pushed)
+{
+	struct state_backend *backends;
+	size_t i;
+
+	for (i = 0; i < before->backend_count; i++) {
+		const struct state_backend *was = &before->backends[i];
+		struct state_backend keep = *was;
+		__u32 k;
+
+		if (state_backend_find(v, was->name))
+			continue;
+		if (pushed) {
+			for (k = LB_RING_HISTORY - 1; k > 0; k--)
+				keep.past_weight[k] = was->past_weight[k - 1];
+			keep.past_weight[0] = state_backend_in_ring(was) ? was->weight : 0;
+		}
+		if (!state_backend_kept(v, &keep))
+			continue;
+		keep.retired = 1;
+		keep.draining = 0;
+		backends = realloc(v->backends, (v->backend_count + 1) * sizeof(*backends));
+		if (!backends)
+			return -ENOMEM;
+		v->backends = backends;
+		v->backends[v->backend_count++] = keep;
+	}
+	return 0;
+}
+
+void state_history_advance(const struct state *before, struct state *after)
+{
+	size_t i, j;
+
+	for (i = 0; i < after->vip_count; i++) {
+		struct state_vip *v = &after->vips[i];
+		const struct state_vip *was = before ? state_vip_find(before, &v->spec) : NULL;
+		size_t p_was = 0, p_now = 0;
+		uint64_t f_was = 0, f_now = 0;
+		int pushed;
+
+		if (v->forward != LB_FORWARD_GUE) {
+			v->history_count = 0;
+			for (j = 0; j < v->backend_count; j++)
+				memset(v->backends[j].past_weight, 0,
+				       sizeof(v->backends[j].past_weight));
+			continue;
+		}
+		if (!was || was->id != v->id || was->forward != LB_FORWARD_GUE)
+			continue;
+		if (state_vip_summary(was, &p_was, &f_was) || state_vip_summary(v, &p_now, &f_now))
+			continue;
+		pushed = p_was && (p_was != p_now || f_was != f_now);
+		if (pushed)
+			history_push(was, v);
+		/* Out of memory: a removed backend goes now, as it did before history. */
+		(void)retire_removed(was, v, pushed);
+		/* Retired backends no previous ring names any more leave. */
+		for (j = v->backend_count; j-- > 0;)
+			if (v->backends[j].retired && !state_backend_kept(v, &v->backends[j]))
+				state_backend_remove(v, &v->backends[j]);
+	}
+}
+
+/* --- health checks ---------------------------------------------------------------- */
+
+void state_check_default(const struct vip_spec *spec, struct state_check *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->kind = spec->protocol == IPPROTO_TCP ? STATE_CHECK_TCP : STATE_CHECK_NONE;
+	c->interval_ms = STATE_CHECK_INTERVAL_MS;
+	c->timeout_ms = STATE_CHECK_TIMEOUT_MS;
+	c->rise = STATE_CHECK_RISE;
+	c->fall = STATE_CHECK_FALL;
+	c->hold_ms = STATE_CHECK_HOLD_MS;
+}
+
+int state_check_parse(const char *text, struct state_check *c, const char **why)
+{
+	size_t i, len;
+
+	memset(c->path, 0, sizeof(c->path));
+	if (strcmp(text, "tcp") == 0 || strcmp(text, "none") == 0) {
+		c->kind = text[0] == 't' ? STATE_CHECK_TCP : STATE_CHECK_NONE;
+		return 0;
+	}
+	if (strncmp(text, "http:", 5)) {
+		*why = "must be tcp, http:PATH or none";
+		return -EINVAL;
+	}
+	text += 5;
+	len = strlen(text);
+	if (text[0] != '/' || len > STATE_CHECK_PATH_MAX) {
+		*why = "an HTTP check's path starts with / and has at most 127 characters";
+		return -EINVAL;
+	}
+	/* The path goes into a request line: printable, no space. */
+	for (i = 0; i < len; i++)
+		if (text[i] <= 0x20 || text[i] >= 0x7f) {
+			*why = "an HTTP check's path is printable ASCII without spaces";
+			return -EINVAL;
+		}
+	c->kind = STATE_CHECK_HTTP;
+	memcpy(c->path, text, len);
+	return 0;
+}
+
+int state_check_valid(const struct state_check *c, const char **why)
+{
+	if (c->interval_ms < 100 || c->interval_ms > 3600000)
+		*why = "the check interval is 100 .. 3600000 ms";
+	else if (c->timeout_ms < 10 || c->timeout_ms > c->interval_ms)
+		*why = "the check timeout is 10 ms .. the interval";
+	else if (c->rise < 1 || c->rise > 100 || c->fall < 1 || c->fall > 100)
+		*why = "rise and fall are 1 .. 100 checks";
+	else if (c->hold_ms > 3600000)
+		*why = "the hold is 0 .. 3600000 ms";
+	else
+		return 0;
+	return -EINVAL;
+}
+
+void state_check_format(const struct state_check *c, char *buf, size_t len)
+{
+	if (c->kind == STATE_CHECK_HTTP)
+		snprintf(buf, len, "http:%s", c->path);
+	else
+		snprintf(buf, len, "%s", c->kind == STATE_CHECK_TCP ? "tcp" : "none");
+}
+
+int state_check_equal(const struct state_check *a, const struct state_check *b)
+{
+	return a->kind == b->kind && strcmp(a->path, b->path) == 0 && a->port == b->port &&
+	       a->direct == b->direct && a->interval_ms == b->interval_ms &&
+	       a->timeout_ms == b->timeout_ms && a->rise == b->rise && a->fall == b->fall &&
+	       a->hold_ms == b->hold_ms;
+}
+
+int state_vip_fails_open(const struct state_vip *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->backend_count; i++)
+		if (v->backends[i].held)
+			return 1;
+	return 0;
+}
+
+void state_health_settle(const struct state *before, struct state *after)
+{
+	size_t i, j, up;
+
+	for (i = 0; i < after->vip_count; i++) {
+		struct state_vip *v = &after->vips[i];
+		const struct state_vip *was = before ? state_vip_find(before, &v->spec) : NULL;
+
+		up = 0;
+		for (j = 0; j < v->backend_count; j++) {
+			struct state_backend *b = &v->backends[j];
+
+			if (!b->down || b->draining || b->retired)
+				b->held = 0;
+			up += !b->draining && !b->retired && !b->down;
+		}
+		for (j = 0; j < v->backend_count; j++) {
+			struct state_backend *b = &v->backends[j];
+			const struct state_backend *old = was ? state_backend_find(was, b->name) : NULL;
+
+			if (!b->down || b->draining || b->retired)
+				continue;
+			/* Fail open: the backends the ring served before all went down stay. */
+			b->held = !up && old && old->cookie == b->cookie && state_backend_in_ring(old);
+		}
+	}
+}
+
+struct state_iface *state_iface_find(const struct state *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->iface_count; i++)
+		if (strcmp(s->ifaces[i].name, name) == 0)
+			return &s->ifaces[i];
+	return NULL;
+}
+
+static const char *const forward_names[] = {
+	[LB_FORWARD_L2] = "l2",
+	[LB_FORWARD_IPIP] = "ipip",
+	[LB_FORWARD_GUE] = "gue",
+};
+
+const char *state_forward_name(int forward)
+{
+	return forward >= 0 && forward <= LB_FORWARD_GUE ? forward_names[forward] : "?";
+}
+
+int state_forward_parse(const char *text, int *forward)
+{
+	int f;
+
+	for (f = LB_FORWARD_L2; f <= LB_FORWARD_GUE; f++)
+		if (strcmp(text, forward_names[f]) == 0) {
+			*forward = f;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* The backend of @cur that is @b of @spec's VIP: same cookie, name, address, MAC. */
+static const struct state_backend *same_backend(const struct state *cur,
+						const struct vip_spec *spec,
+						const struct state_backend *b)
+{
+	const struct state_vip *v = state_vip_find(cur, spec);
+	const struct state_backend *c = v ? state_backend_find(v, b->name) : NULL;
+
+	if (c && c->cookie == b->cookie && addr_equal(&c->addr, &b->addr) &&
+	    memcmp(c->mac, b->mac, sizeof(c->mac)) == 0)
+		return c;
+	return NULL;
+}
+
+int state_restore_ids(const struct state *cur, struct state *from)
+{
+	unsigned char vip_used[LB_VIPS_MAX] = { 0 }, *slot_used, *kept;
+	size_t i, j, n, total = from->vip_count;
+	__u32 next = cur->next_backend_id;
+	int err = 0;
+
+	for (i = 0; i < from->vip_count; i++)
+		total += from->vips[i].backend_count;
+	slot_used = calloc(LB_BACKENDS_MAX, 1);
+	kept = calloc(total + 1, 1); /* per VIP first, then per backend */
+	if (!slot_used || !kept) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* First what @cur has: those VIPs and backends stay where they serve. */
+	for (i = 0; i < from->vip_count; i++) {
+		struct state_vip *v = &from->vips[i];
+		const struct state_vip *c = state_vip_find(cur, &v->spec);
+
+		if (c) {
+			v->id = c->id;
+			vip_used[c->id] = 1;
+			kept[i] = 1;
+		}
+	}
+	for (i = 0; i < from->vip_count; i++) {
+		struct state_vip *v = &from->vips[i];
+		__u32 id;
+
+		if (kept[i])
+			continue;
+		if (vip_id_taken(cur, v->id) || vip_used[v->id]) {
+			for (id = 0; id < LB_VIPS_MAX && (vip_id_taken(cur, id) || vip_used[id]); id++)
+				;
+			if (id == LB_VIPS_MAX) {
+				err = -ENOSPC;
+				goto out;
+			}
+			v->id = id;
+		}
+		vip_used[v->id] = 1;
+	}
+	memset(kept, 0, total + 1);
+	for (i = 0, n = 0; i < from->vip_count; i++)
+		for (j = 0; j < from->vips[i].backend_count; j++, n++) {
+			struct state_backend *b = &from->vips[i].backends[j];
+			const struct state_backend *c = same_backend(cur, &from->vips[i].spec, b);
+
+			if (c) {
+				b->id = c->id;
+				slot_used[c->id] = 1;
+				kept[n] = 1;
+			}
+		}
+	for (i = 0, n = 0; i < from->vip_count; i++)
+		for (j = 0; j < from->vips[i].backend_count; j++, n++) {
+			struct state_backend *b = &from->vips[i].backends[j];
+			__u32 tries;
+
+			if (kept[n])
+				continue;
+			if (backend_id_taken(cur, b->id) || slot_used[b->id]) {
+				for (tries = 0; tries < LB_BACKENDS_MAX; tries++, next++) {
+					if (next == LB_BACKEND_NONE || next >= LB_BACKENDS_MAX)
+						next = 1;
+					if (!backend_id_taken(cur, next) && !slot_used[next])
+						break;
+				}
+				if (tries == LB_BACKENDS_MAX) {
+					err = -ENOSPC;
+					goto out;
+				}
+				b->id = next++;
+			}
+			slot_used[b->id] = 1;
+			/* Another backend's identity in @cur is never taken over. */
+			if (cookie_taken(cur, b->cookie)) {
+				err = cookie_new(cur, from, &b->cookie);
+				if (err)
+					goto out;
+			}
+		}
+	from->next_backend_id = next == LB_BACKEND_NONE || next >= LB_BACKENDS_MAX ? 1 : next;
+out:
+	free(slot_used);
+	free(kept);
+	return err;
+}
