@@ -18,6 +18,7 @@
 #ifndef RINGLB_LB_ENCAP_H
 #define RINGLB_LB_ENCAP_H
 
+#include "lb_choose.h"
 #include "lb_ip.h"
 #include "lb_parse.h"
 #include "lb_ring.h"
@@ -39,17 +40,7 @@
 #define LB_ENCAP_TOO_BIG(fits) ((int)((fits) << 16 | LB_REASON_FORWARDED_TOO_BIG << 8))
 #define LB_ENCAP_FITS(ret) ((__u32)(ret) >> 16)
 
-/*
- * A hop list as lb_encap() takes it (a global function takes scalars): up to
- * LB_HOPS_MAX - 1 backend ids of 12 bits, then their count.
- */
-#define LB_HOP_BITS 12
-#define LB_HOPS_COUNT_SHIFT 36
-#define LB_HOPS_COUNT(hops) ((__u32)((hops) >> LB_HOPS_COUNT_SHIFT) & 3)
-#define LB_HOP(hops, i) ((__u32)((hops) >> (LB_HOP_BITS * (i))) & LB_RING_ENTRY_BACKEND_MASK)
-_Static_assert(LB_HOP_BITS * (LB_HOPS_MAX - 1) <= LB_HOPS_COUNT_SHIFT &&
-		       LB_RING_ENTRY_BACKEND_MASK == (1u << LB_HOP_BITS) - 1,
-	       "a packed hop list holds LB_HOPS_MAX - 1 backend ids");
+/* A hop list as lb_encap() takes it (a global function takes scalars): lb_choose.h packs it. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -19,6 +19,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "lb_choose.h"
 #include "lb_contract.h"
 
 #define ETH_P_8021Q_BE bpf_htons(ETH_P_8021Q)
@@ -293,11 +294,6 @@ static __always_inline int icmp_is_flow_error(struct cursor *c, int family, __u3
 	return icmp->type == ICMPV6_DEST_UNREACH || icmp->type == ICMPV6_PKT_TOOBIG ||
 	       icmp->type == ICMPV6_TIME_EXCEED;
 }
-
-#define TCP_FLAG_FIN 0x01
-#define TCP_FLAG_SYN 0x02
-#define TCP_FLAG_RST 0x04
-#define TCP_FLAG_ACK 0x10
 
 /**
  * parse_flow() - parse a frame up to its transport ports.

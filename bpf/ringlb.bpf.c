@@ -88,22 +88,10 @@ static __always_inline __u64 flow_hash(const struct lb_flow_key *key)
 	return flow_hash_with(key, flow_secret[0], flow_secret[1]);
 }
 
-/* A backend that may receive this VIP's traffic, or NULL. */
-static __always_inline struct lb_backend *backend_usable(__u32 id, __u32 vip_id)
+/* Slot @id, for the choice predicates of lb_choose.h (NULL when out of range). */
+static __always_inline struct lb_backend *backend_slot(__u32 id)
 {
-	struct lb_backend *b = bpf_map_lookup_elem(&backends, &id);
-
-	/* state first: the other fields are stable whenever it is not UNUSED. */
-	if (!b || b->state == LB_BACKEND_UNUSED || b->state == LB_BACKEND_RETIRED ||
-	    b->vip_id != vip_id)
-		return NULL;
-	return b;
-}
-
-/* A SYN without ACK: a client opening a new connection on this tuple. */
-static __always_inline int new_connection(__u8 tcp_flags)
-{
-	return (tcp_flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN;
+	return bpf_map_lookup_elem(&backends, &id);
 }
 
 /*
@@ -115,12 +103,12 @@ static __always_inline void flow_touch(struct lb_flow *flow, __u64 now, __u8 tcp
 {
 	__u32 flags = flow->flags;
 
-	if (new_connection(tcp_flags))
+	if (lb_new_connection(tcp_flags))
 		flags = 0;
-	if (tcp_flags & TCP_FLAG_FIN)
+	if (tcp_flags & LB_TCP_FIN)
 		flags |= LB_FLOW_FIN;
 	/* A RST the backend ignored (RFC 5961) is followed by more packets. */
-	if (tcp_flags & TCP_FLAG_RST)
+	if (tcp_flags & LB_TCP_RST)
 		flags |= LB_FLOW_RST;
 	else
 		flags &= ~LB_FLOW_RST;
@@ -158,40 +146,23 @@ static __always_inline int flow_rate_allows(__u64 now)
 	return 1;
 }
 
-/* May backend @id be a later hop of a packet of VIP @vip_id going to @family? */
-static __always_inline int hop_usable(__u32 id, __u32 vip_id, __u8 family)
-{
-	struct lb_backend *b = bpf_map_lookup_elem(&backends, &id);
-
-	/* Draining and retired backends too: their connections are why hops exist. */
-	return b && b->state != LB_BACKEND_UNUSED && b->vip_id == vip_id &&
-	       b->forward == LB_FORWARD_GUE && b->family == family;
-}
-
 /*
  * The hop list of a flow whose owner under the serving ring is @first: its
- * owners under the VIP's previous rings, newest first, each once and never
- * @first, as LB_HOPS() packs them for lb_encap().
+ * owners under the VIP's previous rings, newest first, as lb_hops_wants()
+ * and lb_hops_take() choose them.
  */
 static __always_inline __u64 hops_of(__u32 vip_id, __u64 hash, __u32 first, __u8 family)
 {
-	__u32 a = 0, b = 0, n = 0, k;
-	__u64 hops = 0;
+	struct lb_hops h = { 0 };
+	__u32 k;
 
 	for (k = 0; k < LB_RING_HISTORY; k++) {
 		__u32 id = (__u32)lb_ring_owner_before(vip_id, k, hash);
 
-		if (!id || id == first || id == a || id == b || !hop_usable(id, vip_id, family))
-			continue;
-		/* Scalars, not an array: a store at a variable index is not verifiable here. */
-		if (n == 0)
-			a = id;
-		else if (n == 1)
-			b = id;
-		hops |= (__u64)id << (LB_HOP_BITS * n);
-		n++;
+		if (lb_hops_wants(&h, id, first))
+			lb_hops_take(&h, id, backend_slot(id), vip_id, family);
 	}
-	return hops | (__u64)n << LB_HOPS_COUNT_SHIFT;
+	return lb_hops_done(&h);
 }
 
 /*
@@ -223,14 +194,12 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	int err, retried = 0;
 
 	*hops = 0;
-	if (!(vip->flags & LB_VIP_STATELESS))
+	if (lb_vip_pins(vip))
 		flow = bpf_map_lookup_elem(&flows, key);
-	if (flow && flow->vip_id == vip_id) {
+	if (flow) {
 		id = flow->backend_id;
-		b = backend_usable(id, vip_id);
-		/* A draining backend keeps its connections but takes no new one. */
-		if (b && b->cookie == flow->backend_cookie &&
-		    !(new_connection(tcp_flags) && b->state == LB_BACKEND_DRAINING)) {
+		b = backend_slot(id);
+		if (lb_pin_holds(flow, b, vip_id, tcp_flags)) {
 			if (!follow_only)
 				flow_touch(flow, now, tcp_flags);
 			*out = b;
@@ -255,7 +224,8 @@ again:
 	if (err < 0)
 		return err;
 	/* Only the ring's answer counts here, never a pinned slot's occupant. */
-	b = err == 0 ? backend_usable(id, vip_id) : NULL;
+	b = err == 0 ? backend_slot(id) : NULL;
+	b = lb_backend_serves(b, vip_id) ? b : NULL;
 	if (!b && !retried) {
 		retried = 1;
 		vip = bpf_map_lookup_elem(&vips, vip_key);
@@ -271,16 +241,14 @@ again:
 	*out_id = id;
 	if (follow_only)
 		return 0;
-	if (b->forward == LB_FORWARD_GUE && key->protocol == IPPROTO_TCP &&
-	    !new_connection(tcp_flags))
+	if (lb_wants_hops(b, key->protocol, tcp_flags))
 		*hops = hops_of(vip_id, hash, id, b->family);
-	if (!(vip->flags & LB_VIP_STATELESS) && !LB_HOPS_COUNT(*hops) &&
-	    !(tcp_flags & TCP_FLAG_RST) && flow_rate_allows(now)) {
+	if (lb_pins_new(vip, *hops, tcp_flags) && flow_rate_allows(now)) {
 		fresh.backend_cookie = b->cookie;
 		fresh.last_seen_ns = now;
 		fresh.backend_id = id;
 		fresh.vip_id = vip_id;
-		fresh.flags = tcp_flags & TCP_FLAG_FIN ? LB_FLOW_FIN : 0;
+		fresh.flags = tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0;
 		fresh.pad = 0;
 		bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
 	}

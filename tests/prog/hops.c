@@ -224,7 +224,7 @@ static void state_vip_of(struct state_vip *v, struct state_backend *backends)
 }
 
 /* Does `ringlb lookup` (kernel_lookup()) give the flow of @spec the hop list @want? */
-static void lookup_agrees(const struct state_vip *v, const struct pkt_spec *spec,
+static void lookup_agrees(const struct kernel_chooser *kc, const struct pkt_spec *spec,
 			  const __u32 *want, unsigned int n)
 {
 	struct kernel_answer answer;
@@ -233,7 +233,7 @@ static void lookup_agrees(const struct state_vip *v, const struct pkt_spec *spec
 	unsigned int i;
 
 	assert_int_equal(addr_parse(spec->src, &client, &problem), 0);
-	check(kernel_lookup(NULL, secret, v, &client, spec->sport, &answer) == 0, "lookup");
+	check(kernel_lookup(kc, &client, spec->sport, &answer) == 0, "lookup");
 	check(answer.hop_count == n, "lookup says %u hops, the program wrote %u", answer.hop_count,
 	      n);
 	for (i = 0; i < n; i++)
@@ -305,6 +305,7 @@ static void test_hop_lists_name_the_previous_owners(void **state)
 	struct test_rng rng = { SEED ^ 0x686f7073 };
 	unsigned int with = 0, without = 0, lengths[4] = { 0 }, i, n;
 	struct state_backend backends[NAMES];
+	struct kernel_chooser kc;
 	struct state_vip sv;
 	__u32 got[3];
 	__u64 hops0 = reason_total(LB_REASON_FORWARDED_HOPS);
@@ -315,12 +316,13 @@ static void test_hop_lists_name_the_previous_owners(void **state)
 	NEEDS_ROOT();
 	setup_vip(&rs, 0);
 	state_vip_of(&sv, backends);
+	check(kernel_chooser_open(&kc, NULL, secret, &sv) == 0, "lookup's chooser");
 	for (i = 0; i < FLOWS; i++) {
 		struct pkt_spec spec;
 
 		ack_flow(&rng, &spec, client, sizeof(client));
 		n = send_and_check(&rs, &spec, 1, 0xf, got);
-		lookup_agrees(&sv, &spec, got, n);
+		lookup_agrees(&kc, &spec, got, n);
 		lengths[n]++;
 		n ? with++ : without++;
 		/* Pinned exactly when it has no hop list: its owner never changed. */
@@ -336,6 +338,7 @@ static void test_hop_lists_name_the_previous_owners(void **state)
 		      "agreeing on each; %u without, pinned\n", with, FLOWS, lengths[1], lengths[2], lengths[3], without);
 	check(with > 0 && without > 0 && lengths[2] > 0 && lengths[3] > 0, "flows of every kind");
 	check_eq(reason_total(LB_REASON_FORWARDED_HOPS) - hops0, (__u64)with);
+	kernel_chooser_close(&kc);
 	teardown_vip(&rs);
 }
 

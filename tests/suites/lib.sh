@@ -1,13 +1,85 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Helpers the shell tests share: the root rule, the TAP-like report lines,
-# the two kinds of test network (topo_session, veth_session) and what tests
-# on them ask of clients, counters and secrets. Source it.
+# Helpers the shell suites share: suites of named tests (suite_test,
+# suite_main), the root rule, the TAP-like report lines, the kinds of test
+# network (topo_session, routed_session, veth_session) and what tests on
+# them ask of clients, counters and secrets. Source it.
 
 FAILS=0
 
 pass() { echo "ok   - $*"; }
 fail() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
+
+# --- suites ------------------------------------------------------------------------
+#
+# A suite is a script of named tests over one shared set-up:
+#
+#   setup() { ... }                 # optional: the network, the attach, the VIPs
+#   t_spread() { ... }              # a test: pass/fail lines, never exits
+#   t_drain() { ... }
+#   suite_test spread               # the tests, in the order they run
+#   suite_test drain
+#   suite_test moves drain          # moves needs drain: it runs after it, and
+#                                   # asking for moves alone runs drain first
+#   suite_main "$@"
+#
+# `tests/suites/NAME.sh` runs every test; `NAME.sh TEST...` the set-up and
+# those (with what they need), in the suite's order; `NAME.sh --list` names
+# them. Each test is announced ("-- NAME") and timed; the last line says how
+# many checks failed, and the exit status is 0 only when none did.
+
+SUITE_TESTS=()
+declare -A SUITE_NEEDS=()
+
+# suite_test NAME [NEEDS...]: test NAME (the function t_NAME) runs here, after NEEDS.
+suite_test() {
+	local name=$1
+	shift
+	declare -F "t_$name" >/dev/null || { echo "suite: no function t_$name" >&2; exit 2; }
+	SUITE_TESTS+=("$name")
+	SUITE_NEEDS[$name]="$*"
+}
+
+# suite_select NAME: NAME and, first, everything it needs (SELECTED[NAME]=1).
+suite_select() {
+	local need
+	[ -n "${SELECTED[$1]:-}" ] && return
+	SELECTED[$1]=1
+	for need in ${SUITE_NEEDS[$1]}; do suite_select "$need"; done
+}
+
+# suite_main [--list | TEST...]: run the set-up and the tests asked (all by default).
+suite_main() {
+	local suite t start
+	declare -gA SELECTED=()
+	suite=$(basename "$0" .sh)
+	if [ "${1:-}" = --list ]; then
+		printf '%s\n' "${SUITE_TESTS[@]}"
+		exit 0
+	fi
+	for t in "$@"; do
+		if [ -z "${SUITE_NEEDS[$t]+x}" ]; then
+			echo "$suite: no test '$t' (its tests: ${SUITE_TESTS[*]})" >&2
+			exit 2
+		fi
+		suite_select "$t"
+	done
+	if [ $# -eq 0 ]; then
+		for t in "${SUITE_TESTS[@]}"; do SELECTED[$t]=1; done
+	fi
+	if declare -F setup >/dev/null; then
+		setup
+	fi
+	for t in "${SUITE_TESTS[@]}"; do
+		[ -n "${SELECTED[$t]:-}" ] || continue
+		echo "-- $t"
+		start=$(date +%s%N)
+		"t_$t"
+		echo "-- $t: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+	done
+	echo "$suite: $FAILS failed"
+	[ $FAILS -eq 0 ]
+}
 
 # require_root NAME: these tests need root. Without it they skip, except under
 # CI=true, where skipping would hide them, so they fail.

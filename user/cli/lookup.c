@@ -2,118 +2,206 @@
 /*
  * lookup: the backend the kernel picks for a client's flow, asked the way
  * the program asks: its pin in the flow table when it has one, else the
- * ring, hashed with the key the kernel uses.
+ * ring, hashed with the key the kernel uses. Many flows in one command
+ * share one read of the state and one build of the VIP's rings.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "host.h"
 #include "ring.h"
 
-struct lookup_args {
-	struct vip_spec vip;
+/** struct lookup_flow - one CLIENT:PORT operand. */
+struct lookup_flow {
 	struct addr client;
-	const char *client_text;
 	__u16 port;
+	const char *text;
 };
 
-static int lookup_parse(struct cli *c, void *args, char **operands, int count)
+struct lookup_args {
+	struct vip_spec vip;
+	char **clients;
+	int count;
+};
+
+/* @text as a flow, or why not. */
+static int flow_parse(struct cli *c, const char *text, struct lookup_flow *f)
 {
-	struct lookup_args *a = args;
 	const char *why = NULL;
 
-	(void)count;
-	if (cli_vip_arg(c, operands[0], &a->vip))
-		return -EINVAL;
-	if (endpoint_parse(operands[1], &a->client, &a->port, &why))
-		return cli_report(c, "malformed client '%s': %s", operands[1], why);
-	a->client_text = operands[1];
+	if (endpoint_parse(text, &f->client, &f->port, &why))
+		return cli_report(c, "malformed client '%s': %s", text, why);
+	f->text = text;
 	return 0;
 }
 
-static void lookup_text(const json_t *model)
+/* Every operand checked now: a command line that does not parse does nothing. */
+static int lookup_parse(struct cli *c, void *args, char **operands, int count)
 {
-	json_t *hops = json_object_get(model, "hops"), *hop;
-	size_t i;
+	struct lookup_args *a = args;
+	struct lookup_flow f;
+	int i;
 
-	printf("%s\n", json_string_value(json_object_get(model, "backend")));
-	if (!json_array_size(hops))
-		return;
-	/* A second line only for a flow with a hop list: scripts reading one name still can. */
-	printf("then:");
-	json_array_foreach(hops, i, hop)
-		printf(" %s", json_string_value(hop));
-	printf(" (the hop list of its packets other than a SYN)\n");
+	if (cli_vip_arg(c, operands[0], &a->vip))
+		return -EINVAL;
+	a->clients = operands + 1;
+	a->count = count - 1;
+	for (i = 0; i < a->count; i++)
+		if (flow_parse(c, a->clients[i], &f))
+			return -EINVAL;
+	return 0;
 }
 
-/* Where the flow goes, or why it goes nowhere. */
-static int lookup_answer(struct cli *c, const struct lookup_args *a, const struct state *s,
-			 json_t **model, char why[FAULT_WHY_MAX])
+/* One flow's answer as text: the backend, and its hop list after "then:". */
+static void flow_text(const json_t *flow, const char *client)
+{
+	json_t *hops = json_object_get(flow, "hops"), *hop;
+	size_t i;
+
+	if (client)
+		printf("%s ", client);
+	printf("%s", json_string_value(json_object_get(flow, "backend")));
+	if (json_array_size(hops)) {
+		printf(client ? " then:" : "\nthen:");
+		json_array_foreach(hops, i, hop)
+			printf(" %s", json_string_value(hop));
+		if (!client)
+			printf(" (the hop list of its packets other than a SYN)");
+	}
+	printf("\n");
+}
+
+/*
+ * One flow: its backend alone on a line (a second line only for a flow with
+ * a hop list: scripts reading one name still can). Many: a line each,
+ * "CLIENT BACKEND [then: HOPS]", in the order asked.
+ */
+static void lookup_text(const json_t *model)
+{
+	const json_t *flow;
+	size_t i;
+
+	if (!json_is_array(model)) {
+		flow_text(model, NULL);
+		return;
+	}
+	json_array_foreach(model, i, flow)
+		flow_text(flow, json_string_value(json_object_get(flow, "client")));
+}
+
+/* Where @f goes, or why it goes nowhere. */
+static json_t *flow_answer(const struct kernel_chooser *kc, const struct lookup_flow *f,
+			   const char *spec, char why[FAULT_WHY_MAX])
+{
+	struct kernel_answer answer;
+	char addr[ADDR_TEXT_MAX];
+	json_t *model;
+	unsigned int i;
+
+	if (kernel_lookup(kc, &f->client, f->port, &answer)) {
+		snprintf(why, FAULT_WHY_MAX, "client %s is not of VIP %s's address family", f->text,
+			 spec);
+		return NULL;
+	}
+	if (!answer.backend) {
+		snprintf(why, FAULT_WHY_MAX, "VIP %s has no backend taking new flows; the kernel "
+			 "drops the flow of %s", spec, f->text);
+		return NULL;
+	}
+	addr_format(&answer.backend->addr, addr);
+	model = json_pack("{s:s, s:s, s:s, s:s, s:s?}", "backend", answer.backend->name,
+			  "address", addr, "via", answer.pinned ? "flow table" : "ring", "state",
+			  state_backend_state(answer.backend), "new_connection",
+			  answer.new_connection ? answer.new_connection->name : NULL);
+	if (model && answer.hop_count) {
+		json_t *hops = json_array();
+
+		for (i = 0; i < answer.hop_count; i++)
+			json_array_append_new(hops, json_string(answer.hops[i]->name));
+		json_object_set_new(model, "hops", hops);
+	}
+	if (!model)
+		snprintf(why, FAULT_WHY_MAX, "out of memory");
+	return model;
+}
+
+/* Every flow's answer: one object for one flow, an array of them (with "client") for many. */
+static int lookup_answer(struct cli *c, const struct lookup_args *a,
+			 const struct lookup_flow *f, const struct state *s, json_t **model,
+			 char why[FAULT_WHY_MAX])
 {
 	struct state_vip *vp = cli_vip_find(s, &a->vip, why);
-	char spec[ADDR_TEXT_MAX], addr[ADDR_TEXT_MAX];
-	struct kernel_answer answer;
+	struct kernel_chooser kc = { 0 };
+	char spec[ADDR_TEXT_MAX];
 	struct lb_maps maps;
 	__u64 secret[2];
-	int attached, err;
+	json_t *flows = NULL, *one;
+	int attached, err, i;
 
 	if (!vp)
 		return -ENOENT;
 	vip_format(&vp->spec, spec);
-	if (a->client.family != vp->spec.addr.family) {
-		snprintf(why, FAULT_WHY_MAX, "client %s is not of VIP %s's address family",
-			 a->client_text, spec);
-		return -EINVAL;
-	}
 	/* With the maps, pinned flows count too: that is what the kernel does. */
 	lb_maps_init(&maps);
 	attached = site_maps_pinned(&c->site) == 1 && host_privileged() &&
 		   lb_maps_open_pinned(&maps, c->site.pin_dir) == 0;
 	err = secret_served(&c->site, attached, secret, why);
 	if (!err) {
-		err = kernel_lookup(attached ? &maps : NULL, secret, vp, &a->client, a->port, &answer);
+		err = kernel_chooser_open(&kc, attached ? &maps : NULL, secret, vp);
 		if (err)
 			snprintf(why, FAULT_WHY_MAX, "VIP %s: %s", spec,
 				 err == -E2BIG ? ring_strerror(err) : strerror(-err));
 	}
 	memset(secret, 0, sizeof(secret));
+	if (!err && a->count > 1)
+		flows = json_array();
+	for (i = 0; !err && i < a->count; i++) {
+		one = flow_answer(&kc, &f[i], spec, why);
+		if (!one)
+			err = -ENOENT;
+		else if (!flows)
+			*model = one;
+		else if (json_object_set_new(one, "client", json_string(f[i].text)) ||
+			 json_array_append_new(flows, one))
+			err = -ENOMEM;
+	}
+	if (flows && !err)
+		*model = flows;
+	else
+		json_decref(flows);
+	if (kc.vip)
+		kernel_chooser_close(&kc);
 	lb_maps_close(&maps);
-	if (err)
-		return err;
-	if (!answer.backend) {
-		snprintf(why, FAULT_WHY_MAX, "VIP %s has no backend taking new flows; the kernel "
-			 "drops this flow", spec);
-		return -ENOENT;
-	}
-	addr_format(&answer.backend->addr, addr);
-	*model = json_pack("{s:s, s:s, s:s, s:s, s:s?}", "backend", answer.backend->name,
-			   "address", addr, "via", answer.pinned ? "flow table" : "ring", "state",
-			   state_backend_state(answer.backend), "new_connection",
-			   answer.new_connection ? answer.new_connection->name : NULL);
-	if (*model && answer.hop_count) {
-		json_t *hops = json_array();
-		unsigned int i;
-
-		for (i = 0; i < answer.hop_count; i++)
-			json_array_append_new(hops, json_string(answer.hops[i]->name));
-		json_object_set_new(*model, "hops", hops);
-	}
-	return 0;
+	return err;
 }
 
 static int lookup_run(struct cli *c, const void *args)
 {
+	const struct lookup_args *a = args;
 	char why[FAULT_WHY_MAX] = "";
+	struct lookup_flow *flows;
 	json_t *model = NULL;
 	struct state s;
-	int err;
+	int err = 0, i;
 
-	if (site_state_read_shared(&c->site, &s, why))
-		return cli_report(c, "%s", why);
-	err = lookup_answer(c, args, &s, &model, why);
+	flows = calloc((size_t)a->count, sizeof(*flows));
+	if (!flows)
+		return cli_report(c, "out of memory");
+	for (i = 0; i < a->count && !err; i++)
+		err = flow_parse(c, a->clients[i], &flows[i]);
+	if (!err && site_state_read_shared(&c->site, &s, why))
+		err = cli_report(c, "%s", why);
+	if (err) {
+		free(flows);
+		return err;
+	}
+	err = lookup_answer(c, a, flows, &s, &model, why);
 	state_free(&s);
+	free(flows);
 	if (err)
 		return cli_report(c, "%s", why);
 	cli_print(c, model, lookup_text);
@@ -121,11 +209,13 @@ static int lookup_run(struct cli *c, const void *args)
 }
 
 const struct cli_command cli_lookup = {
-	.object = "lookup", .operands = "VIP CLIENT_ADDR:CLIENT_PORT", .min_operands = 2,
-	.max_operands = 2, .args_size = sizeof(struct lookup_args), .parse = lookup_parse,
+	.object = "lookup", .operands = "VIP CLIENT_ADDR:CLIENT_PORT...", .min_operands = 2,
+	.max_operands = INT_MAX, .args_size = sizeof(struct lookup_args), .parse = lookup_parse,
 	.run = lookup_run, .flags = CLI_OUTPUT,
-	.help = "    The backend the kernel picks for this client's flow: its pinned\n"
+	.help = "    The backend the kernel picks for each client's flow: its pinned\n"
 		"    backend if the flow table holds one, else the ring's, hashed with the\n"
 		"    key the kernel uses. For a TCP flow of a gue VIP the ring places, also\n"
-		"    the hop list its packets other than a SYN carry (\"then:\").",
+		"    the hop list its packets other than a SYN carry (\"then:\"). One flow:\n"
+		"    its backend's name; several: a line each, CLIENT BACKEND [then: HOPS]\n"
+		"    (--json: an array), with one read of the state and one build of the ring.",
 };

@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The controller: makes the kernel's maps agree with a desired state, and
- * answers questions about flows the way the XDP program would.
+ * The kernel layer's view of a state: making the kernel's maps and programs
+ * hold it (sync, links), checking that they do (verify), counting the flow
+ * table (tally), and answering for a flow the way the XDP program would
+ * (lookup).
  */
-#ifndef RINGLB_CTL_H
-#define RINGLB_CTL_H
+#ifndef RINGLB_KERNEL_H
+#define RINGLB_KERNEL_H
 
 #include <linux/types.h>
 
+#include "fault.h"
 #include "lb.h"
 #include "state.h"
 
-/** FAULT_WHY_MAX - room for an explanation of a failed sync. */
-#define FAULT_WHY_MAX 256
+struct ring;
+
 
 /**
  * kernel_sync() - make the maps hold exactly @want.
@@ -157,19 +160,48 @@ struct kernel_answer {
 };
 
 /**
- * kernel_lookup() - the backend the kernel picks for a client's flow to a VIP.
- * @maps: the pinned maps, or NULL to ask the ring alone
+ * struct kernel_chooser - what kernel_lookup() needs of one VIP, made once
+ * for any number of flows by kernel_chooser_open(): its ring and previous
+ * rings built, the slot each backend has in the kernel's image of the state.
+ * @maps: the pinned maps, or NULL to ask the rings alone
  * @secret: the flow hash key the kernel uses (kernel_secret())
- * @vip: the VIP
+ * @vip: the VIP, which must outlive the chooser
+ */
+struct kernel_chooser {
+	const struct lb_maps *maps;
+	__u64 secret[2];
+	const struct state_vip *vip;
+	struct lb_vip value;
+	struct lb_backend *slots;
+	struct ring *ring;
+	__u32 *ids;
+	struct ring *past[LB_RING_HISTORY];
+	__u32 *past_ids[LB_RING_HISTORY];
+};
+
+/** kernel_chooser_open() - build @vip's chooser. Return: 0, -ENOMEM or a ring library error. */
+int kernel_chooser_open(struct kernel_chooser *kc, const struct lb_maps *maps,
+			const __u64 secret[2], const struct state_vip *vip);
+
+/** kernel_chooser_close() - release it (the key is wiped). */
+void kernel_chooser_close(struct kernel_chooser *kc);
+
+/**
+ * kernel_lookup() - the backend the kernel picks for a client's flow to the
+ * chooser's VIP.
+ * @kc: the VIP's chooser
  * @client: client address
  * @client_port: client port (host order)
  * @out: the answer
  *
- * Mirrors the program: a flow pinned to a backend that is still installed
- * (same cookie and VIP) stays there; any other flow, and a new connection
- * on a tuple pinned to a draining backend, goes where the ring says.
+ * The program's own predicates (bpf/lb_choose.h): a flow whose pin holds
+ * (the very backend it was pinned to, still installed) stays there; any
+ * other flow, and a new connection on a tuple pinned to a draining backend,
+ * goes where the ring says; a TCP packet of a gue VIP the ring places
+ * carries the hop list its previous owners make. Return: 0, -EAFNOSUPPORT
+ * when @client is not of the VIP's family.
  */
-int kernel_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct state_vip *vip,
-	       const struct addr *client, __u16 client_port, struct kernel_answer *out);
+int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __u16 client_port,
+		  struct kernel_answer *out);
 
-#endif /* RINGLB_CTL_H */
+#endif /* RINGLB_KERNEL_H */

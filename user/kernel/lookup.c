@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The backend the program picks for a flow, asked the way the program asks:
- * its pin in the flow table, else the ring; and the hop list it carries.
+ * The backend the program picks for a flow, asked the way the program asks
+ * and with its own predicates (bpf/lb_choose.h): the flow's pin when it
+ * still holds, else the ring; and the hop list its packets carry. The
+ * rings of a VIP are built once (kernel_chooser_open()) for any number of
+ * flows.
  */
 #include "kernel.h"
 
@@ -11,12 +14,13 @@
 #include <string.h>
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <bpf/bpf.h>
 
 #include "image.h"
+#include "lb_choose.h"
 #include "ring.h"
-
 
 static const struct state_backend *backend_by_id(const struct state_vip *vip, __u32 id)
 {
@@ -28,78 +32,108 @@ static const struct state_backend *backend_by_id(const struct state_vip *vip, __
 	return NULL;
 }
 
-/* @out's hop list: the owners of its hash under @vip's previous rings, as hops_of() finds them. */
-static int hops_find(const struct state_vip *vip, struct kernel_answer *out)
+/* The slot the state gives backend @id of the chooser's VIP; NULL for none. */
+static const struct lb_backend *image_of(const struct kernel_chooser *kc, __u32 id)
 {
-	const struct state_backend *first = out->backend;
-	struct ring_lookup_result res;
-	__u32 k, *ids;
-	struct ring *ring;
-	int err;
+	size_t i;
 
-	for (k = 0; k < vip->history_count; k++) {
-		const struct state_backend *b;
-		unsigned int j;
-
-		err = state_vip_past_ring(vip, k, &ring, &ids);
-		if (err)
-			return err;
-		b = ring_lookup(ring, out->hash, &res) == 0 ? backend_by_id(vip, ids[res.member]) :
-							      NULL;
-		ring_free(ring);
-		free(ids);
-		if (!b || b->addr.family != first->addr.family || addr_equal(&b->addr, &first->addr))
-			continue;
-		/* Each host once, as the program writes them. */
-		for (j = 0; j < out->hop_count && !addr_equal(&out->hops[j]->addr, &b->addr); j++)
-			;
-		if (j == out->hop_count)
-			out->hops[out->hop_count++] = b;
-	}
-	return 0;
+	for (i = 0; i < kc->vip->backend_count; i++)
+		if (kc->vip->backends[i].id == id)
+			return &kc->slots[i];
+	return NULL;
 }
 
-int kernel_lookup(const struct lb_maps *maps, const __u64 secret[2], const struct state_vip *vip,
-	       const struct addr *client, __u16 client_port, struct kernel_answer *out)
+int kernel_chooser_open(struct kernel_chooser *kc, const struct lb_maps *maps,
+			const __u64 secret[2], const struct state_vip *vip)
 {
+	size_t i;
+	int err;
+
+	memset(kc, 0, sizeof(*kc));
+	kc->maps = maps;
+	kc->vip = vip;
+	memcpy(kc->secret, secret, sizeof(kc->secret));
+	kc->value.vip_id = vip->id;
+	kc->value.flags = image_vip_flags(vip);
+	kc->slots = calloc(vip->backend_count + 1, sizeof(*kc->slots));
+	if (!kc->slots)
+		return -ENOMEM;
+	for (i = 0; i < vip->backend_count; i++)
+		image_backend(vip, &vip->backends[i], &kc->slots[i]);
+	err = state_vip_ring(vip, &kc->ring, &kc->ids) ?: image_past_rings(vip, kc->past, kc->past_ids);
+	if (err)
+		kernel_chooser_close(kc);
+	return err;
+}
+
+void kernel_chooser_close(struct kernel_chooser *kc)
+{
+	ring_free(kc->ring);
+	free(kc->ids);
+	image_past_rings_free(kc->past, kc->past_ids);
+	free(kc->slots);
+	memset(kc, 0, sizeof(*kc));
+}
+
+/* @out's hop list: its owners under the VIP's previous rings, as the program makes it. */
+static void hops_find(const struct kernel_chooser *kc, struct kernel_answer *out)
+{
+	const struct lb_backend *first = image_of(kc, out->backend->id);
+	struct ring_lookup_result res;
+	struct lb_hops h = { 0 };
+	__u32 k, i;
+
+	for (k = 0; first && k < kc->vip->history_count; k++) {
+		__u32 id = ring_lookup(kc->past[k], out->hash, &res) == 0 ?
+				   kc->past_ids[k][res.member] : 0;
+
+		if (lb_hops_wants(&h, id, out->backend->id))
+			lb_hops_take(&h, id, image_of(kc, id), kc->vip->id, first->family);
+	}
+	for (i = 0; i < LB_HOPS_COUNT(lb_hops_done(&h)); i++)
+		out->hops[out->hop_count++] = backend_by_id(kc->vip, LB_HOP(h.packed, i));
+}
+
+int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __u16 client_port,
+		  struct kernel_answer *out)
+{
+	const struct state_vip *vip = kc->vip;
 	const struct state_backend *pinned = NULL;
+	const struct lb_backend *slot;
 	struct ring_lookup_result res;
 	struct lb_flow_key key;
+	struct lb_backend kslot;
 	struct lb_flow flow;
-	struct lb_backend slot;
-	struct ring *ring = NULL;
-	__u32 *ids = NULL;
-	int err;
 
 	memset(out, 0, sizeof(*out));
 	if (client->family != vip->spec.addr.family)
 		return -EAFNOSUPPORT;
 	lb_flow_key_init(&key, client->family, client->bytes, htons(client_port),
 			 vip->spec.addr.bytes, htons(vip->spec.port), vip->spec.protocol);
-	out->hash = lb_flow_hash(secret, &key);
-	/* A stateless VIP's flows are never looked up; a retired backend holds no flow. */
-	if (maps && !vip->stateless && bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 &&
-	    flow.vip_id == vip->id && lb_backend_read(maps, flow.backend_id, &slot) == 0 &&
-	    slot.state != LB_BACKEND_UNUSED && slot.state != LB_BACKEND_RETIRED &&
-	    slot.vip_id == vip->id && slot.cookie == flow.backend_cookie) {
+	out->hash = lb_flow_hash(kc->secret, &key);
+	/* The pin as the kernel holds it: the flow table's entry and the slot it names. */
+	if (kc->maps && lb_vip_pins(&kc->value) &&
+	    bpf_map_lookup_elem(kc->maps->flows, &key, &flow) == 0 &&
+	    lb_backend_read(kc->maps, flow.backend_id, &kslot) == 0 &&
+	    lb_pin_holds(&flow, &kslot, vip->id, LB_TCP_ACK)) {
 		pinned = backend_by_id(vip, flow.backend_id);
 		out->pinned = 1;
 		/* A draining backend keeps the flow, but a new connection goes to the ring. */
-		if (slot.state != LB_BACKEND_DRAINING) {
+		if (lb_pin_holds(&flow, &kslot, vip->id, LB_TCP_SYN)) {
 			out->backend = out->new_connection = pinned;
 			return 0;
 		}
 	}
-	err = state_vip_ring(vip, &ring, &ids);
-	if (err)
-		return err;
-	if (ring_lookup(ring, out->hash, &res) == 0)
-		out->new_connection = backend_by_id(vip, ids[res.member]);
+	if (ring_lookup(kc->ring, out->hash, &res) == 0) {
+		const struct state_backend *b = backend_by_id(vip, kc->ids[res.member]);
+
+		slot = b ? image_of(kc, b->id) : NULL;
+		if (lb_backend_serves(slot, vip->id))
+			out->new_connection = b;
+	}
 	out->backend = out->pinned ? pinned : out->new_connection;
-	ring_free(ring);
-	free(ids);
-	if (!out->pinned && out->backend && vip->forward == LB_FORWARD_GUE &&
-	    vip->spec.protocol == IPPROTO_TCP)
-		return hops_find(vip, out);
+	slot = out->backend ? image_of(kc, out->backend->id) : NULL;
+	if (!out->pinned && slot && lb_wants_hops(slot, vip->spec.protocol, LB_TCP_ACK))
+		hops_find(kc, out);
 	return 0;
 }
