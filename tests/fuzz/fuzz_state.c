@@ -39,11 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text2 = state_to_text(&again);
 	if (!text2 || strcmp(text, text2))
 		abort();
-	for (i = 0; i < s.vip_count; i++) {
+	for (i = 0; i < s.fleet.vip_count; i++) {
 		struct ring *ring;
 		__u32 *ids;
 
-		if (state_vip_ring(&s.vips[i], &ring, &ids))
+		if (state_vip_ring(&s.fleet.vips[i], &ring, &ids))
 			abort(); /* loaded, but cannot be applied */
 		ring_free(ring);
 		free(ids);

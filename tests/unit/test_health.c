@@ -44,7 +44,7 @@ static void vip_make(struct state *s, size_t n)
 
 		snprintf(b.name, sizeof(b.name), "b%zu", i + 1);
 		assert_int_equal(addr_parse("198.18.0.11", &b.addr, &why), 0);
-		assert_int_equal(state_backend_add(s, &s->vips[0], &b), 0);
+		assert_int_equal(state_backend_add(s, &s->fleet.vips[0], &b), 0);
 	}
 }
 
@@ -56,7 +56,7 @@ static void test_fall_and_rise_count_results_in_a_row(void **unused)
 
 	(void)unused;
 	vip_make(&s, 1);
-	health_target_init(&t, &s.vips[0], &s.vips[0].backends[0], now);
+	health_target_init(&t, &s.fleet.vips[0], &s.fleet.vips[0].backends[0], now);
 	check(t.verdict_up && t.seen_up, "a backend the state has up starts up");
 	health_result(&t, 0, "refused", now);
 	health_result(&t, 0, "refused", now);
@@ -84,9 +84,9 @@ static void test_hold_allows_one_change_per_period(void **unused)
 
 	(void)unused;
 	vip_make(&s, 1);
-	s.vips[0].check.rise = 1;
-	s.vips[0].check.fall = 1;
-	health_target_init(&t, &s.vips[0], &s.vips[0].backends[0], now);
+	s.fleet.vips[0].check.rise = 1;
+	s.fleet.vips[0].check.fall = 1;
+	health_target_init(&t, &s.fleet.vips[0], &s.fleet.vips[0].backends[0], now);
 	check(!health_due(&t, now), "nothing to change while the checks agree with the state");
 	/* A backend flapping every 100 ms for 10 s, hold 1 s: ten changes at most. */
 	for (step = 0; step < 100; step++) {
@@ -110,8 +110,8 @@ static void test_restart_starts_from_the_committed_verdict(void **unused)
 
 	(void)unused;
 	vip_make(&s, 2);
-	s.vips[0].backends[0].down = 1;
-	health_target_init(&t, &s.vips[0], &s.vips[0].backends[0], 1000 * MS);
+	s.fleet.vips[0].backends[0].down = 1;
+	health_target_init(&t, &s.fleet.vips[0], &s.fleet.vips[0].backends[0], 1000 * MS);
 	check(!t.verdict_up && !t.seen_up, "a backend the state has down starts down");
 	check(!health_due(&t, 1000 * MS), "and nothing is due: a restart does not flap");
 	health_result(&t, 1, NULL, 1100 * MS);
@@ -123,7 +123,7 @@ static void test_restart_starts_from_the_committed_verdict(void **unused)
 
 static int in_ring(const struct state *s, size_t i)
 {
-	return state_backend_in_ring(&s->vips[0].backends[i]);
+	return state_backend_in_ring(&s->fleet.vips[0].backends[i]);
 }
 
 static void test_fail_open_keeps_the_last_healthy_set(void **unused)
@@ -134,32 +134,32 @@ static void test_fail_open_keeps_the_last_healthy_set(void **unused)
 	vip_make(&before, 3);
 	/* b3 goes down: it leaves, b1 and b2 serve. */
 	assert_int_equal(state_clone(&after, &before), 0);
-	after.vips[0].backends[2].down = 1;
+	after.fleet.vips[0].backends[2].down = 1;
 	state_health_settle(&before, &after);
 	check(in_ring(&after, 0) && in_ring(&after, 1) && !in_ring(&after, 2),
 	      "one backend down of three: it leaves the ring");
-	check(!state_vip_fails_open(&after.vips[0]), "and the VIP does not fail open");
+	check(!state_vip_fails_open(&after.fleet.vips[0]), "and the VIP does not fail open");
 	state_free(&before);
 	before = after;
 	/* b1 and b2 go down too: the last healthy set, b1 and b2, stays; b3 does not return. */
 	assert_int_equal(state_clone(&after, &before), 0);
-	after.vips[0].backends[0].down = 1;
-	after.vips[0].backends[1].down = 1;
+	after.fleet.vips[0].backends[0].down = 1;
+	after.fleet.vips[0].backends[1].down = 1;
 	state_health_settle(&before, &after);
 	check(in_ring(&after, 0) && in_ring(&after, 1) && !in_ring(&after, 2),
 	      "every backend down: b1 and b2 held, b3 stays out");
-	check(after.vips[0].backends[0].held && after.vips[0].backends[1].held &&
-		      !after.vips[0].backends[2].held, "held are those the ring served");
-	check(state_vip_fails_open(&after.vips[0]), "the VIP fails open");
+	check(after.fleet.vips[0].backends[0].held && after.fleet.vips[0].backends[1].held &&
+		      !after.fleet.vips[0].backends[2].held, "held are those the ring served");
+	check(state_vip_fails_open(&after.fleet.vips[0]), "the VIP fails open");
 	state_free(&before);
 	before = after;
 	/* b3 comes back: it serves alone, the held ones leave. */
 	assert_int_equal(state_clone(&after, &before), 0);
-	after.vips[0].backends[2].down = 0;
+	after.fleet.vips[0].backends[2].down = 0;
 	state_health_settle(&before, &after);
 	check(!in_ring(&after, 0) && !in_ring(&after, 1) && in_ring(&after, 2),
 	      "one backend up again: it serves, the held ones leave");
-	check(!state_vip_fails_open(&after.vips[0]), "the VIP no longer fails open");
+	check(!state_vip_fails_open(&after.fleet.vips[0]), "the VIP no longer fails open");
 	state_free(&before);
 	state_free(&after);
 }
@@ -172,20 +172,20 @@ static void test_state_file_keeps_checks_and_health(void **unused)
 
 	(void)unused;
 	vip_make(&s, 2);
-	assert_int_equal(state_check_parse("http:/healthz", &s.vips[0].check, &problem), 0);
-	s.vips[0].backends[1].down = 1;
-	s.vips[0].backends[0].check_set = 1;
-	s.vips[0].backends[0].check = s.vips[0].check;
-	s.vips[0].backends[0].check.port = 8080;
-	s.vips[0].backends[0].check.direct = 1;
+	assert_int_equal(state_check_parse("http:/healthz", &s.fleet.vips[0].check, &problem), 0);
+	s.fleet.vips[0].backends[1].down = 1;
+	s.fleet.vips[0].backends[0].check_set = 1;
+	s.fleet.vips[0].backends[0].check = s.fleet.vips[0].check;
+	s.fleet.vips[0].backends[0].check.port = 8080;
+	s.fleet.vips[0].backends[0].check.direct = 1;
 	text = state_to_text(&s);
 	check(text && strstr(text, "\"http:/healthz\"") && strstr(text, "\"health\": \"down\""),
 	      "check and health are in the file: %s", text);
 	check(state_from_text(&back, text, why) == 0, "and read back: %s", why);
 	again = state_to_text(&back);
 	check(strcmp(text, again) == 0, "the same text once read and written again");
-	check(back.vips[0].backends[0].check_set && back.vips[0].backends[0].check.port == 8080 &&
-		      back.vips[0].backends[0].check.direct && back.vips[0].backends[1].down,
+	check(back.fleet.vips[0].backends[0].check_set && back.fleet.vips[0].backends[0].check.port == 8080 &&
+		      back.fleet.vips[0].backends[0].check.direct && back.fleet.vips[0].backends[1].down,
 	      "a backend's own check and its verdict come back");
 	free(text);
 	free(again);
@@ -211,7 +211,7 @@ static void test_malformed_checks_are_refused(void **unused)
 
 	(void)unused;
 	vip_make(&s, 1);
-	state_check_default(&s.vips[0].spec, &s.vips[0].check);
+	state_check_default(&s.fleet.vips[0].spec, &s.fleet.vips[0].check);
 	text = state_to_text(&s);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *at = strstr(text, cases[i].from);

@@ -39,9 +39,9 @@ static struct state_vip *vip_make(struct state *s, size_t n, __u32 vnodes)
 
 		snprintf(b.name, sizeof(b.name), "b%zu", i + 1);
 		assert_int_equal(addr_parse("198.18.0.11", &b.addr, &why), 0);
-		assert_int_equal(state_backend_add(s, &s->vips[0], &b), 0);
+		assert_int_equal(state_backend_add(s, &s->fleet.vips[0], &b), 0);
 	}
-	return &s->vips[0];
+	return &s->fleet.vips[0];
 }
 
 /* The picture of @after (a plan from @before), as a string to free. */
@@ -187,8 +187,8 @@ static void test_a_million_points_are_drawn_in_sectors_of_bounded_size(void **un
 	check(len < 1024 * 1024, "one ring of 2^20 points: %zu bytes", len);
 	free(svg);
 	assert_int_equal(state_clone(&after, &s), 0);
-	after.vips[0].backends[0].weight = 0;
-	svg = draw(&s.vips[0], &after.vips[0], &len);
+	after.fleet.vips[0].backends[0].weight = 0;
+	svg = draw(&s.fleet.vips[0], &after.fleet.vips[0], &len);
 	check(strstr(svg, "drawn in 1024 sectors") != NULL, "a plan of 2^20 points: sectors");
 	check(len < 2 * 1024 * 1024, "a plan of 2^20 points: %zu bytes", len);
 	check(strstr(svg, ">b1 \u2192 b") != NULL, "b1's keys move to another backend");

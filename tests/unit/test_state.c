@@ -150,7 +150,7 @@ static void sample_state(struct state *s)
 	assert_int_equal(state_vip_add(s, &spec, 1000, &v6), 0);
 	b.draining = 0;
 	assert_int_equal(state_backend_add(s, v6, &b), 0);
-	s->generation = 7;
+	s->fleet.generation = 7;
 }
 
 static void test_state_round_trips_through_its_file(void **state)
@@ -169,14 +169,14 @@ static void test_state_round_trips_through_its_file(void **state)
 	a = state_to_text(&s);
 	b = state_to_text(&back);
 	check(strcmp(a, b) == 0, "the state changed in the round trip");
-	check(back.vips[0].backends[1].draining == 1, "draining lost");
-	check(back.generation == 7, "generation lost");
+	check(back.fleet.vips[0].backends[1].draining == 1, "draining lost");
+	check(back.fleet.generation == 7, "generation lost");
 	free(a);
 	free(b);
 	state_free(&s);
 	state_free(&back);
 	unlink(path);
-	check(state_load(&back, "/nonexistent/ringlb/state.json", why) == 0 && back.vip_count == 0,
+	check(state_load(&back, "/nonexistent/ringlb/state.json", why) == 0 && back.fleet.vip_count == 0,
 	      "a missing state file is not an empty state");
 	state_free(&back);
 }
@@ -217,9 +217,9 @@ static void test_encapsulation_round_trips_and_is_validated(void **state)
 	v->forward = LB_FORWARD_GUE;
 	assert_int_equal(addr_parse("2001:db8:13::11", &b.addr, &why0), 0);
 	assert_int_equal(state_backend_add(&s, v, &b), 0);
-	assert_int_equal(addr_parse("198.18.11.2", &s.encap.source4, &why0), 0);
-	assert_int_equal(addr_parse("2001:db8:11::2", &s.encap.source6, &why0), 0);
-	s.encap.gue_port = 6080;
+	assert_int_equal(addr_parse("198.18.11.2", &s.host.encap.source4, &why0), 0);
+	assert_int_equal(addr_parse("2001:db8:11::2", &s.host.encap.source6, &why0), 0);
+	s.host.encap.gue_port = 6080;
 	check(state_digest(&s) != plain, "the digest does not cover an encapsulated VIP");
 	text = state_to_text(&s);
 	check(state_from_text(&back, text, why) == 0, "reload: %s", why);
@@ -228,7 +228,7 @@ static void test_encapsulation_round_trips_and_is_validated(void **state)
 	v = state_vip_find(&back, &spec);
 	check(v && v->forward == LB_FORWARD_GUE && v->backends[0].addr.family == LB_FAMILY_IPV6,
 	      "the gue VIP or its IPv6 backend was lost");
-	check(back.encap.gue_port == 6080 && back.encap.source6.family == LB_FAMILY_IPV6,
+	check(back.host.encap.gue_port == 6080 && back.host.encap.source6.family == LB_FAMILY_IPV6,
 	      "the encapsulation settings were lost");
 	check(!strstr(strstr(text, "198.18.20.100"), "\"mac\""),
 	      "a backend of an encapsulated VIP is written with a MAC");
@@ -313,7 +313,7 @@ static void test_backend_ids_are_unique_and_allocated_round_robin(void **state)
 
 	(void)state;
 	sample_state(&s);
-	v = &s.vips[0];
+	v = &s.fleet.vips[0];
 	first_id = v->backends[0].id;
 	state_backend_remove(v, &v->backends[0]);
 	snprintf(b.name, sizeof(b.name), "web-9");
@@ -335,13 +335,13 @@ static void test_vip_ring_leaves_out_draining_backends(void **state)
 
 	(void)state;
 	sample_state(&s);
-	assert_int_equal(state_vip_ring(&s.vips[0], &ring, &ids), 0);
+	assert_int_equal(state_vip_ring(&s.fleet.vips[0], &ring, &ids), 0);
 	ring_points(ring, &points);
 	check(ring_member_count(ring) == 2, "%zu ring members, want 2 (web-2 drains)",
 	      ring_member_count(ring));
 	check(points == (1 + 3) * 100, "%zu points, want 400", points);
 	for (i = 0; i < ring_member_count(ring); i++)
-		check(ids[i] == state_backend_find(&s.vips[0], ring_member_name(ring, (__u32)i))->id,
+		check(ids[i] == state_backend_find(&s.fleet.vips[0], ring_member_name(ring, (__u32)i))->id,
 		      "member %zu maps to the wrong backend id", i);
 	ring_free(ring);
 	free(ids);
@@ -370,21 +370,21 @@ static void test_cookies_are_random_unique_and_never_handed_out_twice(void **sta
 
 	(void)state;
 	sample_state(&s);
-	v = &s.vips[0];
+	v = &s.fleet.vips[0];
 	first = state_backend_find(v, "web-1")->cookie;
 	state_backend_remove(v, state_backend_find(v, "web-1"));
 	add_backend(&s, v, "web-1", 1);
 	check(state_backend_find(v, "web-1")->cookie != first,
 	      "a backend removed and added again got its old cookie back");
-	for (i = 0; i < s.vip_count; i++)
-		for (j = 0; j < s.vips[i].backend_count; j++) {
-			__u64 c = s.vips[i].backends[j].cookie;
+	for (i = 0; i < s.fleet.vip_count; i++)
+		for (j = 0; j < s.fleet.vips[i].backend_count; j++) {
+			__u64 c = s.fleet.vips[i].backends[j].cookie;
 
 			check(c != 0 && c <= STATE_COOKIE_MAX, "cookie %llu out of range",
 			      (unsigned long long)c);
-			for (k = 0; k < s.vip_count; k++)
-				for (l = 0; l < s.vips[k].backend_count; l++)
-					check((k == i && l == j) || s.vips[k].backends[l].cookie != c,
+			for (k = 0; k < s.fleet.vip_count; k++)
+				for (l = 0; l < s.fleet.vips[k].backend_count; l++)
+					check((k == i && l == j) || s.fleet.vips[k].backends[l].cookie != c,
 					      "cookie %llu given twice", (unsigned long long)c);
 		}
 	state_free(&s);
@@ -399,16 +399,16 @@ static void test_state_digest_follows_what_the_kernel_holds(void **state)
 	sample_state(&s);
 	d = state_digest(&s);
 	assert_int_equal(state_clone(&t, &s), 0);
-	t.generation += 5;
-	t.next_backend_id = 77;
+	t.fleet.generation += 5;
+	t.fleet.next_backend_id = 77;
 	check(state_digest(&t) == d, "the generation or the id hint changed the digest");
-	t.vips[0].backends[0].mac[3] ^= 1;
+	t.fleet.vips[0].backends[0].mac[3] ^= 1;
 	check(state_digest(&t) != d, "a MAC change left the digest alone");
-	t.vips[0].backends[0].mac[3] ^= 1;
-	t.vips[0].backends[0].cookie ^= 1;
+	t.fleet.vips[0].backends[0].mac[3] ^= 1;
+	t.fleet.vips[0].backends[0].cookie ^= 1;
 	check(state_digest(&t) != d, "a cookie change left the digest alone");
-	t.vips[0].backends[0].cookie ^= 1;
-	t.vips[1].backends[0].draining = 1;
+	t.fleet.vips[0].backends[0].cookie ^= 1;
+	t.fleet.vips[1].backends[0].draining = 1;
 	check(state_digest(&t) != d, "a drain left the digest alone");
 	state_free(&t);
 	state_free(&s);
@@ -427,25 +427,25 @@ static void test_restore_never_puts_a_backend_where_another_serves(void **state)
 	(void)state;
 	sample_state(&s0);
 	assert_int_equal(state_clone(&sy, &s0), 0);
-	add_backend(&sy, &sy.vips[0], "y", 0x22);
+	add_backend(&sy, &sy.fleet.vips[0], "y", 0x22);
 	/* restore S0 over Sy */
 	assert_int_equal(state_clone(&now, &s0), 0);
 	assert_int_equal(state_restore_ids(&sy, &now), 0);
-	now.next_backend_id = state_backend_find(&sy.vips[0], "y")->id; /* the worst case */
-	add_backend(&now, &now.vips[0], "x", 0x11);
-	x = state_backend_find(&now.vips[0], "x");
+	now.fleet.next_backend_id = state_backend_find(&sy.fleet.vips[0], "y")->id; /* the worst case */
+	add_backend(&now, &now.fleet.vips[0], "x", 0x11);
+	x = state_backend_find(&now.fleet.vips[0], "x");
 	/* restore Sy over that */
 	assert_int_equal(state_clone(&again, &sy), 0);
 	assert_int_equal(state_restore_ids(&now, &again), 0);
-	y = state_backend_find(&again.vips[0], "y");
+	y = state_backend_find(&again.fleet.vips[0], "y");
 	check(y->id != x->id, "y was restored into slot %u, where x serves", y->id);
 	check(y->cookie != x->cookie, "y was restored with x's cookie");
-	web1_now = state_backend_find(&now.vips[0], "web-1");
-	web1_again = state_backend_find(&again.vips[0], "web-1");
+	web1_now = state_backend_find(&now.fleet.vips[0], "web-1");
+	web1_again = state_backend_find(&again.fleet.vips[0], "web-1");
 	check(web1_again->id == web1_now->id && web1_again->cookie == web1_now->cookie,
 	      "web-1, the same backend in both, moved from slot %u to %u", web1_now->id,
 	      web1_again->id);
-	check(again.vips[0].id == now.vips[0].id && again.vips[1].id == now.vips[1].id,
+	check(again.fleet.vips[0].id == now.fleet.vips[0].id && again.fleet.vips[1].id == now.fleet.vips[1].id,
 	      "a VIP changed its id");
 	state_free(&s0);
 	state_free(&sy);
@@ -466,14 +466,14 @@ static void test_restore_gives_a_new_vip_an_id_no_other_vip_serves_from(void **s
 	assert_int_equal(vip_parse("198.18.0.105:80/tcp", &spec, &why), 0);
 	assert_int_equal(state_vip_add(&from, &spec, 10, &v), 0);
 	add_backend(&from, v, "z", 0x33);
-	check(v->id == cur.vips[0].id && v->backends[0].id == cur.vips[0].backends[0].id,
+	check(v->id == cur.fleet.vips[0].id && v->backends[0].id == cur.fleet.vips[0].backends[0].id,
 	      "the test needs colliding ids");
 	assert_int_equal(state_restore_ids(&cur, &from), 0);
-	check(from.vips[0].id != cur.vips[0].id && from.vips[0].id != cur.vips[1].id,
-	      "a new VIP took id %u, which another VIP serves from", from.vips[0].id);
-	check(from.vips[0].backends[0].id != cur.vips[0].backends[0].id,
+	check(from.fleet.vips[0].id != cur.fleet.vips[0].id && from.fleet.vips[0].id != cur.fleet.vips[1].id,
+	      "a new VIP took id %u, which another VIP serves from", from.fleet.vips[0].id);
+	check(from.fleet.vips[0].backends[0].id != cur.fleet.vips[0].backends[0].id,
 	      "a new backend took slot %u, which another backend serves from",
-	      from.vips[0].backends[0].id);
+	      from.fleet.vips[0].backends[0].id);
 	state_free(&cur);
 	state_free(&from);
 }
@@ -540,8 +540,8 @@ static void test_state_of_an_earlier_build_loads(void **state)
 	assert_non_null(fixed);
 	strstr(strstr(fixed, "\"name\": \"b\""), "\"cookie\": 1")[10] = '2';
 	check(state_from_text(&s, fixed, why) == 0, "a file with next_cookie refused: %s", why);
-	check(s.vips[0].backends[1].cookie == 2, "cookie read as %llu",
-	      (unsigned long long)s.vips[0].backends[1].cookie);
+	check(s.fleet.vips[0].backends[1].cookie == 2, "cookie read as %llu",
+	      (unsigned long long)s.fleet.vips[0].backends[1].cookie);
 	free(fixed);
 	state_free(&s);
 }
@@ -574,7 +574,7 @@ static void command(struct state *before, void (*change)(struct state_vip *v))
 	struct state after;
 
 	assert_int_equal(state_clone(&after, before), 0);
-	change(&after.vips[0]);
+	change(&after.fleet.vips[0]);
 	state_history_advance(before, &after);
 	state_free(before);
 	*before = after;
@@ -623,22 +623,22 @@ static void test_history_keeps_three_rings_and_retires_removed_backends(void **s
 	(void)state;
 	gue_vip(&s, names, 2);
 	command(&s, add_c);
-	check_eq(s.vips[0].history_count, 1);
+	check_eq(s.fleet.vips[0].history_count, 1);
 	command(&s, drain_a);
-	check_eq(s.vips[0].history_count, 2);
+	check_eq(s.fleet.vips[0].history_count, 2);
 	command(&s, remove_a);
 	/* No ring changed: nothing kept, but a is retired, named by both kept rings. */
-	check_eq(s.vips[0].history_count, 2);
-	a = state_backend_find(&s.vips[0], "a");
+	check_eq(s.fleet.vips[0].history_count, 2);
+	a = state_backend_find(&s.fleet.vips[0], "a");
 	check(a && a->retired, "removed a is not retired");
 	check_eq(a->past_weight[0], 1);
 	check_eq(a->past_weight[1], 1);
 	check(!state_backend_in_ring(a), "a retired backend is in the ring");
-	assert_int_equal(state_vip_past_ring(&s.vips[0], 1, &ring, &ids), 0);
+	assert_int_equal(state_vip_past_ring(&s.fleet.vips[0], 1, &ring, &ids), 0);
 	check_eq(ring_member_count(ring), 2); /* {a, b}: the first ring */
 	ring_free(ring);
 	free(ids);
-	check(state_vip_past_ring(&s.vips[0], 2, &ring, &ids) == -ENOENT, "a third ring kept");
+	check(state_vip_past_ring(&s.fleet.vips[0], 2, &ring, &ids) == -ENOENT, "a third ring kept");
 
 	text = state_to_text(&s);
 	check(state_from_text(&back, text, why) == 0, "reload: %s", why);
@@ -665,13 +665,13 @@ static void test_history_keeps_three_rings_and_retires_removed_backends(void **s
 
 	/* Three more changes: a's rings are forgotten one by one, then a leaves. */
 	command(&s, weigh_b);
-	check_eq(s.vips[0].history_count, 3);
-	check(state_backend_find(&s.vips[0], "a") != NULL, "a left while a ring names it");
+	check_eq(s.fleet.vips[0].history_count, 3);
+	check(state_backend_find(&s.fleet.vips[0], "a") != NULL, "a left while a ring names it");
 	command(&s, weigh_c);
-	check_eq(s.vips[0].history_count, 3);
-	check(state_backend_find(&s.vips[0], "a") != NULL, "a left while the third ring names it");
+	check_eq(s.fleet.vips[0].history_count, 3);
+	check(state_backend_find(&s.fleet.vips[0], "a") != NULL, "a left while the third ring names it");
 	command(&s, weigh_b1);
-	check(state_backend_find(&s.vips[0], "a") == NULL, "a stays when no ring names it");
+	check(state_backend_find(&s.fleet.vips[0], "a") == NULL, "a stays when no ring names it");
 	state_free(&s);
 }
 

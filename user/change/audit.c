@@ -69,7 +69,7 @@ static json_t *audit_word(const char *word)
 }
 
 void audit_write(const struct site *site, char *const *words, int count, int ok,
-	       const char *error)
+		 const char *error, const char *error_class)
 {
 	char path[PATH_MAX], when[32];
 	struct passwd *pw = getpwuid(getuid());
@@ -97,6 +97,8 @@ void audit_write(const struct site *site, char *const *words, int count, int ok,
 		json_object_set_new(line, "login_uid", json_integer(luid));
 	if (!ok && error && error[0])
 		json_object_set_new(line, "error", audit_word(error));
+	if (!ok && error_class)
+		json_object_set_new(line, "error_class", json_string(error_class));
 	text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(line);
 	if (!text)

@@ -19,8 +19,9 @@ struct site;
  * @count: how many words
  * @ok: 1 when the change was made
  * @error: when not, the one line the caller saw (NULL or empty: none)
+ * @error_class: when not, where it failed (fault_class_name(); NULL: not said)
  */
 void audit_write(const struct site *site, char *const *words, int count, int ok,
-		 const char *error);
+		 const char *error, const char *error_class);
 
 #endif /* RINGLB_AUDIT_H */

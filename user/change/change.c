@@ -1,38 +1,62 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The change pipeline (change.h). Every step that can fail says why in one
- * line and returns -errno; the order of the steps is what keeps the kernel
- * serving a committed state whatever happens between them.
+ * The change pipeline (change.h): a change is a run of steps over a
+ * session, each 0 or -errno with its fault, and the undo of each step that
+ * came before a failure. The order of the steps is what keeps the kernel
+ * serving a committed state whatever happens between them:
+ *
+ *   begin    the session: the lock, the committed state, the kernel made to
+ *            hold it (session.h)
+ *   apply    the change's own function, on a copy of the committed state;
+ *            then the rules every change keeps (fail open, previous rings)
+ *   mark     the kernel's record says "changing": a crash from here on is
+ *            repaired by the next session
+ *   commit   the store takes the new state (the point of no return, or
+ *            -ESTALE: another host's change came first)
+ *   follow   the kernel made to hold it, and its record says so
+ *
+ * A failure before the commit undoes what came before it; a failure to
+ * follow writes the old state back and converges to it, unless the store
+ * is shared (other hosts may serve the new state already): then the next
+ * session repairs this host's kernel.
  */
-#define _GNU_SOURCE
 #include "change.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "host.h"
 #include "rings_log.h"
-#include "site.h"
 #include "store.h"
 
+/**
+ * struct change - one try of a change.
+ * @site: the deployment
+ * @ss: its session
+ * @want: the state the change makes
+ * @out: what it says (the fault, the undo's fault, the note)
+ * @undo: what the apply function did outside the state, to put back
+ * @logged: 1 once the change is a transition for rings.log (it was applied)
+ */
+struct change {
+	const struct site *site;
+	struct session ss;
+	struct state want;
+	struct change_outcome *out;
+	struct change_undo undo;
+	int logged;
+};
 
 /* Make the kernel hold @want: maps (from @applied, or compared whole when NULL), then programs. */
 static int converge(const struct site *site, const struct lb_maps *maps,
-		    const struct state *applied, const struct state *want, char why[FAULT_WHY_MAX])
+		    const struct state *applied, const struct state *want, struct fault *f)
 {
 	int fixed;
 
-	return kernel_sync(maps, applied, want, why) ?: site_links_converge(site, want, &fixed, why);
+	return kernel_sync(maps, applied, want, f) ?: site_links_converge(site, want, &fixed, f);
 }
 
 /*
@@ -45,20 +69,104 @@ static void next_hops_refresh(const struct state *s)
 {
 	size_t i, j;
 
-	for (i = 0; i < s->vip_count; i++)
-		if (s->vips[i].forward != LB_FORWARD_L2)
-			for (j = 0; j < s->vips[i].backend_count; j++)
-				host_neigh_provoke(&s->vips[i].backends[j].addr);
+	for (i = 0; i < s->fleet.vip_count; i++)
+		if (s->fleet.vips[i].forward != LB_FORWARD_L2)
+			for (j = 0; j < s->fleet.vips[i].backend_count; j++)
+				host_neigh_provoke(&s->fleet.vips[i].backends[j].addr);
 }
 
-
-/* @why with "; nothing changed" after it. */
-static void nothing_changed(char why[FAULT_WHY_MAX])
+/* apply: the change's function on a copy of the committed state, and what every change keeps. */
+static int step_apply(struct change *c, change_apply_fn apply, const void *args)
 {
-	char cause[FAULT_WHY_MAX];
+	struct change_ctx ctx = { .site = c->site, .undo = &c->undo };
+	struct fault *f = &c->out->fault;
+	int err;
 
-	snprintf(cause, sizeof(cause), "%s", why);
-	snprintf(why, FAULT_WHY_MAX, "%s; nothing changed", cause);
+	if (state_clone(&c->want, &c->ss.applied))
+		return fault_set(f, FAULT_STATE, -ENOMEM, "out of memory");
+	err = apply(&ctx, args, &c->want, f);
+	if (err)
+		return err;
+	c->logged = 1;
+	/*
+	 * Every change keeps its VIPs' last healthy sets (fail open) and the
+	 * rings it replaces, whatever command or verdict made it.
+	 */
+	state_health_settle(&c->ss.applied, &c->want);
+	state_history_advance(&c->ss.applied, &c->want);
+	c->want.fleet.generation = c->ss.applied.fleet.generation + 1;
+	return 0;
+}
+
+/* mark: the kernel's record says a change is under way. */
+static int step_mark(struct change *c)
+{
+	int err = c->ss.have_maps ? kernel_record(&c->ss.maps, &c->ss.applied, 1) : 0;
+
+	if (err)
+		fault_errno(&c->out->fault, FAULT_KERNEL, err, "cannot write the kernel's record");
+	return err;
+}
+
+/* commit: the store takes the new state. */
+static int step_commit(struct change *c)
+{
+	return store_commit(c->site->store, &c->want, &c->ss.applied, c->ss.revision,
+			    &c->out->fault);
+}
+
+/* follow: the kernel holds the new state, and its record says so. */
+static int step_follow(struct change *c)
+{
+	struct fault *f = &c->out->fault;
+	int err;
+
+	if (!c->ss.have_maps)
+		return 0;
+	err = converge(c->site, &c->ss.maps, &c->ss.applied, &c->want, f);
+	if (!err && (err = kernel_record(&c->ss.maps, &c->want, 0)))
+		fault_errno(f, FAULT_KERNEL, err, "cannot write the kernel's record");
+	return err;
+}
+
+/* What the apply function did outside the state: put back (@failed) or kept, once. */
+static void undo_outside(struct change *c, int failed)
+{
+	if (c->undo.fn)
+		c->undo.fn(c->undo.arg, failed);
+	c->undo.fn = NULL;
+}
+
+/* Undo before the commit: the record back to "holds the committed state", the links to it. */
+static void undo_uncommitted(struct change *c, int marked)
+{
+	struct fault *undo = &c->out->undo;
+	int fixed, err;
+
+	undo_outside(c, 1);
+	if (!c->ss.have_maps)
+		return;
+	if (marked && (err = kernel_record(&c->ss.maps, &c->ss.applied, 0))) {
+		fault_errno(undo, FAULT_KERNEL, err, "cannot write the kernel's record");
+		return;
+	}
+	/* Attach may have pinned its link already. */
+	site_links_converge(c->site, &c->ss.applied, &fixed, undo);
+}
+
+/* Undo after the commit, of what only this host holds: the old state back, everywhere. */
+static void undo_committed(struct change *c)
+{
+	struct fault *undo = &c->out->undo, ignored;
+	int err;
+
+	undo_outside(c, 1);
+	/* If the old state cannot be written back, the new one stays: the next command repairs. */
+	if (store_commit(c->site->store, &c->ss.applied, &c->want, c->ss.revision, &ignored))
+		return;
+	err = converge(c->site, &c->ss.maps, NULL, &c->ss.applied, undo);
+	if (!err && (err = kernel_record(&c->ss.maps, &c->ss.applied, 0)))
+		fault_errno(undo, FAULT_KERNEL, err, "cannot write the kernel's record");
 }
 
 /* One try of change_run(): -ESTALE when the store changed between the read and the commit. */
@@ -66,108 +174,71 @@ static int change_once(const struct site *site, unsigned int flags, __u32 flow_e
 		       change_apply_fn apply, const void *args, const char *cause,
 		       struct change_outcome *out)
 {
-	struct session ss = { .flags = flags, .flow_entries = flow_entries };
-	struct change_ctx ctx = { .site = site };
-	struct state want;
-	char *why = out->why, *undo = out->undo;
-	int err, fixed, logged = 0;
+	struct change c = { .site = site, .out = out,
+			    .ss = { .flags = flags, .flow_entries = flow_entries } };
+	struct fault *f = &out->fault;
 	struct timespec start, end;
+	int err;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	memset(out, 0, sizeof(*out));
-	state_init(&want);
-	err = session_begin(site, &ss, why);
+	state_init(&c.want);
+	err = session_begin(site, &c.ss, f);
 	if (err)
 		goto out;
-	if (state_clone(&want, &ss.applied)) {
-		snprintf(why, FAULT_WHY_MAX, "out of memory");
-		err = -ENOMEM;
-		goto out;
-	}
-	err = apply(&ctx, args, &want, why);
-	if (err)
-		goto undo_links; /* attach may have made its link already */
-	logged = 1;
-	/*
-	 * Every change keeps its VIPs' last healthy sets (fail open) and the
-	 * rings it replaces, whatever command or verdict made it.
-	 */
-	state_health_settle(&ss.applied, &want);
-	state_history_advance(&ss.applied, &want);
-	want.generation = ss.applied.generation + 1;
-	if (ss.have_maps) {
-		err = kernel_record(&ss.maps, &ss.applied, 1);
-		if (err) {
-			snprintf(why, FAULT_WHY_MAX, "cannot write the kernel's record: %s; nothing "
-				 "changed", strerror(-err));
-			goto undo_links;
-		}
-	}
-	/* The commit. */
-	err = store_commit(site, &want, &ss.applied, ss.revision, why);
+	err = step_apply(&c, apply, args);
 	if (err) {
-		/* Another host's change came first: the caller applies this one to it. */
-		if (err == -ESTALE)
-			logged = 0;
-		nothing_changed(why);
-		goto undo_record;
-	}
-	if (!ss.have_maps)
+		undo_uncommitted(&c, 0);
 		goto out;
-	err = converge(site, &ss.maps, &ss.applied, &want, why) ?:
-	      kernel_record(&ss.maps, &want, 0);
+	}
+	err = step_mark(&c);
+	if (err) {
+		fault_append(f, "; nothing changed");
+		undo_uncommitted(&c, 0);
+		goto out;
+	}
+	err = step_commit(&c);
+	if (err) {
+		/* Another host's change came first: change_run() applies this one to it. */
+		if (err == -ESTALE)
+			c.logged = 0;
+		fault_append(f, "; nothing changed");
+		undo_uncommitted(&c, 1);
+		goto out;
+	}
+	err = step_follow(&c);
 	if (!err)
 		goto out;
-	if (!why[0])
-		snprintf(why, FAULT_WHY_MAX, "%s", strerror(-err));
 	/*
-	 * The store's state stands: other hosts may serve it already. This
-	 * host's kernel is brought to it by the next session.
+	 * A shared store's state stands when the change wrote it: other hosts
+	 * may serve it already. This host's kernel is brought to it by the next
+	 * session. A change of this host's half alone is undone here.
 	 */
-	if (site->store) {
-		char cause_[FAULT_WHY_MAX];
-
-		snprintf(cause_, sizeof(cause_), "%s", why);
-		snprintf(why, FAULT_WHY_MAX, "committed to the store, but this host's kernel could "
-			 "not follow: %s; the next change or the daemon repairs it", cause_);
+	if (store_shared(site->store) && state_fleet_same(&c.ss.applied, &c.want) == 0) {
+		fault_prefix(f, "committed to the store, but this host's kernel could not follow");
+		fault_append(f, "; the next change or the daemon repairs it");
 		goto out;
 	}
-	nothing_changed(why);
-	/* If the old state cannot be written back, the new one stays: the next command repairs. */
-	if (state_save(&ss.applied, site->state_path))
-		goto out;
-	if (converge(site, &ss.maps, NULL, &ss.applied, undo) ||
-	    kernel_record(&ss.maps, &ss.applied, 0))
-		goto undo_failed;
-	goto out;
-undo_record:
-	if (ss.have_maps && kernel_record(&ss.maps, &ss.applied, 0)) {
-		snprintf(undo, FAULT_WHY_MAX, "cannot write the kernel's record");
-		goto undo_failed;
-	}
-undo_links:
-	if (ss.have_maps && site_links_converge(site, &ss.applied, &fixed, undo))
-		goto undo_failed;
-	goto out;
-undo_failed:
-	if (!undo[0])
-		snprintf(undo, FAULT_WHY_MAX, "cannot write the kernel's record");
+	fault_append(f, "; nothing changed");
+	undo_committed(&c);
 out:
+	/* Still registered: the change stands (every failure that undoes it put it back). */
+	undo_outside(&c, 0);
 	if (!err) {
-		snprintf(out->note, sizeof(out->note), "%s", ss.note);
-		next_hops_refresh(&want);
+		snprintf(out->note, sizeof(out->note), "%s", c.ss.note);
+		next_hops_refresh(&c.want);
 	}
-	if (logged) {
+	if (c.logged) {
 		char outcome[FAULT_WHY_MAX + 16];
 
-		snprintf(outcome, sizeof(outcome), err ? "failed: %s" : "ok", why);
+		snprintf(outcome, sizeof(outcome), err ? "failed: %s" : "ok", f->why);
 		clock_gettime(CLOCK_MONOTONIC, &end);
-		rings_log_write(site, &ss.applied, &want, cause, outcome,
+		rings_log_write(site, &c.ss.applied, &c.want, cause, outcome,
 				(double)(end.tv_sec - start.tv_sec) +
 					(double)(end.tv_nsec - start.tv_nsec) / 1e9);
 	}
-	state_free(&want);
-	session_end(&ss);
+	state_free(&c.want);
+	session_end(&c.ss);
 	return err;
 }
 

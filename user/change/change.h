@@ -13,8 +13,8 @@
  * the next session. The same apply function run on a copy, with no
  * session, is the change's dry run.
  *
- * Functions return 0 or a negative errno and say why in one line (@why,
- * FAULT_WHY_MAX bytes, no prefix); they print nothing. The caller reports.
+ * Functions return 0 or a negative errno and fill a fault (fault.h): its
+ * class and one line; they print nothing. The caller reports.
  */
 #ifndef RINGLB_CHANGE_H
 #define RINGLB_CHANGE_H
@@ -32,34 +32,54 @@
 #define CHANGE_STORE_TRIES 16
 
 /**
+ * struct change_undo - how an apply function that changed something besides
+ * the state (a file of this host) has it put back when the change fails.
+ * @fn: called once: with @failed 1 before the kernel is converged back to
+ *      the committed state (put it back), or with 0 when the change stands
+ *      (keep it); either way it releases @arg. NULL: nothing outside
+ * @arg: its argument
+ */
+struct change_undo {
+	void (*fn)(void *arg, int failed);
+	void *arg;
+};
+
+/**
  * struct change_ctx - what an apply function is given besides the state.
  * @site: the deployment
  * @dry_run: 1 when the change is only being measured: nothing on the host
  *           is asked or touched (no neighbour resolution, no load)
+ * @undo: where it says how to undo what it did outside the state (NULL in
+ *        a dry run, which does nothing outside)
  */
 struct change_ctx {
 	const struct site *site;
 	int dry_run;
+	struct change_undo *undo;
 };
 
 /**
  * change_apply_fn - edit @want (a copy of the committed state) as @args asks,
- * or say why not. Whatever it does outside @want (attach pins a link) must
- * be undone by site_links_converge() to the committed state.
+ * or say why not (a fault of the state class when the state refuses it, of
+ * the kernel class when the host could not be asked). Whatever it does
+ * outside @want (attach pins a link) must be undone by site_links_converge()
+ * to the committed state.
  */
 typedef int (*change_apply_fn)(const struct change_ctx *ctx, const void *args,
-			       struct state *want, char why[FAULT_WHY_MAX]);
+			       struct state *want, struct fault *f);
 
 /**
  * struct change_outcome - what a change said.
- * @why: on failure, what failed (the change did not happen)
- * @undo: when undoing a partial change failed too, what failed; the next
- *        session repairs it
+ * @fault: on failure, what failed and where (the change did not happen,
+ *         unless a shared store took it and this host's kernel could not
+ *         follow: then the next session repairs it)
+ * @undo: when undoing a partial change failed too, what failed (class
+ *        FAULT_NONE when nothing did); the next session repairs it
  * @note: on success, what the session had to repair first
  */
 struct change_outcome {
-	char why[FAULT_WHY_MAX];
-	char undo[FAULT_WHY_MAX];
+	struct fault fault;
+	struct fault undo;
 	char note[SESSION_NOTE_MAX];
 };
 

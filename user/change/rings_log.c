@@ -146,7 +146,7 @@ static json_t *transition_line(const struct state_vip *was, const struct state_v
 							"share_after", m->share_after));
 	}
 	line = json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:f, s:b, s:o, s:b, s:s}", "time",
-			 when, "vip", spec, "generation", (json_int_t)after->generation, "cause",
+			 when, "vip", spec, "generation", (json_int_t)after->fleet.generation, "cause",
 			 cause, "user", pw ? pw->pw_name : "?", "points_before", (json_int_t)p_was,
 			 "points_after", (json_int_t)p_now, "moved", diff.moved, "exact", exact,
 			 "backends", members, "fail_open", now && state_vip_fails_open(now),
@@ -195,16 +195,16 @@ void rings_log_write(const struct site *site, const struct state *before,
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	for (i = 0; i < before->vip_count + after->vip_count; i++) {
+	for (i = 0; i < before->fleet.vip_count + after->fleet.vip_count; i++) {
 		const struct state_vip *was, *now;
 		json_t *line;
 		char *text;
 
-		if (i < after->vip_count) {
-			now = &after->vips[i];
+		if (i < after->fleet.vip_count) {
+			now = &after->fleet.vips[i];
 			was = state_vip_find(before, &now->spec);
 		} else {
-			was = &before->vips[i - after->vip_count];
+			was = &before->fleet.vips[i - after->fleet.vip_count];
 			now = NULL;
 			if (state_vip_find(after, &was->spec))
 				continue;

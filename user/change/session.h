@@ -52,7 +52,7 @@ struct session {
  * before that. Set @ss's flags and flow_entries first; end with
  * session_end() whatever this returns.
  */
-int session_begin(const struct site *site, struct session *ss, char why[FAULT_WHY_MAX]);
+int session_begin(const struct site *site, struct session *ss, struct fault *f);
 
 /** session_end() - release the session's maps, state and lock. */
 void session_end(struct session *ss);

@@ -15,6 +15,8 @@
 #include "lb.h"
 #include "state.h"
 
+struct store;
+
 /** SITE_STATE_PATH_DEFAULT - the desired-state file of the default deployment. */
 #define SITE_STATE_PATH_DEFAULT "/var/lib/ringlb/state.json"
 /** SITE_BPFFS_ROOT - where the BPF filesystem is mounted when it is missing. */
@@ -25,26 +27,25 @@
  * @state_path: the desired-state file; the secret, the lock and the audit
  *              log live beside it
  * @pin_dir: the bpffs directory of the maps and of links/
- * @store: NULL: the desired state is the file at @state_path; else
- *         "etcd://HOST:PORT[,...]/PREFIX": it is the key PREFIX/state of
- *         that etcd, shared by every host of the deployment, and a change
- *         commits only when nobody wrote it since it was read (the lock,
- *         secret and logs stay in @state_path's directory)
+ * @store: where the committed state lives (store.h): the file at
+ *         @state_path, or a store shared by every host of the deployment
+ *         with this host's facts in @state_path (the lock, secret and logs
+ *         stay in @state_path's directory either way)
  */
 struct site {
 	const char *state_path;
 	const char *pin_dir;
-	const char *store;
+	struct store *store;
 };
 
 /** site_path() - the path of @file beside the state file. */
 void site_path(const struct site *site, const char *file, char *out, size_t len);
 
 /** site_dir_ensure() - the state file's directory exists (made 0700 when not). */
-int site_dir_ensure(const struct site *site, char why[FAULT_WHY_MAX]);
+int site_dir_ensure(const struct site *site, struct fault *f);
 
 /** site_lock() - the deployment's lock, shared or exclusive. Return: a descriptor or -errno. */
-int site_lock(const struct site *site, int exclusive, char why[FAULT_WHY_MAX]);
+int site_lock(const struct site *site, int exclusive, struct fault *f);
 
 /**
  * site_daemon_lock() - one daemon per deployment: an exclusive lock on
@@ -52,23 +53,33 @@ int site_lock(const struct site *site, int exclusive, char why[FAULT_WHY_MAX]);
  * and released by the kernel when it dies. Return: the descriptor, or
  * -EBUSY and which pid holds it, or another -errno.
  */
-int site_daemon_lock(const struct site *site, char why[FAULT_WHY_MAX]);
+int site_daemon_lock(const struct site *site, struct fault *f);
+
+/**
+ * site_state_read() - the committed state (store_read() of the site's store),
+ * read under a lock the caller holds; @revision (NULL: not wanted) is the
+ * store's revision of it.
+ */
+int site_state_read(const struct site *site, struct state *s, __u64 *revision, struct fault *f);
+
+/** site_state_read_shared() - the committed state, read under the shared lock. */
+int site_state_read_shared(const struct site *site, struct state *s, struct fault *f);
 
 /** site_privileged() - 0 when this process may change the kernel, else -EPERM and why. */
-int site_privileged(char why[FAULT_WHY_MAX]);
+int site_privileged(struct fault *f);
 
 /** site_maps_pinned() - 1 when the maps are pinned, 0 when not yet, -1 without a bpffs. */
 int site_maps_pinned(const struct site *site);
 
 /** site_maps_open() - open the pinned maps, or say why they are not there. */
-int site_maps_open(const struct site *site, struct lb_maps *maps, char why[FAULT_WHY_MAX]);
+int site_maps_open(const struct site *site, struct lb_maps *maps, struct fault *f);
 
 /**
  * site_bpffs_ensure() - the pin directory and its links/ exist on a BPF
  * filesystem, which is mounted at SITE_BPFFS_ROOT when the pin directory is
  * meant to be there and none is. @mounted is set to 1 when it was mounted.
  */
-int site_bpffs_ensure(const struct site *site, int *mounted, char why[FAULT_WHY_MAX]);
+int site_bpffs_ensure(const struct site *site, int *mounted, struct fault *f);
 
 /**
  * site_links_converge() - the programs on the interfaces: only those @want
@@ -76,7 +87,7 @@ int site_bpffs_ensure(const struct site *site, int *mounted, char why[FAULT_WHY_
  * attach (no secret file and no program). @fixed counts what was changed.
  */
 int site_links_converge(const struct site *site, const struct state *want, int *fixed,
-			char why[FAULT_WHY_MAX]);
+			struct fault *f);
 
 /**
  * site_prog_load() - an instance of the program on the deployment's key (the
@@ -85,6 +96,6 @@ int site_links_converge(const struct site *site, const struct state *want, int *
  * size). The key is wiped from @opts afterwards. On failure, why.
  */
 int site_prog_load(const struct site *site, struct lb_load_opts *opts, struct lb_prog **prog,
-		   char why[FAULT_WHY_MAX]);
+		   struct fault *f);
 
 #endif /* RINGLB_SITE_H */

@@ -1,47 +1,137 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The committed state of a deployment, wherever it lives: the state file,
- * or with --store the fleet's half in etcd (PREFIX/state, the same for
- * every host) and this host's facts in its state file.
+ * The store: where a deployment's committed state lives, behind one
+ * interface. The state file (store_file.c) is one store: the whole state,
+ * one host. etcd (store_etcd.c) is another: the fleet's half of the state
+ * (struct state_fleet) is its key PREFIX/state, shared by every host, and
+ * this host's half (struct state_host) stays in its state file. The change
+ * pipeline (change.h) and the daemon read and commit through the interface
+ * alone, whichever store it is; `--store` is parsed once, into a store.
+ *
+ * A store's operations fail with faults of the store class, except for
+ * this host's state file (the state class).
  */
 #ifndef RINGLB_STORE_H
 #define RINGLB_STORE_H
 
+#include <stddef.h>
 #include <linux/types.h>
 
 #include "fault.h"
 #include "state.h"
 
-struct site;
+/** STORE_HOLDER_MAX - room for who holds a store's lead. */
+#define STORE_HOLDER_MAX 128
 
-/** site_state_read() - the committed state, read under a lock the caller holds. */
-int site_state_read(const struct site *site, struct state *s, char why[FAULT_WHY_MAX]);
-
-/**
- * site_state_read_rev() - site_state_read(), and the store's revision of it
- * (0 for a state file, or a store without one yet).
- */
-int site_state_read_rev(const struct site *site, struct state *s, __u64 *revision,
-			char why[FAULT_WHY_MAX]);
-
-/** site_state_read_shared() - the committed state, read under the shared lock. */
-int site_state_read_shared(const struct site *site, struct state *s, char why[FAULT_WHY_MAX]);
+struct store;
 
 /**
- * store_commit() - the commit: the state file replaced; with a store, first
- * the fleet's half written if the change touched it and nobody wrote it
- * since @revision (-ESTALE otherwise), then this host's file.
+ * struct store_ops - what a store does.
+ * @kind: "file", "etcd", ...
+ * @shared: 1 when other hosts serve what it holds: a change committed
+ *          there stands even when this host's kernel cannot follow
+ * @poll_ms: with no watch, how often the daemon asks it for news; 0: when
+ *           this host's state file changes (it is the store)
+ * @read: the committed state (both halves) and the store's revision of it
+ *        (0 for a store without revisions, or before the first commit)
+ * @commit: make @want the committed state if the store is still at
+ *          @revision (the one read with @applied); -ESTALE when another
+ *          writer came first (the change is applied again to a new read)
+ * @key_check: is @digest (lb_secret_digest()) the fleet's key digest? The
+ *             first host to ask gives the fleet its own. -EKEYREJECTED when
+ *             it is another. NULL: a store of one host, always yes
+ * @watch: start following the store: a descriptor that becomes readable
+ *         (drain it with read()) when the store may have changed, or -1
+ *         when only polling follows it
+ * @lead: called every STORE_LEAD_RENEW_MS: keep this daemon's claim to the
+ *        store's one lead (the fleet's health checks) alive, or campaign
+ *        for it; @leader 1 when it holds it, @holder who does
+ * @close: release everything (a watch stops)
  */
-int store_commit(const struct site *site, const struct state *want, const struct state *applied,
-		 __u64 revision, char why[FAULT_WHY_MAX]);
+struct store_ops {
+	const char *kind;
+	int shared;
+	unsigned int poll_ms;
+	int (*read)(struct store *st, struct state *out, __u64 *revision, struct fault *f);
+	int (*commit)(struct store *st, const struct state *want, const struct state *applied,
+		      __u64 revision, struct fault *f);
+	int (*key_check)(struct store *st, __u64 digest, struct fault *f);
+	int (*watch)(struct store *st, struct fault *f);
+	int (*lead)(struct store *st, const char *identity, int *leader,
+		    char holder[STORE_HOLDER_MAX], struct fault *f);
+	void (*close)(struct store *st);
+};
 
 /**
- * store_secret_check() - with a store, is @secret the fleet's key? The
- * store holds its digest (lb_secret_digest(), never the key): the first host
- * to ask writes its own. Return: 0, -EKEYREJECTED and why when it differs
- * (a host on another key would send flows elsewhere), another -errno when
- * the store cannot be asked. Without a store: 0.
+ * struct store - a store; implementations embed it first in their own.
+ * @ops: its operations
+ * @state_path: this host's state file
+ * @spec: how it was named (--store), or NULL for the state file
  */
-int store_secret_check(const struct site *site, const __u64 secret[2], char why[FAULT_WHY_MAX]);
+struct store {
+	const struct store_ops *ops;
+	const char *state_path;
+	const char *spec;
+};
+
+/** STORE_LEAD_TTL_S - a lead not renewed for this long passes to another daemon. */
+#define STORE_LEAD_TTL_S 3
+/** STORE_LEAD_RENEW_MS - how often a daemon renews its claim (store_lead()). */
+#define STORE_LEAD_RENEW_MS 1000
+
+/**
+ * store_open() - the store @spec names: NULL for the state file at
+ * @state_path alone, "etcd://HOST:PORT[,HOST:PORT...]/PREFIX" for etcd
+ * (with this host's half in @state_path). Both strings must outlive it.
+ * Return: 0, or -EINVAL and why (class FAULT_USAGE) for a malformed @spec.
+ */
+int store_open(const char *spec, const char *state_path, struct store **out, struct fault *f);
+
+/** store_close() - close a store (NULL: nothing). */
+void store_close(struct store *st);
+
+/** store_read() - @st's read (@out is initialised whatever it returns). */
+int store_read(struct store *st, struct state *out, __u64 *revision, struct fault *f);
+
+/** store_commit() - @st's commit. */
+int store_commit(struct store *st, const struct state *want, const struct state *applied,
+		 __u64 revision, struct fault *f);
+
+/**
+ * store_key_check() - is @secret the fleet's key (its digest against the
+ * store's)? 0 for a store of one host.
+ */
+int store_key_check(struct store *st, const __u64 secret[2], struct fault *f);
+
+/** store_watch() - @st's watch: a descriptor, or -1 when it is only polled. */
+int store_watch(struct store *st, struct fault *f);
+
+/** store_lead() - @st's lead; a store of one host: always this daemon. */
+int store_lead(struct store *st, const char *identity, int *leader,
+	       char holder[STORE_HOLDER_MAX], struct fault *f);
+
+/** store_shared() - do other hosts serve what @st holds? */
+static inline int store_shared(const struct store *st)
+{
+	return st->ops->shared;
+}
+
+/**
+ * store_file_open() - the state file as the store (store_open(NULL, ...)).
+ * store_etcd_open() - etcd as the store.
+ */
+int store_file_open(const char *state_path, struct store **out, struct fault *f);
+int store_etcd_open(const char *spec, const char *state_path, struct store **out,
+		    struct fault *f);
+
+/**
+ * store_host_read() - this host's state file, as the state class reads it:
+ * a missing file is an empty state, anything else unreadable or invalid a
+ * fault of the state class naming the file.
+ */
+int store_host_read(const char *state_path, struct state *out, struct fault *f);
+
+/** store_host_write() - replace this host's state file with @s (state_save()). */
+int store_host_write(const char *state_path, const struct state *s, struct fault *f);
 
 #endif /* RINGLB_STORE_H */

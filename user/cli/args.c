@@ -51,36 +51,36 @@ int cli_weight_arg(struct cli *c, const char *text, __u32 *weight)
 }
 
 struct state_vip *cli_vip_find(const struct state *s, const struct vip_spec *spec,
-			       char why[FAULT_WHY_MAX])
+			       struct fault *f)
 {
 	struct state_vip *v = state_vip_find(s, spec);
 	char text[ADDR_TEXT_MAX];
 
 	if (!v) {
 		vip_format(spec, text);
-		snprintf(why, FAULT_WHY_MAX, "no such VIP %s", text);
+		fault_set(f, FAULT_STATE, -ENOENT, "no such VIP %s", text);
 	}
 	return v;
 }
 
 struct state_backend *cli_backend_find(const struct state_vip *v, const char *name,
-				       char why[FAULT_WHY_MAX])
+				       struct fault *f)
 {
 	struct state_backend *b = state_backend_find(v, name);
 	char text[ADDR_TEXT_MAX];
 
 	vip_format(&v->spec, text);
 	if (!b) {
-		snprintf(why, FAULT_WHY_MAX, "no backend '%s' on VIP %s", name, text);
+		fault_set(f, FAULT_STATE, -ENOENT, "no backend '%s' on VIP %s", name, text);
 	} else if (b->retired) {
-		snprintf(why, FAULT_WHY_MAX, "backend '%s' of VIP %s was removed (it stays a hop "
-			 "while a previous ring names it)", name, text);
+		fault_set(f, FAULT_STATE, -ENOENT, "backend '%s' of VIP %s was removed (it stays a "
+			  "hop while a previous ring names it)", name, text);
 		b = NULL;
 	}
 	return b;
 }
 
-int cli_ring_fits(const struct state_vip *v, char why[FAULT_WHY_MAX])
+int cli_ring_fits(const struct state_vip *v, struct fault *f)
 {
 	uint64_t fingerprint;
 	size_t points;
@@ -90,8 +90,8 @@ int cli_ring_fits(const struct state_vip *v, char why[FAULT_WHY_MAX])
 		char text[ADDR_TEXT_MAX];
 
 		vip_format(&v->spec, text);
-		snprintf(why, FAULT_WHY_MAX, "VIP %s: %s (lower the weights or --vnodes)", text,
-			 ring_strerror(err));
+		fault_set(f, FAULT_STATE, err, "VIP %s: %s (lower the weights or --vnodes)", text,
+			  ring_strerror(err));
 	}
 	return err;
 }
@@ -200,7 +200,7 @@ int cli_check_hold_set(struct cli *c, void *args, const char *value)
 }
 
 int cli_check_apply(const struct cli_check_args *k, struct state_check *into,
-		    char why[FAULT_WHY_MAX])
+		    struct fault *f)
 {
 	struct state_check c = *into;
 	const char *problem = NULL;
@@ -223,10 +223,8 @@ int cli_check_apply(const struct cli_check_args *k, struct state_check *into,
 		c.fall = k->check.fall;
 	if (k->given & CHECK_GIVEN_HOLD)
 		c.hold_ms = k->check.hold_ms;
-	if (state_check_valid(&c, &problem)) {
-		snprintf(why, FAULT_WHY_MAX, "%s", problem);
-		return -EINVAL;
-	}
+	if (state_check_valid(&c, &problem))
+		return fault_set(f, FAULT_STATE, -EINVAL, "%s", problem);
 	*into = c;
 	return 0;
 }

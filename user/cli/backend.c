@@ -64,14 +64,14 @@ static int backend_add_parse(struct cli *c, void *args, char **operands, int cou
 
 /* The MAC of @a's address, from the neighbour tables of the attached interfaces. */
 static int backend_mac_resolve(const struct state *want, const struct backend_args *a,
-			       __u8 mac[6], char why[FAULT_WHY_MAX])
+			       __u8 mac[6], struct fault *f)
 {
 	int ifindexes[NEIGH_IFACES_MAX], err;
 	char hwhy[HOST_WHY_MAX] = "", addr[ADDR_TEXT_MAX];
 	size_t n = 0, i;
 
-	for (i = 0; i < want->iface_count && n < NEIGH_IFACES_MAX; i++) {
-		int ifindex = (int)if_nametoindex(want->ifaces[i].name);
+	for (i = 0; i < want->host.iface_count && n < NEIGH_IFACES_MAX; i++) {
+		int ifindex = (int)if_nametoindex(want->host.ifaces[i].name);
 
 		if (ifindex)
 			ifindexes[n++] = ifindex;
@@ -79,7 +79,7 @@ static int backend_mac_resolve(const struct state *want, const struct backend_ar
 	err = host_neigh_mac(&a->addr, ifindexes, n, mac, NEIGH_TIMEOUT_MS, hwhy);
 	if (err) {
 		addr_format(&a->addr, addr);
-		snprintf(why, FAULT_WHY_MAX, "cannot resolve the MAC of %s: %s", addr, hwhy);
+		fault_set(f, FAULT_KERNEL, err, "cannot resolve the MAC of %s: %s", addr, hwhy);
 	}
 	return err;
 }
@@ -91,38 +91,36 @@ static int backend_mac_resolve(const struct state *want, const struct backend_ar
  */
 static int backend_route_check(const struct change_ctx *ctx, const struct state *want,
 			       const struct state_vip *v, const struct backend_args *a,
-			       char why[FAULT_WHY_MAX])
+			       struct fault *f)
 {
-	const struct addr *source = a->addr.family == LB_FAMILY_IPV4 ? &want->encap.source4 :
-								       &want->encap.source6;
+	const struct addr *source = a->addr.family == LB_FAMILY_IPV4 ? &want->host.encap.source4 :
+								       &want->host.encap.source6;
 	char hwhy[HOST_WHY_MAX] = "", addr[ADDR_TEXT_MAX];
 	int err;
 
 	addr_format(&a->addr, addr);
-	if (a->mac_given) {
-		snprintf(why, FAULT_WHY_MAX, "--mac applies to l2 VIPs only; VIP forwards by %s",
-			 state_forward_name(v->forward));
-		return -EINVAL;
-	}
-	if (!source->family) {
-		snprintf(why, FAULT_WHY_MAX, "no IPv%d source to encapsulate to %s from; attach with "
-			 "--source ADDR", a->addr.family == LB_FAMILY_IPV4 ? 4 : 6, addr);
-		return -EDESTADDRREQ;
-	}
+	if (a->mac_given)
+		return fault_set(f, FAULT_USAGE, -EINVAL,
+				 "--mac applies to l2 VIPs only; VIP forwards by %s",
+				 state_forward_name(v->forward));
+	if (!source->family)
+		return fault_set(f, FAULT_STATE, -EDESTADDRREQ,
+				 "no IPv%d source to encapsulate to %s from; attach with --source "
+				 "ADDR", a->addr.family == LB_FAMILY_IPV4 ? 4 : 6, addr);
 	if (ctx->dry_run)
 		return 0;
 	err = host_next_hop_resolve(&a->addr, NEIGH_TIMEOUT_MS, hwhy);
 	if (err)
-		snprintf(why, FAULT_WHY_MAX, "cannot reach %s: %s", addr, hwhy);
+		fault_set(f, FAULT_KERNEL, err, "cannot reach %s: %s", addr, hwhy);
 	return err;
 }
 
 static int backend_add_apply(const struct change_ctx *ctx, const void *args, struct state *want,
-			     char why[FAULT_WHY_MAX])
+			     struct fault *f)
 {
 	const struct backend_args *a = args;
 	struct state_backend b = { .addr = a->addr, .weight = a->weight };
-	struct state_vip *v = cli_vip_find(want, &a->vip, why);
+	struct state_vip *v = cli_vip_find(want, &a->vip, f);
 	char vip[ADDR_TEXT_MAX];
 	int err;
 
@@ -130,46 +128,45 @@ static int backend_add_apply(const struct change_ctx *ctx, const void *args, str
 		return -ENOENT;
 	vip_format(&v->spec, vip);
 	if (state_backend_find(v, a->name)) {
-		snprintf(why, FAULT_WHY_MAX, state_backend_find(v, a->name)->retired ?
-			 "backend '%s' of VIP %s was removed, and previous rings still name it: "
-			 "add it under another name" : "backend '%s' already exists on VIP %s",
-			 a->name, vip);
-		return -EEXIST;
+		return fault_set(f, FAULT_STATE, -EEXIST, state_backend_find(v, a->name)->retired ?
+				 "backend '%s' of VIP %s was removed, and previous rings still name "
+				 "it: add it under another name" :
+				 "backend '%s' already exists on VIP %s", a->name, vip);
 	}
 	snprintf(b.name, sizeof(b.name), "%s", a->name);
 	if (a->check.given) {
 		/* Its own check: the VIP's, with what the options say. */
 		b.check = v->check;
 		b.check_set = 1;
-		err = cli_check_apply(&a->check, &b.check, why);
+		err = cli_check_apply(&a->check, &b.check, f);
 		if (err)
 			return err;
 	}
 	if (v->forward != LB_FORWARD_L2) {
-		err = backend_route_check(ctx, want, v, a, why);
+		err = backend_route_check(ctx, want, v, a, f);
 		if (err)
 			return err;
 	} else if (a->mac_given) {
 		memcpy(b.mac, a->mac, sizeof(b.mac));
 	} else if (!ctx->dry_run) {
-		err = backend_mac_resolve(want, a, b.mac, why);
+		err = backend_mac_resolve(want, a, b.mac, f);
 		if (err)
 			return err;
 	}
 	err = state_backend_add(want, v, &b);
 	if (err == -ENOSPC)
-		snprintf(why, FAULT_WHY_MAX, "all %d backend slots are in use", LB_BACKENDS_MAX - 1);
+		fault_set(f, FAULT_STATE, err, "all %d backend slots are in use", LB_BACKENDS_MAX - 1);
 	else if (err)
-		snprintf(why, FAULT_WHY_MAX, "%s", strerror(-err));
-	return err ?: cli_ring_fits(v, why);
+		fault_set(f, FAULT_STATE, err, "%s", strerror(-err));
+	return err ?: cli_ring_fits(v, f);
 }
 
 /* The backend @a names, and its VIP; NULL and why when there is none. */
 static struct state_backend *backend_of(const struct state *want, const struct backend_args *a,
-					struct state_vip **v, char why[FAULT_WHY_MAX])
+					struct state_vip **v, struct fault *f)
 {
-	*v = cli_vip_find(want, &a->vip, why);
-	return *v ? cli_backend_find(*v, a->name, why) : NULL;
+	*v = cli_vip_find(want, &a->vip, f);
+	return *v ? cli_backend_find(*v, a->name, f) : NULL;
 }
 
 static int backend_weight_parse(struct cli *c, void *args, char **operands, int count)
@@ -179,44 +176,43 @@ static int backend_weight_parse(struct cli *c, void *args, char **operands, int 
 }
 
 static int backend_weight_apply(const struct change_ctx *ctx, const void *args,
-				struct state *want, char why[FAULT_WHY_MAX])
+				struct state *want, struct fault *f)
 {
 	const struct backend_args *a = args;
 	struct state_vip *v;
-	struct state_backend *b = backend_of(want, a, &v, why);
+	struct state_backend *b = backend_of(want, a, &v, f);
 
 	(void)ctx;
 	if (!b)
 		return -ENOENT;
 	b->weight = a->weight;
-	return cli_ring_fits(v, why);
+	return cli_ring_fits(v, f);
 }
 
 static int backend_drain_apply(const struct change_ctx *ctx, const void *args,
-			       struct state *want, char why[FAULT_WHY_MAX])
+			       struct state *want, struct fault *f)
 {
 	const struct backend_args *a = args;
 	struct state_vip *v;
-	struct state_backend *b = backend_of(want, a, &v, why);
+	struct state_backend *b = backend_of(want, a, &v, f);
 
 	(void)ctx;
 	(void)v;
 	if (!b)
 		return -ENOENT;
-	if (b->draining) {
-		snprintf(why, FAULT_WHY_MAX, "backend '%s' is already draining", a->name);
-		return -EALREADY;
-	}
+	if (b->draining)
+		return fault_set(f, FAULT_STATE, -EALREADY, "backend '%s' is already draining",
+				 a->name);
 	b->draining = 1;
 	return 0;
 }
 
 static int backend_remove_apply(const struct change_ctx *ctx, const void *args,
-				struct state *want, char why[FAULT_WHY_MAX])
+				struct state *want, struct fault *f)
 {
 	const struct backend_args *a = args;
 	struct state_vip *v;
-	struct state_backend *b = backend_of(want, a, &v, why);
+	struct state_backend *b = backend_of(want, a, &v, f);
 
 	(void)ctx;
 	if (!b)

@@ -42,6 +42,7 @@ struct cli_command;
  * @name: its words ("backend add"), for messages
  * @usage: set when the command line was wrong (exit EXIT_USAGE)
  * @error: the one line the caller was told, for the audit log
+ * @error_class: where what it was told of happened (enum fault_class)
  * @words: the whole command line after "ringlb", for the audit log
  * @word_count: how many words
  */
@@ -53,6 +54,7 @@ struct cli {
 	char name[64];
 	int usage;
 	char error[CLI_ERROR_MAX];
+	enum fault_class error_class;
 	char **words;
 	int word_count;
 };
@@ -76,6 +78,7 @@ struct cli_option {
 enum cli_flags {
 	CLI_NEEDS_MAPS = SESSION_NEEDS_MAPS,    /* a change that refuses before attach */
 	CLI_CREATES_MAPS = SESSION_CREATE_MAPS, /* a change that creates the maps (attach) */
+	CLI_SECRET_CHANGE = SESSION_SECRET_CHANGE, /* secret set: not refused for the old key */
 	CLI_CHANGES = 1 << 8,  /* changes the state or the kernel: audited, made by change_run() */
 	CLI_DRY_RUN = 1 << 9,  /* its apply can run on a copy: plan measures it */
 	CLI_OUTPUT = 1 << 10,  /* prints a model, as a table or with --json */
@@ -130,6 +133,9 @@ extern const struct cli_command cli_host_drain, cli_host_undrain;
 /** cli_report() - say why the command failed: one line on stderr. Return: -EINVAL. */
 int cli_report(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/** cli_fault() - cli_report() of a fault: its one line. Return: its errno. */
+int cli_fault(struct cli *c, const struct fault *f);
+
 /** cli_usage() - cli_report() for a wrong command line, which exits EXIT_USAGE. */
 int cli_usage(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -179,14 +185,14 @@ int cli_svg_write(struct cli *c, const char *path, const struct state_vip *befor
 
 /** cli_vip_find() - @spec's VIP in @s, or NULL and why. */
 struct state_vip *cli_vip_find(const struct state *s, const struct vip_spec *spec,
-			       char why[FAULT_WHY_MAX]);
+			       struct fault *f);
 
 /** cli_backend_find() - backend @name of @v, or NULL and why. */
 struct state_backend *cli_backend_find(const struct state_vip *v, const char *name,
-				       char why[FAULT_WHY_MAX]);
+				       struct fault *f);
 
 /** cli_ring_fits() - 0 when @v's ring stays within the library's limits, else why. */
-int cli_ring_fits(const struct state_vip *v, char why[FAULT_WHY_MAX]);
+int cli_ring_fits(const struct state_vip *v, struct fault *f);
 
 /**
  * struct cli_check_args - the check options a command was given; the first
@@ -231,7 +237,7 @@ int cli_check_hold_set(struct cli *c, void *args, const char *value);
  * they change), if the result is a valid check; else why.
  */
 int cli_check_apply(const struct cli_check_args *k, struct state_check *into,
-		    char why[FAULT_WHY_MAX]);
+		    struct fault *f);
 
 /** struct backend_args - what the backend commands, and plan, are given. */
 struct backend_args {

@@ -67,12 +67,10 @@ static int daemon_cmd_run(struct cli *c, const void *args)
 	const struct daemon_args *a = args;
 	struct daemon_opts o = { .site = c->site, .metrics = a->metrics, .verify_s = a->verify_s,
 				 .bgp_routes = a->bgp_routes, .birdc_socket = a->birdc_socket };
-	char why[FAULT_WHY_MAX] = "";
-	int err = daemon_run(&o, why);
+	struct fault f = { 0 };
+	int err = daemon_run(&o, &f);
 
-	if (err)
-		return cli_report(c, "%s", why[0] ? why : strerror(-err));
-	return 0;
+	return err ? cli_fault(c, &f) : 0;
 }
 
 static const struct cli_option daemon_options[] = {

@@ -28,6 +28,7 @@ static void decap_site(const struct cli *c, char dir[PATH_MAX], struct site *sit
 	snprintf(dir, PATH_MAX, "%s/decap", c->site.pin_dir);
 	site->state_path = c->site.state_path;
 	site->pin_dir = dir;
+	site->store = c->site.store;
 }
 
 struct decap_args {
@@ -99,23 +100,24 @@ static int decap_attach_parse(struct cli *c, void *args, char **operands, int co
 static int decap_attach_run(struct cli *c, const void *args)
 {
 	const struct decap_args *a = args;
-	char dir[PATH_MAX], link[PATH_MAX + 64], why[FAULT_WHY_MAX] = "";
+	char dir[PATH_MAX], link[PATH_MAX + 64];
+	struct fault f = { 0 };
 	struct decap_maps maps;
 	struct site site;
 	int i, ifindex, prog_fd, mounted, err;
 
 	decap_site(c, dir, &site);
-	err = site_privileged(why) ?: site_bpffs_ensure(&c->site, &mounted, why) ?:
-	      site_bpffs_ensure(&site, &mounted, why);
+	err = site_privileged(&f) ?: site_bpffs_ensure(&c->site, &mounted, &f) ?:
+	      site_bpffs_ensure(&site, &mounted, &f);
 	if (err)
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	for (i = 0; i < a->iface_count; i++)
 		if (!if_nametoindex(a->ifaces[i]))
 			return cli_report(c, "no such interface '%s'", a->ifaces[i]);
 	prog_fd = decap_load(dir);
 	if (prog_fd < 0) {
-		lb_load_failure(prog_fd, why, FAULT_WHY_MAX);
-		return cli_report(c, "%s", why);
+		lb_load_failure(prog_fd, f.why, sizeof(f.why));
+		return cli_report(c, "%s", f.why);
 	}
 	err = decap_maps_open(&maps, dir);
 	if (!err) {
@@ -168,13 +170,14 @@ struct decap_detach_args {
 static int decap_detach_run(struct cli *c, const void *args)
 {
 	const struct decap_detach_args *a = args;
-	char dir[PATH_MAX], link[PATH_MAX + 64], why[FAULT_WHY_MAX] = "";
+	char dir[PATH_MAX], link[PATH_MAX + 64];
+	struct fault f = { 0 };
 	struct site site;
 	int err;
 
 	decap_site(c, dir, &site);
-	if (site_privileged(why))
-		return cli_report(c, "%s", why);
+	if (site_privileged(&f))
+		return cli_fault(c, &f);
 	snprintf(link, sizeof(link), "%s/links/%s", dir, a->iface);
 	if (access(link, F_OK))
 		return cli_report(c, "the decap program is not attached to %s", a->iface);
@@ -206,7 +209,8 @@ static void decap_stats_text(const json_t *model)
 
 static int decap_stats_run(struct cli *c, const void *args)
 {
-	char dir[PATH_MAX], why[FAULT_WHY_MAX] = "";
+	char dir[PATH_MAX];
+	struct fault f = { 0 };
 	struct decap_maps maps;
 	struct site site;
 	json_t *model;
@@ -216,8 +220,8 @@ static int decap_stats_run(struct cli *c, const void *args)
 
 	(void)args;
 	decap_site(c, dir, &site);
-	if (site_privileged(why))
-		return cli_report(c, "%s", why);
+	if (site_privileged(&f))
+		return cli_fault(c, &f);
 	err = decap_maps_open(&maps, dir);
 	if (err)
 		return cli_report(c, "the decap program is not loaded (no maps under %s): run "

@@ -15,17 +15,15 @@ struct host_args {
 };
 
 static int host_drain_apply(const struct change_ctx *ctx, const void *args, struct state *want,
-			    char why[FAULT_WHY_MAX])
+			    struct fault *f)
 {
 	const struct host_args *a = args;
 
 	(void)ctx;
-	if (want->host_drained == a->drained) {
-		snprintf(why, FAULT_WHY_MAX, "this host is %s already",
-			 a->drained ? "drained" : "not drained");
-		return -EALREADY;
-	}
-	want->host_drained = a->drained;
+	if (want->host.drained == a->drained)
+		return fault_set(f, FAULT_STATE, -EALREADY, "this host is %s already",
+				 a->drained ? "drained" : "not drained");
+	want->host.drained = a->drained;
 	return 0;
 }
 

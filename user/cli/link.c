@@ -100,7 +100,7 @@ static int attach_parse(struct cli *c, void *args, char **operands, int count)
 
 /* Load an instance for @name and pin its link; the state lists it only once this succeeded. */
 static int attach_one(const struct change_ctx *ctx, const struct attach_args *a, const char *name,
-		      struct state *want, char why[FAULT_WHY_MAX])
+		      struct state *want, struct fault *f)
 {
 	struct lb_load_opts opts = { 0 };
 	const char *mode = a->mode == LB_ATTACH_NATIVE ? "native" : "generic";
@@ -110,41 +110,32 @@ static int attach_one(const struct change_ctx *ctx, const struct attach_args *a,
 	int ifindex, err;
 
 	ifindex = (int)if_nametoindex(name);
-	if (!ifindex) {
-		snprintf(why, FAULT_WHY_MAX, "no such interface '%s'", name);
-		return -ENODEV;
-	}
+	if (!ifindex)
+		return fault_set(f, FAULT_USAGE, -ENODEV, "no such interface '%s'", name);
 	snprintf(link, sizeof(link), "%s/links/%s", ctx->site->pin_dir, name);
-	if (access(link, F_OK) == 0) {
-		snprintf(why, FAULT_WHY_MAX, "already attached to %s (ringlb detach %s first)", name,
-			 name);
-		return -EEXIST;
-	}
+	if (access(link, F_OK) == 0)
+		return fault_set(f, FAULT_USAGE, -EEXIST,
+				 "already attached to %s (ringlb detach %s first)", name, name);
 	err = host_iface_mac(name, opts.iface_mac);
-	if (err) {
-		snprintf(why, FAULT_WHY_MAX, "cannot read the MAC of %s: %s", name, strerror(-err));
-		return err;
-	}
-	err = site_prog_load(ctx->site, &opts, &prog, why);
+	if (err)
+		return fault_errno(f, FAULT_KERNEL, err, "cannot read the MAC of %s", name);
+	err = site_prog_load(ctx->site, &opts, &prog, f);
 	if (err)
 		return err;
 	err = lb_attach(prog, ifindex, a->mode, link);
 	lb_prog_close(prog);
-	if (err) {
-		snprintf(why, FAULT_WHY_MAX, "cannot attach to %s in %s mode: %s%s", name, mode,
-			 strerror(-err), a->mode == LB_ATTACH_NATIVE ? " (try --mode generic)" : "");
-		return err;
-	}
+	if (err)
+		return fault_set(f, FAULT_KERNEL, err, "cannot attach to %s in %s mode: %s%s", name,
+				 mode, strerror(-err),
+				 a->mode == LB_ATTACH_NATIVE ? " (try --mode generic)" : "");
 	/* From here, a failure or a crash before the commit leaves a link the next command removes. */
 	iface = state_iface_find(want, name);
 	if (!iface) {
-		ifaces = realloc(want->ifaces, (want->iface_count + 1) * sizeof(*ifaces));
-		if (!ifaces) {
-			snprintf(why, FAULT_WHY_MAX, "out of memory");
-			return -ENOMEM;
-		}
-		want->ifaces = ifaces;
-		iface = &ifaces[want->iface_count++];
+		ifaces = realloc(want->host.ifaces, (want->host.iface_count + 1) * sizeof(*ifaces));
+		if (!ifaces)
+			return fault_set(f, FAULT_STATE, -ENOMEM, "out of memory");
+		want->host.ifaces = ifaces;
+		iface = &ifaces[want->host.iface_count++];
 		memset(iface, 0, sizeof(*iface));
 		snprintf(iface->name, sizeof(iface->name), "%s", name);
 	}
@@ -159,30 +150,30 @@ static int attach_one(const struct change_ctx *ctx, const struct attach_args *a,
 static void attach_encap(const struct attach_args *a, struct state *want)
 {
 	if (a->source4.family)
-		want->encap.source4 = a->source4;
-	else if (!want->encap.source4.family)
-		host_iface_addr(a->ifaces[0], LB_FAMILY_IPV4, &want->encap.source4);
+		want->host.encap.source4 = a->source4;
+	else if (!want->host.encap.source4.family)
+		host_iface_addr(a->ifaces[0], LB_FAMILY_IPV4, &want->host.encap.source4);
 	if (a->source6.family)
-		want->encap.source6 = a->source6;
-	else if (!want->encap.source6.family)
-		host_iface_addr(a->ifaces[0], LB_FAMILY_IPV6, &want->encap.source6);
+		want->host.encap.source6 = a->source6;
+	else if (!want->host.encap.source6.family)
+		host_iface_addr(a->ifaces[0], LB_FAMILY_IPV6, &want->host.encap.source6);
 	if (a->gue_port)
-		want->encap.gue_port = (__u16)a->gue_port;
+		want->host.encap.gue_port = (__u16)a->gue_port;
 	if (a->new_flows_given)
-		want->encap.new_flows_max = a->new_flows_max;
+		want->host.encap.new_flows_max = a->new_flows_max;
 }
 
 static int attach_apply(const struct change_ctx *ctx, const void *args, struct state *want,
-			char why[FAULT_WHY_MAX])
+			struct fault *f)
 {
 	const struct attach_args *a = args;
 	int i, err;
 
 	/* The maps are there already (the session made them), and hold the committed state. */
 	if (a->flows)
-		want->flow_entries = a->flows;
+		want->host.flow_entries = a->flows;
 	for (i = 0; i < a->iface_count; i++) {
-		err = attach_one(ctx, a, a->ifaces[i], want, why);
+		err = attach_one(ctx, a, a->ifaces[i], want, f);
 		if (err)
 			return err;
 	}
@@ -194,12 +185,12 @@ static int attach_apply(const struct change_ctx *ctx, const void *args, struct s
 static int attach_run(struct cli *c, const void *args)
 {
 	const struct attach_args *a = args;
-	char why[FAULT_WHY_MAX] = "";
+	struct fault f = { 0 };
 	int mounted, err;
 
-	err = site_privileged(why) ?: site_bpffs_ensure(&c->site, &mounted, why);
+	err = site_privileged(&f) ?: site_bpffs_ensure(&c->site, &mounted, &f);
 	if (err)
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	if (mounted)
 		fprintf(stderr, "ringlb: mounted the BPF filesystem at " SITE_BPFFS_ROOT "\n");
 	return cli_change(c, args, a->flows);
@@ -239,20 +230,18 @@ struct detach_args {
 
 /* The program goes once the state without the interface is committed (change_run()). */
 static int detach_apply(const struct change_ctx *ctx, const void *args, struct state *want,
-			char why[FAULT_WHY_MAX])
+			struct fault *f)
 {
 	const struct detach_args *a = args;
 	struct state_iface *iface = state_iface_find(want, a->iface);
 	size_t at;
 
 	(void)ctx;
-	if (!iface) {
-		snprintf(why, FAULT_WHY_MAX, "not attached to %s", a->iface);
-		return -ENOENT;
-	}
-	at = (size_t)(iface - want->ifaces);
-	memmove(iface, iface + 1, (want->iface_count - at - 1) * sizeof(*iface));
-	want->iface_count--;
+	if (!iface)
+		return fault_set(f, FAULT_USAGE, -ENOENT, "not attached to %s", a->iface);
+	at = (size_t)(iface - want->host.ifaces);
+	memmove(iface, iface + 1, (want->host.iface_count - at - 1) * sizeof(*iface));
+	want->host.iface_count--;
 	return 0;
 }
 

@@ -94,22 +94,22 @@ static void lookup_text(const json_t *model)
 }
 
 /* Where @f goes, or why it goes nowhere. */
-static json_t *flow_answer(const struct kernel_chooser *kc, const struct lookup_flow *f,
-			   const char *spec, char why[FAULT_WHY_MAX])
+static json_t *flow_answer(const struct kernel_chooser *kc, const struct lookup_flow *fl,
+			   const char *spec, struct fault *f)
 {
 	struct kernel_answer answer;
 	char addr[ADDR_TEXT_MAX];
 	json_t *model;
 	unsigned int i;
 
-	if (kernel_lookup(kc, &f->client, f->port, &answer)) {
-		snprintf(why, FAULT_WHY_MAX, "client %s is not of VIP %s's address family", f->text,
-			 spec);
+	if (kernel_lookup(kc, &fl->client, fl->port, &answer)) {
+		fault_set(f, FAULT_USAGE, -EINVAL, "client %s is not of VIP %s's address family",
+			  fl->text, spec);
 		return NULL;
 	}
 	if (!answer.backend) {
-		snprintf(why, FAULT_WHY_MAX, "VIP %s has no backend taking new flows; the kernel "
-			 "drops the flow of %s", spec, f->text);
+		fault_set(f, FAULT_STATE, -ENOENT, "VIP %s has no backend taking new flows; the "
+			  "kernel drops the flow of %s", spec, fl->text);
 		return NULL;
 	}
 	addr_format(&answer.backend->addr, addr);
@@ -125,16 +125,16 @@ static json_t *flow_answer(const struct kernel_chooser *kc, const struct lookup_
 		json_object_set_new(model, "hops", hops);
 	}
 	if (!model)
-		snprintf(why, FAULT_WHY_MAX, "out of memory");
+		fault_set(f, FAULT_STATE, -ENOMEM, "out of memory");
 	return model;
 }
 
 /* Every flow's answer: one object for one flow, an array of them (with "client") for many. */
 static int lookup_answer(struct cli *c, const struct lookup_args *a,
-			 const struct lookup_flow *f, const struct state *s, json_t **model,
-			 char why[FAULT_WHY_MAX])
+			 const struct lookup_flow *fl, const struct state *s, json_t **model,
+			 struct fault *f)
 {
-	struct state_vip *vp = cli_vip_find(s, &a->vip, why);
+	struct state_vip *vp = cli_vip_find(s, &a->vip, f);
 	struct kernel_chooser kc = { 0 };
 	char spec[ADDR_TEXT_MAX];
 	struct lb_maps maps;
@@ -149,23 +149,23 @@ static int lookup_answer(struct cli *c, const struct lookup_args *a,
 	lb_maps_init(&maps);
 	attached = site_maps_pinned(&c->site) == 1 && host_privileged() &&
 		   lb_maps_open_pinned(&maps, c->site.pin_dir) == 0;
-	err = secret_served(&c->site, attached, secret, why);
+	err = secret_served(&c->site, attached, secret, f);
 	if (!err) {
 		err = kernel_chooser_open(&kc, attached ? &maps : NULL, secret, vp);
 		if (err)
-			snprintf(why, FAULT_WHY_MAX, "VIP %s: %s", spec,
-				 err == -E2BIG ? ring_strerror(err) : strerror(-err));
+			fault_set(f, FAULT_STATE, err, "VIP %s: %s", spec,
+				  err == -E2BIG ? ring_strerror(err) : strerror(-err));
 	}
 	memset(secret, 0, sizeof(secret));
 	if (!err && a->count > 1)
 		flows = json_array();
 	for (i = 0; !err && i < a->count; i++) {
-		one = flow_answer(&kc, &f[i], spec, why);
+		one = flow_answer(&kc, &fl[i], spec, f);
 		if (!one)
 			err = -ENOENT;
 		else if (!flows)
 			*model = one;
-		else if (json_object_set_new(one, "client", json_string(f[i].text)) ||
+		else if (json_object_set_new(one, "client", json_string(fl[i].text)) ||
 			 json_array_append_new(flows, one))
 			err = -ENOMEM;
 	}
@@ -182,7 +182,7 @@ static int lookup_answer(struct cli *c, const struct lookup_args *a,
 static int lookup_run(struct cli *c, const void *args)
 {
 	const struct lookup_args *a = args;
-	char why[FAULT_WHY_MAX] = "";
+	struct fault f = { 0 };
 	struct lookup_flow *flows;
 	json_t *model = NULL;
 	struct state s;
@@ -193,17 +193,17 @@ static int lookup_run(struct cli *c, const void *args)
 		return cli_report(c, "out of memory");
 	for (i = 0; i < a->count && !err; i++)
 		err = flow_parse(c, a->clients[i], &flows[i]);
-	if (!err && site_state_read_shared(&c->site, &s, why))
-		err = cli_report(c, "%s", why);
+	if (!err && site_state_read_shared(&c->site, &s, &f))
+		err = cli_fault(c, &f);
 	if (err) {
 		free(flows);
 		return err;
 	}
-	err = lookup_answer(c, a, flows, &s, &model, why);
+	err = lookup_answer(c, a, flows, &s, &model, &f);
 	state_free(&s);
 	free(flows);
 	if (err)
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	cli_print(c, model, lookup_text);
 	return 0;
 }

@@ -22,7 +22,6 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
-#include "etcd.h"
 #include "version.h"
 
 /* --- reporting ---------------------------------------------------------------------- */
@@ -50,6 +49,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 static void say(struct cli *c, const char *suffix, const char *fmt, va_list ap)
 {
+	/* A line with no class of its own is about the command line. */
+	if (c->error_class == FAULT_NONE)
+		c->error_class = FAULT_USAGE;
 	vsnprintf(c->error, sizeof(c->error), fmt, ap);
 	fprintf(stderr, "ringlb: %s: %s%s%s\n", c->name, c->error, suffix,
 		libbpf_log.said && !c->verbose ? " (ringlb -v shows libbpf's log)" : "");
@@ -63,6 +65,13 @@ int cli_report(struct cli *c, const char *fmt, ...)
 	say(c, "", fmt, ap);
 	va_end(ap);
 	return -EINVAL;
+}
+
+int cli_fault(struct cli *c, const struct fault *f)
+{
+	c->error_class = f->class;
+	cli_report(c, "%s", f->why[0] ? f->why : strerror(-f->err));
+	return f->err ? f->err : -EINVAL;
 }
 
 int cli_usage(struct cli *c, const char *fmt, ...)
@@ -112,13 +121,16 @@ int cli_change(struct cli *c, const void *args, __u32 flow_entries)
 	int err;
 
 	change_cause(c, cause, sizeof(cause));
-	err = change_run(&c->site, c->cmd->flags & (CLI_NEEDS_MAPS | CLI_CREATES_MAPS),
+	err = change_run(&c->site,
+			 c->cmd->flags & (CLI_NEEDS_MAPS | CLI_CREATES_MAPS | CLI_SECRET_CHANGE),
 			 flow_entries, c->cmd->apply, args, cause, &out);
 	if (err) {
-		cli_report(c, "%s", out.why[0] ? out.why : strerror(-err));
-		if (out.undo[0])
+		if (!out.fault.err)
+			fault_set(&out.fault, FAULT_STATE, err, "%s", strerror(-err));
+		cli_fault(c, &out.fault);
+		if (out.undo.why[0])
 			fprintf(stderr, "ringlb: %s: undoing the partial change failed too: %s; the "
-				"next change repairs it\n", c->name, out.undo);
+				"next change repairs it\n", c->name, out.undo.why);
 	} else if (out.note[0]) {
 		fprintf(stderr, "ringlb: %s: %s\n", c->name, out.note);
 	}
@@ -299,6 +311,8 @@ int main(int argc, char **argv)
 		.name = "ringlb", .words = argv + 1, .word_count = argc - 1,
 	};
 	const struct cli_command *cmd;
+	const char *store = NULL;
+	struct fault f = { 0 };
 	void *args;
 	int opt, words, err;
 
@@ -307,17 +321,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 's': c.site.state_path = optarg; break;
 		case 'p': c.site.pin_dir = optarg; break;
-		case 'S': {
-			struct etcd_spec spec;
-			const char *why = NULL;
-
-			if (etcd_spec_parse(optarg, &spec, &why)) {
-				fprintf(stderr, "ringlb: --store '%s': %s\n", optarg, why);
-				return EXIT_USAGE;
-			}
-			c.site.store = optarg;
-			break;
-		}
+		case 'S': store = optarg; break;
 		case 'j': c.json = 1; break;
 		case 'v': c.verbose++; break;
 		case 'h': print_help(stdout, NULL); return 0;
@@ -353,9 +357,15 @@ int main(int argc, char **argv)
 	c.cmd = cmd;
 	snprintf(c.name, sizeof(c.name), "%s%s%s", cmd->object, cmd->verb ? " " : "",
 		 cmd->verb ? cmd->verb : "");
+	/* --store, parsed once: every command and the daemon use the store it names. */
+	if (store_open(store, c.site.state_path, &c.site.store, &f)) {
+		fprintf(stderr, "ringlb: %s\n", f.why);
+		return EXIT_USAGE;
+	}
 	args = calloc(1, cmd->args_size ? cmd->args_size : 1);
 	if (!args) {
 		fprintf(stderr, "ringlb: %s: out of memory\n", c.name);
+		store_close(c.site.store);
 		return 1;
 	}
 	/* getopt sees the command's words from its last one, as a program name. */
@@ -363,12 +373,15 @@ int main(int argc, char **argv)
 	if (err == 1) {
 		print_help(stdout, cmd->object);
 		free(args);
+		store_close(c.site.store);
 		return 0;
 	}
 	if (!err)
 		err = cmd->run ? cmd->run(&c, args) : cli_change(&c, args, 0);
 	if (cmd->flags & CLI_CHANGES)
-		audit_write(&c.site, c.words, c.word_count, err == 0, c.error);
+		audit_write(&c.site, c.words, c.word_count, err == 0, c.error,
+			    err ? fault_class_name(c.error_class) : NULL);
 	free(args);
+	store_close(c.site.store);
 	return err == 0 ? 0 : c.usage ? EXIT_USAGE : 1;
 }

@@ -134,34 +134,34 @@ static int plan_run(struct cli *c, const void *args)
 {
 	const struct plan_args *p = args;
 	struct change_ctx ctx = { .site = &c->site, .dry_run = 1 };
-	char why[FAULT_WHY_MAX] = "";
+	struct fault f = { 0 };
 	struct state s, after;
 	json_t *model = NULL;
 	int err;
 
 	state_init(&after);
-	err = site_state_read_shared(&c->site, &s, why);
+	err = site_state_read_shared(&c->site, &s, &f);
 	if (err)
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	err = state_clone(&after, &s);
 	if (err)
-		snprintf(why, sizeof(why), "out of memory");
+		fault_set(&f, FAULT_STATE, err, "out of memory");
 	else
-		err = p->change->apply(&ctx, &p->backend, &after, why);
+		err = p->change->apply(&ctx, &p->backend, &after, &f);
 	if (!err) {
 		err = plan_model(state_vip_find(&s, &p->backend.vip),
 				 state_vip_find(&after, &p->backend.vip), &model);
 		if (err)
-			snprintf(why, sizeof(why), "%s", ring_strerror(err));
+			fault_set(&f, FAULT_STATE, err, "%s", ring_strerror(err));
 	}
 	if (err) {
 		state_free(&after);
 		state_free(&s);
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	}
 	if (p->svg)
 		err = cli_svg_write(c, p->svg, state_vip_find(&s, &p->backend.vip),
-				    state_vip_find(&after, &p->backend.vip), s.generation);
+				    state_vip_find(&after, &p->backend.vip), s.fleet.generation);
 	state_free(&after);
 	state_free(&s);
 	if (err || (p->svg && strcmp(p->svg, "-") == 0)) {

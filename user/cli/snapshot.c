@@ -19,13 +19,13 @@ struct file_args {
 static int save_run(struct cli *c, const void *args)
 {
 	const struct file_args *a = args;
-	char why[FAULT_WHY_MAX] = "";
+	struct fault f = { 0 };
 	struct state s;
 	int err;
 
-	err = site_state_read_shared(&c->site, &s, why);
+	err = site_state_read_shared(&c->site, &s, &f);
 	if (err)
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	err = state_save_new(&s, a->path);
 	state_free(&s);
 	if (err == -EEXIST)
@@ -37,7 +37,7 @@ static int save_run(struct cli *c, const void *args)
 }
 
 static int restore_apply(const struct change_ctx *ctx, const void *args, struct state *want,
-			 char why[FAULT_WHY_MAX])
+			 struct fault *f)
 {
 	const struct file_args *a = args;
 	char swhy[STATE_WHY_MAX] = "";
@@ -45,16 +45,11 @@ static int restore_apply(const struct change_ctx *ctx, const void *args, struct 
 	int err;
 
 	(void)ctx;
-	if (access(a->path, R_OK)) {
-		err = -errno;
-		snprintf(why, FAULT_WHY_MAX, "cannot read %s: %s", a->path, strerror(errno));
-		return err;
-	}
+	if (access(a->path, R_OK))
+		return fault_errno(f, FAULT_USAGE, -errno, "cannot read %s", a->path);
 	err = state_load(&from, a->path, swhy);
-	if (err) {
-		snprintf(why, FAULT_WHY_MAX, "%s: %s", a->path, swhy);
-		return err;
-	}
+	if (err)
+		return fault_set(f, FAULT_STATE, err, "%s: %s", a->path, swhy);
 	/*
 	 * Ids are facts of this kernel, not of the saved state: what the
 	 * committed state has keeps its slot, anything else gets one no
@@ -62,22 +57,17 @@ static int restore_apply(const struct change_ctx *ctx, const void *args, struct 
 	 */
 	err = state_restore_ids(want, &from);
 	if (err) {
-		snprintf(why, FAULT_WHY_MAX, "%s: %s", a->path,
-			 err == -ENOSPC ? "no free VIP or backend slot for it" : strerror(-err));
+		fault_set(f, FAULT_STATE, err, "%s: %s", a->path,
+			  err == -ENOSPC ? "no free VIP or backend slot for it" : strerror(-err));
 		state_free(&from);
 		return err;
 	}
-	/* Attachments and encapsulation sources are facts of this host, not of the saved state. */
-	free(from.ifaces);
-	from.ifaces = want->ifaces;
-	from.iface_count = want->iface_count;
-	from.flow_entries = want->flow_entries;
-	from.encap = want->encap;
-	from.host_drained = want->host_drained;
-	want->ifaces = NULL;
-	want->iface_count = 0;
-	if (from.generation < want->generation)
-		from.generation = want->generation;
+	/* This host's half (attachments, encapsulation, drained) is this host's, not the file's. */
+	state_host_free(&from.host);
+	from.host = want->host;
+	state_host_init(&want->host);
+	if (from.fleet.generation < want->fleet.generation)
+		from.fleet.generation = want->fleet.generation;
 	state_free(want);
 	*want = from;
 	return 0;

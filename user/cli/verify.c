@@ -19,19 +19,19 @@ static void verify_line(void *arg, const char *line)
 static int verify_count(const struct site *site, const struct lb_maps *maps,
 			const struct state *s, json_t *lines)
 {
-	char why[FAULT_WHY_MAX] = "";
+	struct fault f = { 0 };
 	__u64 secret[2];
 	int bad, links;
 
 	bad = kernel_verify(maps, s, verify_line, lines);
 	if (bad < 0)
 		return bad;
-	if (secret_read(site, 0, secret, why) == 0) {
+	if (secret_read(site, 0, secret, &f) == 0) {
 		links = kernel_links_verify(site->pin_dir, s, secret, verify_line, lines);
 		bad = links < 0 ? links : bad + links;
 	} else if (kernel_secret(site->pin_dir, secret) == 0) {
 		/* Programs run on a key, and there is no file to say which. */
-		verify_line(lines, why);
+		verify_line(lines, f.why);
 		bad++;
 	}
 	memset(secret, 0, sizeof(secret));
@@ -51,27 +51,27 @@ static void verify_text(const json_t *model)
 
 static int verify_run(struct cli *c, const void *args)
 {
-	char why[FAULT_WHY_MAX] = "";
+	struct fault f = { 0 };
 	struct lb_maps maps;
 	struct state s;
 	json_t *lines, *model;
 	int bad, lock;
 
 	(void)args;
-	if (site_privileged(why))
-		return cli_report(c, "%s", why);
+	if (site_privileged(&f))
+		return cli_fault(c, &f);
 	/* Held to the end: a change under way would look like a difference. */
-	lock = site_lock(&c->site, 0, why);
+	lock = site_lock(&c->site, 0, &f);
 	if (lock < 0)
-		return cli_report(c, "%s", why);
-	if (site_state_read(&c->site, &s, why)) {
+		return cli_fault(c, &f);
+	if (site_state_read(&c->site, &s, NULL, &f)) {
 		close(lock);
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	}
-	if (site_maps_open(&c->site, &maps, why)) {
+	if (site_maps_open(&c->site, &maps, &f)) {
 		state_free(&s);
 		close(lock);
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	}
 	lines = json_array();
 	bad = verify_count(&c->site, &maps, &s, lines);

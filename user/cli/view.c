@@ -229,7 +229,7 @@ static int show_run(struct cli *c, const void *args)
 {
 	const struct show_args *a = args;
 	const struct state_vip *one = NULL;
-	char why[FAULT_WHY_MAX] = "";
+	struct fault f = { 0 };
 	struct lb_maps maps;
 	struct state s;
 	json_t *model, *vips, *v;
@@ -237,19 +237,19 @@ static int show_run(struct cli *c, const void *args)
 	size_t i;
 	int attached, lock, err = 0;
 
-	lock = site_lock(&c->site, 0, why);
+	lock = site_lock(&c->site, 0, &f);
 	if (lock < 0)
-		return cli_report(c, "%s", why);
-	err = site_state_read_rev(&c->site, &s, &revision, why);
+		return cli_fault(c, &f);
+	err = site_state_read(&c->site, &s, &revision, &f);
 	close(lock);
 	if (err)
-		return cli_report(c, "%s", why);
-	if (a->one && !(one = cli_vip_find(&s, &a->vip, why))) {
+		return cli_fault(c, &f);
+	if (a->one && !(one = cli_vip_find(&s, &a->vip, &f))) {
 		state_free(&s);
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	}
 	if (a->svg) {
-		err = cli_svg_write(c, a->svg, NULL, one, s.generation);
+		err = cli_svg_write(c, a->svg, NULL, one, s.fleet.generation);
 		if (err || strcmp(a->svg, "-") == 0) {
 			state_free(&s);
 			return err;
@@ -258,27 +258,27 @@ static int show_run(struct cli *c, const void *args)
 	/* With the maps at hand, also say what the kernel serves. */
 	attached = maps_if_attached(c, &maps);
 	vips = json_array();
-	model = json_pack("{s:I, s:o}", "generation", (json_int_t)s.generation, "vips", vips);
+	model = json_pack("{s:I, s:o}", "generation", (json_int_t)s.fleet.generation, "vips", vips);
 	/* Hosts of a fleet serve the same store revision and ring digests. */
 	if (c->site.store)
 		json_object_set_new(model, "store_revision", json_integer((json_int_t)revision));
-	if (s.host_drained)
+	if (s.host.drained)
 		json_object_set_new(model, "host_drained", json_true());
-	for (i = 0; i < s.vip_count && !err; i++) {
-		if (one && &s.vips[i] != one)
+	for (i = 0; i < s.fleet.vip_count && !err; i++) {
+		if (one && &s.fleet.vips[i] != one)
 			continue;
-		err = show_vip(&s.vips[i], attached ? &maps : NULL, &v);
+		err = show_vip(&s.fleet.vips[i], attached ? &maps : NULL, &v);
 		if (err) {
 			char spec[ADDR_TEXT_MAX];
 
-			vip_format(&s.vips[i].spec, spec);
+			vip_format(&s.fleet.vips[i].spec, spec);
 			cli_report(c, "VIP %s: cannot build its ring", spec);
 		} else {
 			json_array_append_new(vips, v);
 		}
 	}
 	/* The key the kernel hashes with, as a digest. */
-	if (!err && secret_served(&c->site, attached, secret, why) == 0) {
+	if (!err && secret_served(&c->site, attached, secret, &f) == 0) {
 		json_object_set_new(model, "secret_digest", hex64(lb_secret_digest(secret)));
 		memset(secret, 0, sizeof(secret));
 	}
@@ -366,17 +366,17 @@ static void stats_text(const json_t *model)
 static int stats_run(struct cli *c, const void *args)
 {
 	const struct stats_args *a = args;
-	char why[FAULT_WHY_MAX] = "";
+	struct fault f = { 0 };
 	struct lb_maps maps;
 	struct state s;
 	json_t *model = NULL;
 	int err;
 
-	if (site_privileged(why) || site_state_read_shared(&c->site, &s, why))
-		return cli_report(c, "%s", why);
-	if (site_maps_open(&c->site, &maps, why)) {
+	if (site_privileged(&f) || site_state_read_shared(&c->site, &s, &f))
+		return cli_fault(c, &f);
+	if (site_maps_open(&c->site, &maps, &f)) {
 		state_free(&s);
-		return cli_report(c, "%s", why);
+		return cli_fault(c, &f);
 	}
 	err = kernel_stats(&maps, &s, a->idle, &model);
 	lb_maps_close(&maps);

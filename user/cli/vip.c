@@ -57,7 +57,7 @@ static int vip_operands_parse(struct cli *c, void *args, char **operands, int co
 }
 
 static int vip_add_apply(const struct change_ctx *ctx, const void *args, struct state *want,
-			 char why[FAULT_WHY_MAX])
+			 struct fault *f)
 {
 	const struct vip_args *a = args;
 	struct state_vip *v;
@@ -69,24 +69,24 @@ static int vip_add_apply(const struct change_ctx *ctx, const void *args, struct 
 	if (!err) {
 		v->forward = a->forward;
 		v->stateless = a->stateless;
-		err = cli_check_apply(&a->check, &v->check, why);
+		err = cli_check_apply(&a->check, &v->check, f);
 		if (err)
 			return err;
 	}
 	if (err == -EEXIST)
-		snprintf(why, FAULT_WHY_MAX, "VIP %s already exists", text);
+		fault_set(f, FAULT_STATE, err, "VIP %s already exists", text);
 	else if (err == -ENOSPC)
-		snprintf(why, FAULT_WHY_MAX, "all %d VIP slots are in use", LB_VIPS_MAX);
+		fault_set(f, FAULT_STATE, err, "all %d VIP slots are in use", LB_VIPS_MAX);
 	else if (err)
-		snprintf(why, FAULT_WHY_MAX, "%s", strerror(-err));
+		fault_set(f, FAULT_STATE, err, "%s", strerror(-err));
 	return err;
 }
 
 static int vip_del_apply(const struct change_ctx *ctx, const void *args, struct state *want,
-			 char why[FAULT_WHY_MAX])
+			 struct fault *f)
 {
 	const struct vip_args *a = args;
-	struct state_vip *v = cli_vip_find(want, &a->vip, why);
+	struct state_vip *v = cli_vip_find(want, &a->vip, f);
 
 	(void)ctx;
 	if (!v)
@@ -105,15 +105,15 @@ static int vip_check_parse(struct cli *c, void *args, char **operands, int count
 }
 
 static int vip_check_apply(const struct change_ctx *ctx, const void *args, struct state *want,
-			   char why[FAULT_WHY_MAX])
+			   struct fault *f)
 {
 	const struct vip_args *a = args;
-	struct state_vip *v = cli_vip_find(want, &a->vip, why);
+	struct state_vip *v = cli_vip_find(want, &a->vip, f);
 
 	(void)ctx;
 	if (!v)
 		return -ENOENT;
-	return cli_check_apply(&a->check, &v->check, why);
+	return cli_check_apply(&a->check, &v->check, f);
 }
 
 static const struct cli_option vip_check_options[] = {

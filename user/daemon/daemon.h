@@ -40,8 +40,8 @@ struct daemon_opts {
 /**
  * daemon_run() - run until SIGTERM or SIGINT. Logs one line per event on
  * stderr (the journal under systemd). Return: 0 after a clean stop, or
- * -errno when it could not start, and why.
+ * -errno when it could not start, and why (@f).
  */
-int daemon_run(const struct daemon_opts *o, char why[FAULT_WHY_MAX]);
+int daemon_run(const struct daemon_opts *o, struct fault *f);
 
 #endif /* RINGLB_DAEMON_H */

@@ -154,8 +154,8 @@ static void committed(FILE *f, const struct metrics_input *in)
 
 	for (k = 0; k < sizeof(fams) / sizeof(fams[0]); k++) {
 		family(f, fams[k].name, fams[k].type, fams[k].help);
-		for (i = 0; i < s->vip_count; i++) {
-			const struct state_vip *v = &s->vips[i];
+		for (i = 0; i < s->fleet.vip_count; i++) {
+			const struct state_vip *v = &s->fleet.vips[i];
 			const json_t *shares;
 
 			vip_format(&v->spec, spec);
@@ -173,20 +173,20 @@ static void committed(FILE *f, const struct metrics_input *in)
 		}
 	}
 	family(f, "ringlb_ring_points", "gauge", "Points of a VIP's ring.");
-	for (i = 0; i < s->vip_count; i++) {
-		vip_format(&s->vips[i].spec, spec);
+	for (i = 0; i < s->fleet.vip_count; i++) {
+		vip_format(&s->fleet.vips[i].spec, spec);
 		sample(f, "ringlb_ring_points", spec, NULL, NULL, NULL,
 		       member_num(json_object_get(in->rings, spec), "points"));
 	}
 	family(f, "ringlb_vip_fail_open", "gauge",
 	       "1 when every checked backend of a VIP is down and it keeps its last healthy set.");
-	for (i = 0; i < s->vip_count; i++) {
-		vip_format(&s->vips[i].spec, spec);
+	for (i = 0; i < s->fleet.vip_count; i++) {
+		vip_format(&s->fleet.vips[i].spec, spec);
 		sample(f, "ringlb_vip_fail_open", spec, NULL, NULL, NULL,
-		       state_vip_fails_open(&s->vips[i]));
+		       state_vip_fails_open(&s->fleet.vips[i]));
 	}
 	family(f, "ringlb_state_generation", "gauge", "The committed state's generation.");
-	sample(f, "ringlb_state_generation", NULL, NULL, NULL, NULL, (double)s->generation);
+	sample(f, "ringlb_state_generation", NULL, NULL, NULL, NULL, (double)s->fleet.generation);
 }
 
 static void checks(FILE *f, const struct metrics_input *in)

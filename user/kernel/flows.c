@@ -44,10 +44,10 @@ int kernel_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 i
 		err = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < s->vip_count; i++)
-		for (j = 0; j < s->vips[i].backend_count; j++) {
-			cookie_of[s->vips[i].backends[j].id] = s->vips[i].backends[j].cookie;
-			vip_of[s->vips[i].backends[j].id] = s->vips[i].id;
+	for (i = 0; i < s->fleet.vip_count; i++)
+		for (j = 0; j < s->fleet.vips[i].backend_count; j++) {
+			cookie_of[s->fleet.vips[i].backends[j].id] = s->fleet.vips[i].backends[j].cookie;
+			vip_of[s->fleet.vips[i].backends[j].id] = s->fleet.vips[i].id;
 		}
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	now_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;

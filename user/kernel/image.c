@@ -17,19 +17,16 @@
 #include "image.h"
 #include "ring.h"
 
-/* What sync and verify share: on failure, @fmt and strerror(@err) into @why. */
-int kernel_fail(char why[FAULT_WHY_MAX], int err, const char *fmt, ...)
+int kernel_fail(struct fault *f, int err, const char *fmt, ...)
 {
+	char what[FAULT_WHY_MAX];
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(why, FAULT_WHY_MAX, fmt, ap);
+	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	if (n >= 0 && n < FAULT_WHY_MAX)
-		snprintf(why + n, (size_t)(FAULT_WHY_MAX - n), ": %s",
-			 err == -E2BIG ? ring_strerror(err) : strerror(-err));
-	return err;
+	fault_set(f, FAULT_KERNEL, err, "%s", what);
+	return fault_append(f, ": %s", err == -E2BIG ? ring_strerror(err) : strerror(-err));
 }
 
 void kernel_say(void (*report)(void *, const char *), void *arg, const char *fmt, ...)
@@ -64,9 +61,9 @@ int image_backend_wanted(const struct state *s, __u32 id, __u64 cookie)
 {
 	size_t i, j;
 
-	for (i = 0; i < s->vip_count; i++)
-		for (j = 0; j < s->vips[i].backend_count; j++)
-			if (s->vips[i].backends[j].id == id && s->vips[i].backends[j].cookie == cookie)
+	for (i = 0; i < s->fleet.vip_count; i++)
+		for (j = 0; j < s->fleet.vips[i].backend_count; j++)
+			if (s->fleet.vips[i].backends[j].id == id && s->fleet.vips[i].backends[j].cookie == cookie)
 				return 1;
 	return 0;
 }
@@ -100,8 +97,8 @@ int image_vip_id_wanted(const struct state *s, __u32 id)
 {
 	size_t i;
 
-	for (i = 0; i < s->vip_count; i++)
-		if (s->vips[i].id == id)
+	for (i = 0; i < s->fleet.vip_count; i++)
+		if (s->fleet.vips[i].id == id)
 			return 1;
 	return 0;
 }
@@ -142,10 +139,10 @@ void image_past_rings_free(struct ring **rings, __u32 **ids)
 void image_config(const struct state *s, struct lb_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	if (s->encap.source4.family)
-		memcpy(c->source4, s->encap.source4.bytes, sizeof(c->source4));
-	if (s->encap.source6.family)
-		memcpy(c->source6, s->encap.source6.bytes, sizeof(c->source6));
-	c->gue_port = htons(s->encap.gue_port);
-	c->new_flows_max = s->encap.new_flows_max;
+	if (s->host.encap.source4.family)
+		memcpy(c->source4, s->host.encap.source4.bytes, sizeof(c->source4));
+	if (s->host.encap.source6.family)
+		memcpy(c->source6, s->host.encap.source6.bytes, sizeof(c->source6));
+	c->gue_port = htons(s->host.encap.gue_port);
+	c->new_flows_max = s->host.encap.new_flows_max;
 }

@@ -13,8 +13,11 @@
 
 struct ring;
 
-/** kernel_fail() - @fmt, ": " and strerror(@err) into @why. Return: @err. */
-int kernel_fail(char why[FAULT_WHY_MAX], int err, const char *fmt, ...)
+/**
+ * kernel_fail() - a fault of the kernel class: @fmt, ": " and what @err
+ * means (the ring library's words for a ring over its limits). Return: @err.
+ */
+int kernel_fail(struct fault *f, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /** kernel_say() - one line of a report (verify's), formatted. */

@@ -25,7 +25,7 @@ struct ring;
  *           with the kernel's and rebuilt where it differs, and every slot
  *           is checked
  * @want: the desired state
- * @why: on failure, what failed
+ * @f: on failure, what failed (class FAULT_KERNEL)
  *
  * Order keeps every packet safe: new backends are installed before any ring
  * names them; rings are swapped whole; a backend is marked draining only
@@ -37,7 +37,7 @@ struct ring;
  * wrong machine. A new VIP id or backend slot starts with zero counters.
  */
 int kernel_sync(const struct lb_maps *maps, const struct state *applied, const struct state *want,
-	     char why[FAULT_WHY_MAX]);
+	     struct fault *f);
 
 /**
  * kernel_record() - write the kernel's record of what the maps hold.
@@ -54,10 +54,10 @@ int kernel_record(const struct lb_maps *maps, const struct state *s, int changin
  * @maps: the pinned maps
  * @committed: the state file's content
  * @repaired: set to 1 when the maps had to be brought in line, else 0
- * @why: on failure, what failed
+ * @f: on failure, what failed (class FAULT_KERNEL)
  */
 int kernel_repair(const struct lb_maps *maps, const struct state *committed, int *repaired,
-	       char why[FAULT_WHY_MAX]);
+	       struct fault *f);
 
 /**
  * kernel_links_sync() - the program on every attached interface runs with
@@ -66,7 +66,7 @@ int kernel_repair(const struct lb_maps *maps, const struct state *committed, int
  * @want: the committed state
  * @secret: the deployment's flow hash key (the secret file's)
  * @fixed: how many links were removed or given a program on @secret
- * @why: on failure, what failed
+ * @f: on failure, what failed (class FAULT_KERNEL)
  *
  * A link that @want does not list (an attach cut short before its commit,
  * a detach cut short after it) is removed. A program on another key (a key
@@ -75,7 +75,7 @@ int kernel_repair(const struct lb_maps *maps, const struct state *committed, int
  * report: only the operator can say whether to attach or detach it.
  */
 int kernel_links_sync(const char *pin_dir, const struct state *want, const __u64 secret[2],
-		   int *fixed, char why[FAULT_WHY_MAX]);
+		   int *fixed, struct fault *f);
 
 /**
  * kernel_secret() - the flow hash key the kernel uses: the one the

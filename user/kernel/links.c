@@ -49,7 +49,7 @@ struct links_sync {
 	const struct state *want;
 	const __u64 *secret;
 	int fixed;
-	char *why;
+	struct fault *f;
 };
 
 static int link_sync(const char *name, const char *path, void *arg)
@@ -64,10 +64,10 @@ static int link_sync(const char *name, const char *path, void *arg)
 	if (!state_iface_find(ls->want, name)) {
 		err = lb_detach(path, err ? 0 : info.ifindex);
 		ls->fixed++;
-		return err ? kernel_fail(ls->why, err, "removing the program on %s", name) : 0;
+		return err ? kernel_fail(ls->f, err, "removing the program on %s", name) : 0;
 	}
 	if (err)
-		return kernel_fail(ls->why, err, "reading the program on %s", name);
+		return kernel_fail(ls->f, err, "reading the program on %s", name);
 	/* On an interface that is gone nothing runs: detach is the operator's call. */
 	if (info.ifindex == 0 ||
 	    (info.secret[0] == ls->secret[0] && info.secret[1] == ls->secret[1]))
@@ -78,17 +78,17 @@ static int link_sync(const char *name, const char *path, void *arg)
 	memcpy(opts.iface_mac, info.iface_mac, sizeof(opts.iface_mac));
 	err = lb_prog_load(&prog, &opts);
 	if (err)
-		return kernel_fail(ls->why, err, "loading the program for %s", name);
+		return kernel_fail(ls->f, err, "loading the program for %s", name);
 	err = lb_link_replace(path, prog);
 	lb_prog_close(prog);
 	ls->fixed++;
-	return err ? kernel_fail(ls->why, err, "replacing the program on %s", name) : 0;
+	return err ? kernel_fail(ls->f, err, "replacing the program on %s", name) : 0;
 }
 
 int kernel_links_sync(const char *pin_dir, const struct state *want, const __u64 secret[2],
-		   int *fixed, char why[FAULT_WHY_MAX])
+		   int *fixed, struct fault *f)
 {
-	struct links_sync ls = { pin_dir, want, secret, 0, why };
+	struct links_sync ls = { pin_dir, want, secret, 0, f };
 	int err = links_each(pin_dir, link_sync, &ls);
 
 	*fixed = ls.fixed;
@@ -161,12 +161,12 @@ int kernel_links_verify(const char *pin_dir, const struct state *want, const __u
 
 	if (err)
 		return err;
-	for (i = 0; i < want->iface_count; i++) {
-		snprintf(path, sizeof(path), "%s/links/%s", pin_dir, want->ifaces[i].name);
+	for (i = 0; i < want->host.iface_count; i++) {
+		snprintf(path, sizeof(path), "%s/links/%s", pin_dir, want->host.ifaces[i].name);
 		if (access(path, F_OK)) {
 			kernel_say(report, arg, "interface %s: attached in the state, but no program is "
-			    "(ringlb attach %s, or ringlb detach %s)", want->ifaces[i].name,
-			    want->ifaces[i].name, want->ifaces[i].name);
+			    "(ringlb attach %s, or ringlb detach %s)", want->host.ifaces[i].name,
+			    want->host.ifaces[i].name, want->host.ifaces[i].name);
 			lc.bad++;
 		}
 	}

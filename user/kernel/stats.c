@@ -88,8 +88,8 @@ int kernel_stats(const struct lb_maps *maps, const struct state *s, __u32 idle_s
 		return -ENOMEM;
 	err = kernel_flow_tally(maps, s, (__u64)idle_s * 1000000000ull, tally);
 	vips = json_array();
-	for (i = 0; i < s->vip_count; i++)
-		json_array_append_new(vips, stats_vip(&s->vips[i], maps, tally));
+	for (i = 0; i < s->fleet.vip_count; i++)
+		json_array_append_new(vips, stats_vip(&s->fleet.vips[i], maps, tally));
 	reasons = json_object();
 	for (r = 0; r < LB_REASON_COUNT; r++) {
 		__u64 rc[2];

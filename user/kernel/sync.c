@@ -55,7 +55,7 @@ struct deferred {
 };
 
 static int backend_fill(const struct lb_maps *maps, const struct state_vip *v,
-			const struct state_backend *b, char why[FAULT_WHY_MAX])
+			const struct state_backend *b, struct fault *f)
 {
 	struct lb_backend entry;
 	int err;
@@ -63,7 +63,7 @@ static int backend_fill(const struct lb_maps *maps, const struct state_vip *v,
 	image_backend(v, b, &entry);
 	/* A new occupant starts from zero, whatever the slot counted before. */
 	err = lb_backend_counters_clear(maps, b->id) ?: lb_backend_install(maps, b->id, &entry);
-	return err ? kernel_fail(why, err, "installing backend %s in slot %u", b->name, b->id) : 0;
+	return err ? kernel_fail(f, err, "installing backend %s in slot %u", b->name, b->id) : 0;
 }
 
 /*
@@ -72,14 +72,14 @@ static int backend_fill(const struct lb_maps *maps, const struct state_vip *v,
  * phase 3, after the rings that may name its occupant are gone.
  */
 static int install_backends(const struct lb_maps *maps, const struct state *want,
-			    struct deferred *later, char why[FAULT_WHY_MAX])
+			    struct deferred *later, struct fault *f)
 {
 	size_t i, j;
 	int err;
 
 	later->count = 0;
-	for (i = 0; i < want->vip_count; i++) {
-		const struct state_vip *v = &want->vips[i];
+	for (i = 0; i < want->fleet.vip_count; i++) {
+		const struct state_vip *v = &want->fleet.vips[i];
 
 		for (j = 0; j < v->backend_count; j++) {
 			const struct state_backend *b = &v->backends[j];
@@ -87,19 +87,19 @@ static int install_backends(const struct lb_maps *maps, const struct state *want
 
 			err = lb_backend_read(maps, b->id, &cur);
 			if (err)
-				return kernel_fail(why, err, "reading backend slot %u", b->id);
+				return kernel_fail(f, err, "reading backend slot %u", b->id);
 			image_backend(v, b, &entry);
 			if (image_slot_holds(&cur, &entry))
 				continue;
 			if (cur.state == LB_BACKEND_UNUSED) {
-				err = backend_fill(maps, v, b, why);
+				err = backend_fill(maps, v, b, f);
 				if (err)
 					return err;
 				continue;
 			}
 			err = lb_backend_set_state(maps, b->id, LB_BACKEND_UNUSED);
 			if (err)
-				return kernel_fail(why, err, "emptying backend slot %u", b->id);
+				return kernel_fail(f, err, "emptying backend slot %u", b->id);
 			later->items[later->count].b = b;
 			later->items[later->count++].v = v;
 		}
@@ -109,7 +109,7 @@ static int install_backends(const struct lb_maps *maps, const struct state *want
 
 /* Phase 3: the emptied slots get their backends, once no packet reads an old ring. */
 static int install_deferred(const struct lb_maps *maps, const struct deferred *later,
-			    char why[FAULT_WHY_MAX])
+			    struct fault *f)
 {
 	size_t k;
 	int err;
@@ -118,9 +118,9 @@ static int install_deferred(const struct lb_maps *maps, const struct deferred *l
 		return 0;
 	err = lb_readers_wait();
 	if (err)
-		return kernel_fail(why, err, "waiting for packets in flight");
+		return kernel_fail(f, err, "waiting for packets in flight");
 	for (k = 0; k < later->count; k++) {
-		err = backend_fill(maps, later->items[k].v, later->items[k].b, why);
+		err = backend_fill(maps, later->items[k].v, later->items[k].b, f);
 		if (err)
 			return err;
 	}
@@ -190,13 +190,13 @@ static int ring_patch(const struct lb_maps *maps, const struct state_vip *before
 
 /* Phase 2b: changed rings swapped in (a VIP's key comes with its first ring). */
 static int swap_rings(const struct lb_maps *maps, const struct state *applied,
-		      const struct state *want, char why[FAULT_WHY_MAX])
+		      const struct state *want, struct fault *f)
 {
 	size_t i;
 	int err;
 
-	for (i = 0; i < want->vip_count; i++) {
-		const struct state_vip *v = &want->vips[i], *before = vip_in(applied, v);
+	for (i = 0; i < want->fleet.vip_count; i++) {
+		const struct state_vip *v = &want->fleet.vips[i], *before = vip_in(applied, v);
 		char spec[ADDR_TEXT_MAX], differs[128];
 		struct lb_vip_key key;
 		struct lb_vip served;
@@ -211,13 +211,13 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		if (bpf_map_lookup_elem(maps->vips, &key, &served) || served.vip_id != v->id) {
 			err = lb_vip_counters_clear(maps, v->id);
 			if (err)
-				return kernel_fail(why, err, "clearing the counters of %s", spec);
+				return kernel_fail(f, err, "clearing the counters of %s", spec);
 		}
 		if (before && ring_patch(maps, before, v, &key) == 0)
 			continue;
 		err = state_vip_ring(v, &ring, &ids);
 		if (err)
-			return kernel_fail(why, err, "building the ring of %s", spec);
+			return kernel_fail(f, err, "building the ring of %s", spec);
 		/* Unknown maps (after a crash): most VIPs serve their ring already. */
 		if (!applied && lb_vip_compare(maps, &key, v->id, ring, ids, differs,
 					       sizeof(differs)) == 0 &&
@@ -229,7 +229,7 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		ring_free(ring);
 		free(ids);
 		if (err)
-			return kernel_fail(why, err, "swapping the ring of %s", spec);
+			return kernel_fail(f, err, "swapping the ring of %s", spec);
 	}
 	return 0;
 }
@@ -265,13 +265,13 @@ static int history_same(const struct state_vip *before, const struct state_vip *
  * The backends they name are installed by then (retired ones included).
  */
 static int sync_history(const struct lb_maps *maps, const struct state *applied,
-			const struct state *want, char why[FAULT_WHY_MAX])
+			const struct state *want, struct fault *f)
 {
 	size_t i;
 	int err;
 
-	for (i = 0; i < want->vip_count; i++) {
-		const struct state_vip *v = &want->vips[i];
+	for (i = 0; i < want->fleet.vip_count; i++) {
+		const struct state_vip *v = &want->fleet.vips[i];
 		struct ring *rings[LB_RING_HISTORY];
 		__u32 *ids[LB_RING_HISTORY];
 		char spec[ADDR_TEXT_MAX];
@@ -283,28 +283,28 @@ static int sync_history(const struct lb_maps *maps, const struct state *applied,
 		      lb_vip_history_sync(maps, v->id, rings, ids, v->history_count);
 		image_past_rings_free(rings, ids);
 		if (err)
-			return kernel_fail(why, err, "keeping the previous rings of %s", spec);
+			return kernel_fail(f, err, "keeping the previous rings of %s", spec);
 	}
 	return 0;
 }
 
 /* Phase 4: backends that stayed get their wanted state (drain takes effect). */
 static int update_states(const struct lb_maps *maps, const struct state *want,
-			 char why[FAULT_WHY_MAX])
+			 struct fault *f)
 {
 	size_t i, j;
 	int err;
 
-	for (i = 0; i < want->vip_count; i++) {
-		for (j = 0; j < want->vips[i].backend_count; j++) {
-			const struct state_backend *b = &want->vips[i].backends[j];
+	for (i = 0; i < want->fleet.vip_count; i++) {
+		for (j = 0; j < want->fleet.vips[i].backend_count; j++) {
+			const struct state_backend *b = &want->fleet.vips[i].backends[j];
 			struct lb_backend cur;
 
 			err = lb_backend_read(maps, b->id, &cur);
 			if (!err && cur.state != image_backend_state(b))
 				err = lb_backend_set_state(maps, b->id, image_backend_state(b));
 			if (err)
-				return kernel_fail(why, err, "setting the state of backend %s", b->name);
+				return kernel_fail(f, err, "setting the state of backend %s", b->name);
 		}
 	}
 	return 0;
@@ -312,7 +312,7 @@ static int update_states(const struct lb_maps *maps, const struct state *want,
 
 /* Phase 5: VIPs no longer wanted: each key, then its rings. */
 static int remove_vips(const struct lb_maps *maps, const struct state *applied,
-		       const struct state *want, char why[FAULT_WHY_MAX])
+		       const struct state *want, struct fault *f)
 {
 	struct lb_vip_key keys[LB_VIPS_MAX], next;
 	size_t count = 0, i;
@@ -332,17 +332,17 @@ static int remove_vips(const struct lb_maps *maps, const struct state *applied,
 
 		if (bpf_map_lookup_elem(maps->vips, &keys[i], &val))
 			continue;
-		for (j = 0; j < want->vip_count && !keep; j++) {
+		for (j = 0; j < want->fleet.vip_count && !keep; j++) {
 			struct lb_vip_key k;
 
-			image_vip_key(&want->vips[j], &k);
-			keep = memcmp(&k, &keys[i], sizeof(k)) == 0 && val.vip_id == want->vips[j].id;
+			image_vip_key(&want->fleet.vips[j], &k);
+			keep = memcmp(&k, &keys[i], sizeof(k)) == 0 && val.vip_id == want->fleet.vips[j].id;
 		}
 		if (keep)
 			continue;
 		err = lb_vip_remove(maps, &keys[i]);
 		if (err)
-			return kernel_fail(why, err, "removing a VIP");
+			return kernel_fail(f, err, "removing a VIP");
 	}
 	/* Rings of ids no VIP holds (left by a crash, or a restore over other state). */
 	for (id = 0; id < LB_VIPS_MAX; id++) {
@@ -350,14 +350,14 @@ static int remove_vips(const struct lb_maps *maps, const struct state *applied,
 			continue;
 		err = lb_vip_rings_clear(maps, id);
 		if (err)
-			return kernel_fail(why, err, "removing the rings of VIP id %u", id);
+			return kernel_fail(f, err, "removing the rings of VIP id %u", id);
 	}
 	return 0;
 }
 
 /* Phase 6: free every slot no wanted backend holds. */
 static int free_backends(const struct lb_maps *maps, const struct state *want,
-			 char why[FAULT_WHY_MAX])
+			 struct fault *f)
 {
 	__u32 id;
 	int err;
@@ -367,19 +367,19 @@ static int free_backends(const struct lb_maps *maps, const struct state *want,
 
 		err = lb_backend_read(maps, id, &cur);
 		if (err)
-			return kernel_fail(why, err, "reading backend slot %u", id);
+			return kernel_fail(f, err, "reading backend slot %u", id);
 		if (cur.state == LB_BACKEND_UNUSED || image_backend_wanted(want, id, cur.cookie))
 			continue;
 		err = lb_backend_set_state(maps, id, LB_BACKEND_UNUSED);
 		if (err)
-			return kernel_fail(why, err, "freeing backend slot %u", id);
+			return kernel_fail(f, err, "freeing backend slot %u", id);
 	}
 	return 0;
 }
 
 /* Written before any ring that could use it; only when it differs. */
 static int config_sync(const struct lb_maps *maps, const struct state *want,
-		       char why[FAULT_WHY_MAX])
+		       struct fault *f)
 {
 	struct lb_config cur, c;
 	int err;
@@ -389,38 +389,38 @@ static int config_sync(const struct lb_maps *maps, const struct state *want,
 	if (!err && memcmp(&cur, &c, sizeof(c)) == 0)
 		return 0;
 	err = err ?: lb_config_write(maps, &c);
-	return err ? kernel_fail(why, err, "writing the encapsulation settings") : 0;
+	return err ? kernel_fail(f, err, "writing the encapsulation settings") : 0;
 }
 
 int kernel_sync(const struct lb_maps *maps, const struct state *applied, const struct state *want,
-	     char why[FAULT_WHY_MAX])
+	     struct fault *f)
 {
 	struct deferred *later = malloc(sizeof(*later));
 	int err;
 
 	if (!later)
-		return kernel_fail(why, -ENOMEM, "syncing the maps");
-	err = config_sync(maps, want, why) ?: install_backends(maps, want, later, why) ?:
-	      sync_history(maps, applied, want, why) ?: swap_rings(maps, applied, want, why) ?:
-	      install_deferred(maps, later, why) ?: update_states(maps, want, why) ?:
-	      remove_vips(maps, applied, want, why) ?: free_backends(maps, want, why);
+		return kernel_fail(f, -ENOMEM, "syncing the maps");
+	err = config_sync(maps, want, f) ?: install_backends(maps, want, later, f) ?:
+	      sync_history(maps, applied, want, f) ?: swap_rings(maps, applied, want, f) ?:
+	      install_deferred(maps, later, f) ?: update_states(maps, want, f) ?:
+	      remove_vips(maps, applied, want, f) ?: free_backends(maps, want, f);
 	free(later);
 	/* Whatever happened, no VIP element a packet may read is left for reuse. */
 	if (lb_readers_release() && !err)
-		err = kernel_fail(why, -EIO, "waiting for packets in flight");
+		err = kernel_fail(f, -EIO, "waiting for packets in flight");
 	return err;
 }
 
 int kernel_record(const struct lb_maps *maps, const struct state *s, int changing)
 {
-	struct lb_control rec = { .state_digest = state_digest(s), .generation = s->generation,
+	struct lb_control rec = { .state_digest = state_digest(s), .generation = s->fleet.generation,
 				  .changing = changing ? 1 : 0 };
 
 	return lb_control_write(maps, &rec);
 }
 
 int kernel_repair(const struct lb_maps *maps, const struct state *committed, int *repaired,
-	       char why[FAULT_WHY_MAX])
+	       struct fault *f)
 {
 	struct lb_control rec;
 	int err;
@@ -428,16 +428,16 @@ int kernel_repair(const struct lb_maps *maps, const struct state *committed, int
 	*repaired = 0;
 	err = lb_control_read(maps, &rec);
 	if (err)
-		return kernel_fail(why, err, "reading the kernel's record");
+		return kernel_fail(f, err, "reading the kernel's record");
 	if (!rec.changing && rec.state_digest && rec.state_digest == state_digest(committed))
 		return 0;
 	*repaired = 1;
 	err = kernel_record(maps, committed, 1);
 	if (err)
-		return kernel_fail(why, err, "writing the kernel's record");
-	err = kernel_sync(maps, NULL, committed, why);
+		return kernel_fail(f, err, "writing the kernel's record");
+	err = kernel_sync(maps, NULL, committed, f);
 	if (err)
 		return err;
 	err = kernel_record(maps, committed, 0);
-	return err ? kernel_fail(why, err, "writing the kernel's record") : 0;
+	return err ? kernel_fail(f, err, "writing the kernel's record") : 0;
 }

@@ -43,8 +43,8 @@ int kernel_verify(const struct lb_maps *maps, const struct state *want,
 		bad++;
 	}
 
-	for (i = 0; i < want->vip_count; i++) {
-		const struct state_vip *v = &want->vips[i];
+	for (i = 0; i < want->fleet.vip_count; i++) {
+		const struct state_vip *v = &want->fleet.vips[i];
 		char spec[ADDR_TEXT_MAX], why[128] = "";
 		struct ring *ring;
 		__u32 *ids;
@@ -115,10 +115,10 @@ int kernel_verify(const struct lb_maps *maps, const struct state *want,
 			int known = 0;
 
 			key = next;
-			for (i = 0; i < want->vip_count && !known; i++) {
+			for (i = 0; i < want->fleet.vip_count && !known; i++) {
 				struct lb_vip_key k;
 
-				image_vip_key(&want->vips[i], &k);
+				image_vip_key(&want->fleet.vips[i], &k);
 				known = memcmp(&k, &key, sizeof(k)) == 0;
 			}
 			if (!known) {

@@ -25,24 +25,42 @@
 #include "lb_contract.h"
 #include "ring.h"
 
+void state_host_init(struct state_host *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->flow_entries = LB_FLOWS_DEFAULT;
+	h->encap.gue_port = LB_GUE_PORT_DEFAULT;
+	h->encap.new_flows_max = LB_NEW_FLOWS_MAX_DEFAULT;
+}
+
+void state_host_free(struct state_host *h)
+{
+	free(h->ifaces);
+	state_host_init(h);
+}
+
+void state_fleet_free(struct state_fleet *fl)
+{
+	size_t i;
+
+	for (i = 0; i < fl->vip_count; i++)
+		free(fl->vips[i].backends);
+	free(fl->vips);
+	memset(fl, 0, sizeof(*fl));
+	fl->next_backend_id = 1;
+}
+
 void state_init(struct state *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->flow_entries = LB_FLOWS_DEFAULT;
-	s->encap.gue_port = LB_GUE_PORT_DEFAULT;
-	s->encap.new_flows_max = LB_NEW_FLOWS_MAX_DEFAULT;
-	s->next_backend_id = 1;
+	s->fleet.next_backend_id = 1;
+	state_host_init(&s->host);
 }
 
 void state_free(struct state *s)
 {
-	size_t i;
-
-	for (i = 0; i < s->vip_count; i++)
-		free(s->vips[i].backends);
-	free(s->vips);
-	free(s->ifaces);
-	state_init(s);
+	state_fleet_free(&s->fleet);
+	state_host_free(&s->host);
 }
 
 int state_clone(struct state *dst, const struct state *src)
@@ -50,27 +68,27 @@ int state_clone(struct state *dst, const struct state *src)
 	size_t i = 0;
 
 	*dst = *src;
-	dst->vips = calloc(src->vip_count ? src->vip_count : 1, sizeof(*dst->vips));
-	dst->ifaces = calloc(src->iface_count ? src->iface_count : 1, sizeof(*dst->ifaces));
-	if (!dst->vips || !dst->ifaces)
+	dst->fleet.vips = calloc(src->fleet.vip_count ? src->fleet.vip_count : 1, sizeof(*dst->fleet.vips));
+	dst->host.ifaces = calloc(src->host.iface_count ? src->host.iface_count : 1, sizeof(*dst->host.ifaces));
+	if (!dst->fleet.vips || !dst->host.ifaces)
 		goto fail;
-	if (src->iface_count)
-		memcpy(dst->ifaces, src->ifaces, src->iface_count * sizeof(*dst->ifaces));
-	for (i = 0; i < src->vip_count; i++) {
-		size_t n = src->vips[i].backend_count;
+	if (src->host.iface_count)
+		memcpy(dst->host.ifaces, src->host.ifaces, src->host.iface_count * sizeof(*dst->host.ifaces));
+	for (i = 0; i < src->fleet.vip_count; i++) {
+		size_t n = src->fleet.vips[i].backend_count;
 
-		dst->vips[i] = src->vips[i];
-		dst->vips[i].backends = calloc(n ? n : 1, sizeof(struct state_backend));
-		if (!dst->vips[i].backends)
+		dst->fleet.vips[i] = src->fleet.vips[i];
+		dst->fleet.vips[i].backends = calloc(n ? n : 1, sizeof(struct state_backend));
+		if (!dst->fleet.vips[i].backends)
 			goto fail;
 		if (n)
-			memcpy(dst->vips[i].backends, src->vips[i].backends,
+			memcpy(dst->fleet.vips[i].backends, src->fleet.vips[i].backends,
 			       n * sizeof(struct state_backend));
 	}
 	return 0;
 fail:
 	/* Only the VIPs copied so far own their arrays. */
-	dst->vip_count = dst->vips ? i : 0;
+	dst->fleet.vip_count = dst->fleet.vips ? i : 0;
 	state_free(dst);
 	return -ENOMEM;
 }
@@ -79,9 +97,9 @@ struct state_vip *state_vip_find(const struct state *s, const struct vip_spec *s
 {
 	size_t i;
 
-	for (i = 0; i < s->vip_count; i++)
-		if (vip_equal(&s->vips[i].spec, spec))
-			return &s->vips[i];
+	for (i = 0; i < s->fleet.vip_count; i++)
+		if (vip_equal(&s->fleet.vips[i].spec, spec))
+			return &s->fleet.vips[i];
 	return NULL;
 }
 
@@ -89,8 +107,8 @@ static int vip_id_taken(const struct state *s, __u32 id)
 {
 	size_t i;
 
-	for (i = 0; i < s->vip_count; i++)
-		if (s->vips[i].id == id)
+	for (i = 0; i < s->fleet.vip_count; i++)
+		if (s->fleet.vips[i].id == id)
 			return 1;
 	return 0;
 }
@@ -107,26 +125,26 @@ int state_vip_add(struct state *s, const struct vip_spec *spec, __u32 vnodes,
 		;
 	if (id == LB_VIPS_MAX)
 		return -ENOSPC;
-	vips = realloc(s->vips, (s->vip_count + 1) * sizeof(*vips));
+	vips = realloc(s->fleet.vips, (s->fleet.vip_count + 1) * sizeof(*vips));
 	if (!vips)
 		return -ENOMEM;
-	s->vips = vips;
-	memset(&vips[s->vip_count], 0, sizeof(vips[0]));
-	vips[s->vip_count].id = id;
-	vips[s->vip_count].spec = *spec;
-	vips[s->vip_count].vnodes = vnodes;
-	state_check_default(spec, &vips[s->vip_count].check);
-	*out = &vips[s->vip_count++];
+	s->fleet.vips = vips;
+	memset(&vips[s->fleet.vip_count], 0, sizeof(vips[0]));
+	vips[s->fleet.vip_count].id = id;
+	vips[s->fleet.vip_count].spec = *spec;
+	vips[s->fleet.vip_count].vnodes = vnodes;
+	state_check_default(spec, &vips[s->fleet.vip_count].check);
+	*out = &vips[s->fleet.vip_count++];
 	return 0;
 }
 
 void state_vip_remove(struct state *s, struct state_vip *vip)
 {
-	size_t at = (size_t)(vip - s->vips);
+	size_t at = (size_t)(vip - s->fleet.vips);
 
 	free(vip->backends);
-	memmove(&s->vips[at], &s->vips[at + 1], (s->vip_count - at - 1) * sizeof(*s->vips));
-	s->vip_count--;
+	memmove(&s->fleet.vips[at], &s->fleet.vips[at + 1], (s->fleet.vip_count - at - 1) * sizeof(*s->fleet.vips));
+	s->fleet.vip_count--;
 }
 
 struct state_backend *state_backend_find(const struct state_vip *vip, const char *name)
@@ -143,9 +161,9 @@ static int backend_id_taken(const struct state *s, __u32 id)
 {
 	size_t i, j;
 
-	for (i = 0; i < s->vip_count; i++)
-		for (j = 0; j < s->vips[i].backend_count; j++)
-			if (s->vips[i].backends[j].id == id)
+	for (i = 0; i < s->fleet.vip_count; i++)
+		for (j = 0; j < s->fleet.vips[i].backend_count; j++)
+			if (s->fleet.vips[i].backends[j].id == id)
 				return 1;
 	return 0;
 }
@@ -154,9 +172,9 @@ static int cookie_taken(const struct state *s, __u64 cookie)
 {
 	size_t i, j;
 
-	for (i = 0; i < s->vip_count; i++)
-		for (j = 0; j < s->vips[i].backend_count; j++)
-			if (s->vips[i].backends[j].cookie == cookie)
+	for (i = 0; i < s->fleet.vip_count; i++)
+		for (j = 0; j < s->fleet.vips[i].backend_count; j++)
+			if (s->fleet.vips[i].backends[j].cookie == cookie)
 				return 1;
 	return 0;
 }
@@ -178,7 +196,7 @@ static int cookie_new(const struct state *s, const struct state *also, __u64 *ou
 int state_backend_add(struct state *s, struct state_vip *vip, const struct state_backend *b)
 {
 	struct state_backend *backends;
-	__u32 id = s->next_backend_id, tries;
+	__u32 id = s->fleet.next_backend_id, tries;
 	__u64 cookie;
 	int err;
 
@@ -208,7 +226,7 @@ int state_backend_add(struct state *s, struct state_vip *vip, const struct state
 	backends[vip->backend_count].id = id;
 	backends[vip->backend_count].cookie = cookie;
 	vip->backend_count++;
-	s->next_backend_id = id + 1 < LB_BACKENDS_MAX ? id + 1 : 1;
+	s->fleet.next_backend_id = id + 1 < LB_BACKENDS_MAX ? id + 1 : 1;
 	return 0;
 }
 
@@ -382,8 +400,8 @@ void state_history_advance(const struct state *before, struct state *after)
 {
 	size_t i, j;
 
-	for (i = 0; i < after->vip_count; i++) {
-		struct state_vip *v = &after->vips[i];
+	for (i = 0; i < after->fleet.vip_count; i++) {
+		struct state_vip *v = &after->fleet.vips[i];
 		const struct state_vip *was = before ? state_vip_find(before, &v->spec) : NULL;
 		size_t p_was = 0, p_now = 0;
 		uint64_t f_was = 0, f_now = 0;
@@ -500,8 +518,8 @@ void state_health_settle(const struct state *before, struct state *after)
 {
 	size_t i, j, up;
 
-	for (i = 0; i < after->vip_count; i++) {
-		struct state_vip *v = &after->vips[i];
+	for (i = 0; i < after->fleet.vip_count; i++) {
+		struct state_vip *v = &after->fleet.vips[i];
 		const struct state_vip *was = before ? state_vip_find(before, &v->spec) : NULL;
 
 		up = 0;
@@ -528,9 +546,9 @@ struct state_iface *state_iface_find(const struct state *s, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < s->iface_count; i++)
-		if (strcmp(s->ifaces[i].name, name) == 0)
-			return &s->ifaces[i];
+	for (i = 0; i < s->host.iface_count; i++)
+		if (strcmp(s->host.ifaces[i].name, name) == 0)
+			return &s->host.ifaces[i];
 	return NULL;
 }
 
@@ -574,12 +592,12 @@ static const struct state_backend *same_backend(const struct state *cur,
 int state_restore_ids(const struct state *cur, struct state *from)
 {
 	unsigned char vip_used[LB_VIPS_MAX] = { 0 }, *slot_used, *kept;
-	size_t i, j, n, total = from->vip_count;
-	__u32 next = cur->next_backend_id;
+	size_t i, j, n, total = from->fleet.vip_count;
+	__u32 next = cur->fleet.next_backend_id;
 	int err = 0;
 
-	for (i = 0; i < from->vip_count; i++)
-		total += from->vips[i].backend_count;
+	for (i = 0; i < from->fleet.vip_count; i++)
+		total += from->fleet.vips[i].backend_count;
 	slot_used = calloc(LB_BACKENDS_MAX, 1);
 	kept = calloc(total + 1, 1); /* per VIP first, then per backend */
 	if (!slot_used || !kept) {
@@ -587,8 +605,8 @@ int state_restore_ids(const struct state *cur, struct state *from)
 		goto out;
 	}
 	/* First what @cur has: those VIPs and backends stay where they serve. */
-	for (i = 0; i < from->vip_count; i++) {
-		struct state_vip *v = &from->vips[i];
+	for (i = 0; i < from->fleet.vip_count; i++) {
+		struct state_vip *v = &from->fleet.vips[i];
 		const struct state_vip *c = state_vip_find(cur, &v->spec);
 
 		if (c) {
@@ -597,8 +615,8 @@ int state_restore_ids(const struct state *cur, struct state *from)
 			kept[i] = 1;
 		}
 	}
-	for (i = 0; i < from->vip_count; i++) {
-		struct state_vip *v = &from->vips[i];
+	for (i = 0; i < from->fleet.vip_count; i++) {
+		struct state_vip *v = &from->fleet.vips[i];
 		__u32 id;
 
 		if (kept[i])
@@ -615,10 +633,10 @@ int state_restore_ids(const struct state *cur, struct state *from)
 		vip_used[v->id] = 1;
 	}
 	memset(kept, 0, total + 1);
-	for (i = 0, n = 0; i < from->vip_count; i++)
-		for (j = 0; j < from->vips[i].backend_count; j++, n++) {
-			struct state_backend *b = &from->vips[i].backends[j];
-			const struct state_backend *c = same_backend(cur, &from->vips[i].spec, b);
+	for (i = 0, n = 0; i < from->fleet.vip_count; i++)
+		for (j = 0; j < from->fleet.vips[i].backend_count; j++, n++) {
+			struct state_backend *b = &from->fleet.vips[i].backends[j];
+			const struct state_backend *c = same_backend(cur, &from->fleet.vips[i].spec, b);
 
 			if (c) {
 				b->id = c->id;
@@ -626,9 +644,9 @@ int state_restore_ids(const struct state *cur, struct state *from)
 				kept[n] = 1;
 			}
 		}
-	for (i = 0, n = 0; i < from->vip_count; i++)
-		for (j = 0; j < from->vips[i].backend_count; j++, n++) {
-			struct state_backend *b = &from->vips[i].backends[j];
+	for (i = 0, n = 0; i < from->fleet.vip_count; i++)
+		for (j = 0; j < from->fleet.vips[i].backend_count; j++, n++) {
+			struct state_backend *b = &from->fleet.vips[i].backends[j];
 			__u32 tries;
 
 			if (kept[n])
@@ -654,7 +672,7 @@ int state_restore_ids(const struct state *cur, struct state *from)
 					goto out;
 			}
 		}
-	from->next_backend_id = next == LB_BACKEND_NONE || next >= LB_BACKENDS_MAX ? 1 : next;
+	from->fleet.next_backend_id = next == LB_BACKEND_NONE || next >= LB_BACKENDS_MAX ? 1 : next;
 out:
 	free(slot_used);
 	free(kept);

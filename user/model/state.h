@@ -167,24 +167,47 @@ struct state_encap {
 };
 
 /**
- * struct state - the whole desired state.
+ * struct state_fleet - the fleet's half of the desired state: what every
+ * host of a deployment serves alike. With a store it is the store's value
+ * (PREFIX/state); alone, the state file holds it with this host's half.
  * @generation: bumped by every change
- * @flow_entries: flow table size used when the maps are created
  * @next_backend_id: where backend id allocation resumes
- * @host_drained: 1 when the operator drained this host (`ringlb host
- *                drain`): its daemon withdraws the VIPs' routes; a fact of
- *                this host, like its interfaces
+ * @vip_count: entries in @vips
+ * @vips: the services
  */
-struct state {
+struct state_fleet {
 	__u64 generation;
-	__u32 flow_entries;
 	__u32 next_backend_id;
 	size_t vip_count;
 	struct state_vip *vips;
+};
+
+/**
+ * struct state_host - this host's own facts: they stay in its state file
+ * (never in a store), and a restore keeps them.
+ * @flow_entries: flow table size used when the maps are created
+ * @iface_count: entries in @ifaces
+ * @ifaces: the interfaces the program is attached to
+ * @encap: how this host encapsulates
+ * @drained: 1 when the operator drained this host (`ringlb host drain`):
+ *           its daemon withdraws the VIPs' routes
+ */
+struct state_host {
+	__u32 flow_entries;
 	size_t iface_count;
 	struct state_iface *ifaces;
 	struct state_encap encap;
-	int host_drained;
+	int drained;
+};
+
+/**
+ * struct state - the whole desired state: the fleet's half and this host's.
+ * A new field goes in the half it belongs to; nothing else decides what a
+ * store holds.
+ */
+struct state {
+	struct state_fleet fleet;
+	struct state_host host;
 };
 
 /** state_forward_name() - "l2", "ipip" or "gue". */
@@ -198,6 +221,15 @@ void state_init(struct state *s);
 
 /** state_free() - release a state's arrays. */
 void state_free(struct state *s);
+
+/** state_host_init() - this host's facts before any command: nothing attached, the defaults. */
+void state_host_init(struct state_host *h);
+
+/** state_host_free() - release the host half's arrays (and make it state_host_init()'s). */
+void state_host_free(struct state_host *h);
+
+/** state_fleet_free() - release the fleet half's arrays (and make it empty). */
+void state_fleet_free(struct state_fleet *fl);
 
 /** state_clone() - deep copy. Return: 0 or -ENOMEM. */
 int state_clone(struct state *dst, const struct state *src);
@@ -384,6 +416,19 @@ struct state_iface *state_iface_find(const struct state *s, const char *name);
 
 /** state_to_text() - the state as JSON text (malloc()ed), as saved. */
 char *state_to_text(const struct state *s);
+
+/**
+ * state_fleet_text() - the fleet's half of @s as JSON text (malloc()ed): a
+ * state file whose host half is state_host_init()'s, so it reads as one;
+ * its generation 0 unless @generation.
+ */
+char *state_fleet_text(const struct state *s, int generation);
+
+/**
+ * state_fleet_same() - do @a and @b have the same fleet half, their
+ * generations aside? Return: 1, 0, or -ENOMEM.
+ */
+int state_fleet_same(const struct state *a, const struct state *b);
 
 /**
  * state_from_text() - parse and validate state JSON text.

@@ -94,8 +94,8 @@ static json_t *vips_to_json(const struct state *s)
 	json_t *vips = json_array();
 	size_t i, j;
 
-	for (i = 0; vips && i < s->vip_count; i++) {
-		const struct state_vip *v = &s->vips[i];
+	for (i = 0; vips && i < s->fleet.vip_count; i++) {
+		const struct state_vip *v = &s->fleet.vips[i];
 		char spec[ADDR_TEXT_MAX];
 		json_t *backends = json_array();
 		struct state_check dflt;
@@ -162,20 +162,20 @@ char *state_to_text(const struct state *s)
 	size_t i;
 
 	root = json_pack("{s:i, s:I, s:I, s:I}", "version", STATE_VERSION, "generation",
-			 (json_int_t)s->generation, "flow_entries", (json_int_t)s->flow_entries,
-			 "next_backend_id", (json_int_t)s->next_backend_id);
+			 (json_int_t)s->fleet.generation, "flow_entries", (json_int_t)s->host.flow_entries,
+			 "next_backend_id", (json_int_t)s->fleet.next_backend_id);
 	ifaces = json_array();
 	vips = vips_to_json(s);
 	if (!root || !ifaces || !vips)
 		goto out;
-	for (i = 0; i < s->iface_count; i++)
-		json_array_append_new(ifaces, json_pack("{s:s, s:s}", "name", s->ifaces[i].name,
-							"mode", s->ifaces[i].generic ? "generic" :
+	for (i = 0; i < s->host.iface_count; i++)
+		json_array_append_new(ifaces, json_pack("{s:s, s:s}", "name", s->host.ifaces[i].name,
+							"mode", s->host.ifaces[i].generic ? "generic" :
 										       "native"));
 	json_object_set(root, "interfaces", ifaces);
-	if (s->host_drained)
+	if (s->host.drained)
 		json_object_set_new(root, "host", json_pack("{s:b}", "drained", 1));
-	encap = encap_to_json(&s->encap);
+	encap = encap_to_json(&s->host.encap);
 	if (encap)
 		json_object_set_new(root, "encap", encap);
 	json_object_set(root, "vips", vips);
@@ -187,13 +187,33 @@ out:
 	return text;
 }
 
+char *state_fleet_text(const struct state *s, int generation)
+{
+	struct state fleet = { .fleet = s->fleet };
+
+	state_host_init(&fleet.host);
+	if (!generation)
+		fleet.fleet.generation = 0;
+	return state_to_text(&fleet);
+}
+
+int state_fleet_same(const struct state *a, const struct state *b)
+{
+	char *ta = state_fleet_text(a, 0), *tb = state_fleet_text(b, 0);
+	int same = ta && tb ? strcmp(ta, tb) == 0 : -ENOMEM;
+
+	free(ta);
+	free(tb);
+	return same;
+}
+
 /* Key of state_digest(): "ringlb-s", "tate-v1\0". */
 #define STATE_DIGEST_KEY0 0x732d626c676e6972ULL
 #define STATE_DIGEST_KEY1 0x0031762d65746174ULL
 
 __u64 state_digest(const struct state *s)
 {
-	json_t *vips = vips_to_json(s), *encap = encap_to_json(&s->encap);
+	json_t *vips = vips_to_json(s), *encap = encap_to_json(&s->host.encap);
 
 	/* What the kernel holds: the VIPs and, when set, the encapsulation settings. */
 	if (vips && encap)
@@ -481,19 +501,19 @@ static int state_check_unique(const struct state *s, char why[STATE_WHY_MAX])
 {
 	size_t i, j, k, l;
 
-	for (i = 0; i < s->vip_count; i++) {
+	for (i = 0; i < s->fleet.vip_count; i++) {
 		for (j = 0; j < i; j++) {
-			if (s->vips[i].id == s->vips[j].id)
+			if (s->fleet.vips[i].id == s->fleet.vips[j].id)
 				return refuse(why, "vips[%zu].id: %u is also vips[%zu]'s", i,
-					      s->vips[i].id, j);
-			if (vip_equal(&s->vips[i].spec, &s->vips[j].spec))
+					      s->fleet.vips[i].id, j);
+			if (vip_equal(&s->fleet.vips[i].spec, &s->fleet.vips[j].spec))
 				return refuse(why, "vips[%zu].vip: duplicate of vips[%zu]", i, j);
 		}
-		for (k = 0; k < s->vips[i].backend_count; k++)
+		for (k = 0; k < s->fleet.vips[i].backend_count; k++)
 			for (j = 0; j <= i; j++)
-				for (l = 0; l < (j == i ? k : s->vips[j].backend_count); l++) {
-					const struct state_backend *a = &s->vips[j].backends[l],
-								   *b = &s->vips[i].backends[k];
+				for (l = 0; l < (j == i ? k : s->fleet.vips[j].backend_count); l++) {
+					const struct state_backend *a = &s->fleet.vips[j].backends[l],
+								   *b = &s->fleet.vips[i].backends[k];
 
 					if (a->id == b->id)
 						return refuse(why,
@@ -573,9 +593,9 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 			       why);
 	if (err)
 		goto out;
-	s->generation = (__u64)generation;
-	s->flow_entries = (__u32)flows;
-	s->next_backend_id = (__u32)next_id;
+	s->fleet.generation = (__u64)generation;
+	s->host.flow_entries = (__u32)flows;
+	s->fleet.next_backend_id = (__u32)next_id;
 
 	ifaces = json_object_get(root, "interfaces");
 	vips = json_object_get(root, "vips");
@@ -583,9 +603,9 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 		err = refuse(why, "$.interfaces and $.vips must be arrays");
 		goto out;
 	}
-	s->ifaces = calloc(json_array_size(ifaces) + 1, sizeof(*s->ifaces));
-	s->vips = calloc(json_array_size(vips) + 1, sizeof(*s->vips));
-	if (!s->ifaces || !s->vips) {
+	s->host.ifaces = calloc(json_array_size(ifaces) + 1, sizeof(*s->host.ifaces));
+	s->fleet.vips = calloc(json_array_size(vips) + 1, sizeof(*s->fleet.vips));
+	if (!s->host.ifaces || !s->fleet.vips) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -603,9 +623,9 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 			err = refuse(why, "%s: bad interface name or mode", at);
 			goto out;
 		}
-		snprintf(s->ifaces[i].name, sizeof(s->ifaces[i].name), "%s", name);
-		s->ifaces[i].generic = strcmp(mode, "generic") == 0;
-		s->iface_count++;
+		snprintf(s->host.ifaces[i].name, sizeof(s->host.ifaces[i].name), "%s", name);
+		s->host.ifaces[i].generic = strcmp(mode, "generic") == 0;
+		s->host.iface_count++;
 	}
 	item = json_object_get(root, "host");
 	if (item) {
@@ -613,11 +633,11 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 			err = refuse(why, "$.host: must be {\"drained\": true or false}");
 			goto out;
 		}
-		s->host_drained = json_is_true(json_object_get(item, "drained"));
+		s->host.drained = json_is_true(json_object_get(item, "drained"));
 	}
 	item = json_object_get(root, "encap");
 	if (item) {
-		err = encap_from_json(item, &s->encap, why);
+		err = encap_from_json(item, &s->host.encap, why);
 		if (err)
 			goto out;
 	}
@@ -629,8 +649,8 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 		char at[64];
 
 		snprintf(at, sizeof(at), "$.vips[%zu]", i);
-		s->vip_count++;
-		err = vip_from_json(item, &s->vips[i], at, why);
+		s->fleet.vip_count++;
+		err = vip_from_json(item, &s->fleet.vips[i], at, why);
 		if (err)
 			goto out;
 	}

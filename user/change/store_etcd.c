@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * etcd as the store (store.h), for a fleet of hosts. The fleet's half of
+ * the state (struct state_fleet) is the key PREFIX/state, the same for
+ * every host; this host's half (struct state_host) stays in its state file.
+ * A commit writes the fleet's half only when the change touched it, in a
+ * transaction that holds only if nobody wrote the key since it was read,
+ * then this host's file. PREFIX/secret_digest holds the fleet's flow hash
+ * key digest (never the key); PREFIX/health-leader, on a lease, the daemon
+ * that runs the fleet's health checks. A watch thread follows PREFIX/state
+ * and wakes an eventfd.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "etcd.h"
+
+/**
+ * struct etcd_store - the store and what following it keeps.
+ * @spec: the parsed --store
+ * @lease: this daemon's lease (0: none yet)
+ * @leader: 1 while it holds PREFIX/health-leader
+ * @watch_fd: the eventfd the watch thread wakes, -1 before store_watch()
+ * @watcher: that thread
+ * @stopping: set when the store closes: the thread ends within a second
+ */
+struct etcd_store {
+	struct store store;
+	struct etcd_spec spec;
+	__u64 lease;
+	int leader;
+	int watch_fd;
+	pthread_t watcher;
+	volatile int stopping;
+};
+
+static struct etcd_store *etcd_of(struct store *st)
+{
+	return (struct etcd_store *)st;
+}
+
+static int etcd_read(struct store *st, struct state *out, __u64 *revision, struct fault *f)
+{
+	struct etcd_store *e = etcd_of(st);
+	char ewhy[ETCD_WHY_MAX] = "", swhy[STATE_WHY_MAX] = "", *text = NULL;
+	struct state local;
+	int err;
+
+	state_init(out);
+	err = store_host_read(st->state_path, &local, f);
+	if (err)
+		return err;
+	err = etcd_get(&e->spec, "state", &text, revision, ewhy);
+	if (err) {
+		state_free(&local);
+		return fault_set(f, FAULT_STORE, err, "cannot read the state from the store: %s",
+				 ewhy);
+	}
+	if (text) {
+		err = state_from_text(out, text, swhy);
+		free(text);
+		if (err) {
+			state_free(&local);
+			return fault_set(f, FAULT_STORE, err, "the store's state %s/state: %s",
+					 e->spec.prefix, swhy);
+		}
+	}
+	/* This host's half is its own file's, whatever the store's value says of it. */
+	state_host_free(&out->host);
+	out->host = local.host;
+	state_host_init(&local.host);
+	state_free(&local);
+	return 0;
+}
+
+static int etcd_commit(struct store *st, const struct state *want, const struct state *applied,
+		       __u64 revision, struct fault *f)
+{
+	struct etcd_store *e = etcd_of(st);
+	char ewhy[ETCD_WHY_MAX] = "", *text;
+	int same = state_fleet_same(want, applied), err = 0;
+
+	/* A change of this host's facts alone (attach, detach) leaves the store alone. */
+	if (same < 0)
+		return fault_set(f, FAULT_STORE, same, "out of memory");
+	if (!same) {
+		text = state_fleet_text(want, 1);
+		err = text ? etcd_put_if(&e->spec, "state", text, revision, NULL, ewhy) : -ENOMEM;
+		if (err)
+			fault_set(f, FAULT_STORE, err, "cannot write the state to the store: %s",
+				  text ? ewhy : "out of memory");
+		free(text);
+	}
+	if (err)
+		return err;
+	err = store_host_write(st->state_path, want, f);
+	if (err)
+		fault_append(f, " (the store holds the change)");
+	return err;
+}
+
+static int etcd_key_check(struct store *st, __u64 digest, struct fault *f)
+{
+	struct etcd_store *e = etcd_of(st);
+	char ewhy[ETCD_WHY_MAX] = "", mine[24], *fleet = NULL;
+	__u64 revision = 0;
+	int err;
+
+	snprintf(mine, sizeof(mine), "%016llx", (unsigned long long)digest);
+	err = etcd_get(&e->spec, "secret_digest", &fleet, &revision, ewhy);
+	/* The first host with a key gives the fleet its digest (never the key). */
+	if (!err && !fleet) {
+		err = etcd_put_if(&e->spec, "secret_digest", mine, 0, NULL, ewhy);
+		if (err == -ESTALE) /* another host's came first */
+			err = etcd_get(&e->spec, "secret_digest", &fleet, &revision, ewhy);
+	}
+	if (err)
+		return fault_set(f, FAULT_STORE, err,
+				 "cannot check the flow hash key against the store: %s", ewhy);
+	if (fleet && strcmp(fleet, mine))
+		err = fault_set(f, FAULT_STATE, -EKEYREJECTED,
+				"this host's flow hash key (digest %s) is not the fleet's (digest %s "
+				"in the store): its hosts would send a flow to different backends; "
+				"give it the fleet's key with `ringlb secret set FILE`", mine, fleet);
+	free(fleet);
+	return err;
+}
+
+static void watch_event(void *arg)
+{
+	struct etcd_store *e = arg;
+	__u64 one = 1;
+
+	if (write(e->watch_fd, &one, sizeof(one)) < 0) {
+		/* The counter is full: the reader has a wake-up pending anyway. */
+	}
+}
+
+static int watch_stop(void *arg)
+{
+	return ((struct etcd_store *)arg)->stopping;
+}
+
+/* The watch thread: an etcd watch on PREFIX/state, opened again a second after it ends. */
+static void *watch_main(void *arg)
+{
+	struct etcd_store *e = arg;
+	char why[ETCD_WHY_MAX] = "";
+	int i;
+
+	while (!e->stopping) {
+		etcd_watch(&e->spec, "state", watch_event, watch_stop, e, why);
+		for (i = 0; i < 10 && !e->stopping; i++)
+			usleep(100000);
+	}
+	return NULL;
+}
+
+static int etcd_watch_start(struct store *st, struct fault *f)
+{
+	struct etcd_store *e = etcd_of(st);
+
+	if (e->watch_fd >= 0)
+		return e->watch_fd;
+	e->watch_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->watch_fd < 0)
+		return fault_errno(f, FAULT_STORE, -errno, "cannot watch the store");
+	if (pthread_create(&e->watcher, NULL, watch_main, e)) {
+		close(e->watch_fd);
+		e->watch_fd = -1;
+		return fault_set(f, FAULT_STORE, -EAGAIN, "cannot start the store's watch");
+	}
+	return e->watch_fd;
+}
+
+static int etcd_lead(struct store *st, const char *identity, int *leader,
+		     char holder[STORE_HOLDER_MAX], struct fault *f)
+{
+	struct etcd_store *e = etcd_of(st);
+	char ewhy[ETCD_WHY_MAX] = "", *who = NULL;
+	int err = 0;
+
+	/* Every daemon keeps a lease alive: a follower's is ready when the leader's goes. */
+	if (e->lease && (err = etcd_lease_keepalive(&e->spec, e->lease, ewhy))) {
+		e->leader = 0;
+		e->lease = 0;
+	}
+	if (!e->leader) {
+		if (!e->lease && (err = etcd_lease_grant(&e->spec, STORE_LEAD_TTL_S, &e->lease, ewhy)))
+			e->lease = 0;
+		if (e->lease) {
+			err = etcd_campaign(&e->spec, "health-leader", identity, e->lease, &who, ewhy);
+			if (!err) {
+				e->leader = strcmp(who, identity) == 0;
+				snprintf(holder, STORE_HOLDER_MAX, "%s", who);
+			}
+		}
+		free(who);
+	}
+	*leader = e->leader;
+	/* The why says what the store last refused, for a daemon that lost the lead. */
+	fault_set(f, FAULT_STORE, err, "%s", ewhy[0] ? ewhy : "expired");
+	return err;
+}
+
+static void etcd_close(struct store *st)
+{
+	struct etcd_store *e = etcd_of(st);
+
+	e->stopping = 1;
+	if (e->watch_fd >= 0) {
+		pthread_join(e->watcher, NULL);
+		close(e->watch_fd);
+	}
+	free(e);
+	curl_global_cleanup();
+}
+
+static const struct store_ops etcd_ops = {
+	.kind = "etcd",
+	.shared = 1,
+	/* The watch makes the daemon ask at once; the poll is what remains when it is down. */
+	.poll_ms = 500,
+	.read = etcd_read,
+	.commit = etcd_commit,
+	.key_check = etcd_key_check,
+	.watch = etcd_watch_start,
+	.lead = etcd_lead,
+	.close = etcd_close,
+};
+
+int store_etcd_open(const char *spec, const char *state_path, struct store **out,
+		    struct fault *f)
+{
+	struct etcd_store *e = calloc(1, sizeof(*e));
+	const char *problem = NULL;
+
+	if (!e)
+		return fault_set(f, FAULT_STORE, -ENOMEM, "out of memory");
+	if (etcd_spec_parse(spec, &e->spec, &problem)) {
+		free(e);
+		return fault_set(f, FAULT_USAGE, -EINVAL, "--store '%s': %s", spec, problem);
+	}
+	e->store.ops = &etcd_ops;
+	e->store.state_path = state_path;
+	e->store.spec = spec;
+	e->watch_fd = -1;
+	/* libcurl's global state, before any thread (a watch, libmicrohttpd's) exists. */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	*out = &e->store;
+	return 0;
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Inside the daemon (daemon.h): its duties, each an event source of its own
+ * and a file of its own, and what they share.
+ *
+ *   daemon.c     the main loop (sd-event): signals, the watchdog, the
+ *                periodic comparison, and the one reload path that SIGHUP,
+ *                the periodic comparison and another host's change share
+ *   follow.c     the committed state the daemon serves: the store's watch
+ *                and a tick that asks the store (or this host's file)
+ *   reconcile.c  the kernel made to hold the committed state; whether the
+ *                host can serve it (decided by the class of the fault)
+ *   probes.c     the health targets and their probes, on a thread and loop
+ *                of their own, so store I/O never delays a probe's timing;
+ *                and the clients' path the probes take
+ *   verdicts.c   what the checks say, committed as changes (change_run())
+ *   leader.c     the store's one lead: who runs the fleet's health checks
+ *   routes.c     whether this host announces the VIPs (bird2)
+ *   translog.c   rings.log followed, for the journal and the metrics
+ *   scrape.c     a /metrics page from a snapshot (metrics.c serves it)
+ *
+ * Everything the probe thread or libmicrohttpd's thread reads is under
+ * @lock; the rest belongs to the main loop.
+ */
+#ifndef RINGLB_DAEMON_IMPL_H
+#define RINGLB_DAEMON_IMPL_H
+
+#include <net/if.h>
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+#include <systemd/sd-event.h>
+
+#include "daemon.h"
+#include "fault.h"
+#include "health.h"
+#include "metrics.h"
+#include "store.h"
+
+struct daemon_probes;
+struct probe_path;
+
+/** struct daemon_follow - following the committed state (follow.c). */
+struct daemon_follow {
+	struct stat seen;          /* this host's state file when last read */
+	__u64 revision;            /* the store's revision served */
+	__u64 moved;               /* a revision another host's change moved to, not yet served */
+	__u64 next_ns;             /* when the store is asked next without a watch event */
+	int store_down;            /* the last ask failed */
+	int watch_fd;              /* the store's watch, -1 without */
+};
+
+/** struct daemon_host - whether this host can serve the committed state (reconcile.c). */
+struct daemon_host {
+	int secret_bad; /* its key is not the fleet's */
+	int kernel_bad; /* its kernel does not serve the committed state */
+};
+
+/** struct daemon_routes - what this host announces (routes.c). */
+struct daemon_routes {
+	char *announced;           /* the fragment bird has */
+	int failing;               /* birdc configure failed */
+	__u64 retry_ns;            /* when to try bird again */
+};
+
+/** struct daemon_counts - what the metrics count (under the lock). */
+struct daemon_counts {
+	json_t *changes;           /* per VIP {"ok": N, "failed": N} */
+	__u64 latency[METRICS_LATENCY_BUCKETS];
+	__u64 latency_over;
+	double latency_sum;
+	__u64 repairs;
+};
+
+/**
+ * struct daemon - one daemon.
+ * @o: how it runs
+ * @loop: the main loop
+ * @identity: HOST/PID, its name for the store's lead
+ * @lock: what other threads read: @state, @attached, @rings, @targets,
+ *        @target_count, @counts, @leader, @path_ok, @source4, @source6
+ * @state: the committed state it serves
+ * @attached: the data path's maps are there
+ * @rings: per VIP its ring's points and shares, for the metrics
+ * @targets: the health checks (owned by the probe thread)
+ * @target_count: how many
+ * @leader: it runs the health checks (always, without a shared store)
+ * @path_ok: the clients' path for checks is set up
+ * @source4: this host's IPv4 address on the attached interface (probes' source)
+ * @source6: and IPv6
+ */
+struct daemon {
+	const struct daemon_opts *o;
+	sd_event *loop;
+	char identity[128];
+
+	pthread_mutex_t lock;
+	struct state state;
+	int attached;
+	json_t *rings;
+	struct health_target *targets;
+	size_t target_count;
+	struct daemon_counts counts;
+	int leader;
+	int path_ok;
+	struct addr source4;
+	struct addr source6;
+
+	struct daemon_follow follow;
+	struct daemon_host host;
+	struct daemon_routes routes;
+	char holder[STORE_HOLDER_MAX];
+	off_t log_offset;
+	int reported;
+	struct probe_path *path;
+	char path_iface[IF_NAMESIZE];
+	struct daemon_probes *probes;
+	int verdict_fd;
+};
+
+/** dlog() - one line on stderr (the journal): "ringlb daemon: ...". */
+void dlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** daemon_now_ns() - CLOCK_MONOTONIC in ns. */
+__u64 daemon_now_ns(void);
+
+/**
+ * daemon_every() - a timer source on @loop (which owns it) that calls @fn
+ * every @period_us (first after @first_us), to a millisecond.
+ * Return: 0 or -errno.
+ */
+int daemon_every(sd_event *loop, __u64 first_us, __u64 period_us, sd_event_time_handler_t fn,
+		 void *arg);
+
+/**
+ * daemon_reload() - the one reload path: make the kernel hold the committed
+ * state (reconcile()), serve it as committed now, set the probes' path up
+ * (again when @path_again: a rule deleted by hand comes back) and say what
+ * to announce. SIGHUP and the periodic comparison run it with @path_again,
+ * another host's change without; @cause names which in the log.
+ */
+void daemon_reload(struct daemon *d, const char *cause, int path_again);
+
+/* --- reconcile.c ------------------------------------------------------------------- */
+
+/**
+ * reconcile() - what session_begin() repairs (a change cut short, programs
+ * on the wrong key), then a full comparison of the kernel with the state,
+ * and a full sync when anything differs (a map written behind ringlb's
+ * back). Sets @d->host from the outcome. Return: 0 or -errno.
+ */
+int reconcile(struct daemon *d, const char *when);
+
+/**
+ * daemon_withdraws() - does fault @f mean this host cannot serve the
+ * committed state, so its routes go? Decided by the fault's class alone:
+ * a fault of the kernel (it does not hold the state) or of this host's
+ * state (its file is unusable) withdraws; a fault of the store does not
+ * (the kernel serves what it last followed, and the other hosts the same).
+ */
+int daemon_withdraws(const struct fault *f);
+
+/* --- follow.c ------------------------------------------------------------------------ */
+
+/** FOLLOW_MOVED - follow_read() found another host's change: daemon_reload() it. */
+#define FOLLOW_MOVED 1
+
+/** follow_start() - the watch and the tick. */
+int follow_start(struct daemon *d);
+
+/**
+ * follow_read() - read the committed state when it may have changed (or
+ * when @force) and serve it. Return: 0, FOLLOW_MOVED (not served: the
+ * kernel follows first) or -errno.
+ */
+int follow_read(struct daemon *d, int force);
+
+/* --- probes.c ------------------------------------------------------------------------ */
+
+/** probes_start() - the probe thread and its loop. */
+int probes_start(struct daemon *d);
+
+/** probes_stop() - stop it; every probe closed. */
+void probes_stop(struct daemon *d);
+
+/**
+ * probes_poke() - tell the probe thread that the state, the lead or the
+ * path changed (call after changing them under the lock).
+ */
+void probes_poke(struct daemon *d);
+
+/**
+ * probe_path_ensure() - the clients' path for probes on the first attached
+ * interface, (re)made when that changes or @again.
+ */
+void probe_path_ensure(struct daemon *d, int again);
+
+/** probe_path_drop() - take the path away (a clean stop). */
+void probe_path_drop(struct daemon *d);
+
+/* --- verdicts.c ---------------------------------------------------------------------- */
+
+/** verdicts_start() - commit what the checks say whenever the probe thread finds one due. */
+int verdicts_start(struct daemon *d);
+
+/* --- leader.c, routes.c, translog.c, scrape.c ---------------------------------------- */
+
+/** leader_start() - ask the store for the lead every STORE_LEAD_RENEW_MS. */
+int leader_start(struct daemon *d);
+
+/** routes_start() - look at what to announce every tick (bird retried after a failure). */
+int routes_start(struct daemon *d);
+
+/** routes_update() - write and announce what this host should, when it changed. */
+void routes_update(struct daemon *d);
+
+/** routes_withdraw_reason() - why this host should not announce, or NULL when it should. */
+const char *routes_withdraw_reason(const struct daemon *d);
+
+/** translog_start() - follow rings.log from where it ends now. */
+int translog_start(struct daemon *d);
+
+/** translog_follow() - the lines rings.log gained, logged and counted. */
+void translog_follow(struct daemon *d);
+
+/** scrape_page() - a /metrics page (metrics_render_fn). */
+char *scrape_page(void *arg, size_t *len);
+
+#endif /* RINGLB_DAEMON_IMPL_H */

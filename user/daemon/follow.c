@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Following the committed state (daemon_impl.h). This host's state file is
+ * looked at every tick (its inode, size and mtime); the store is asked when
+ * its watch says it changed, else every poll_ms (a store that is the state
+ * file: whenever the file changed). What is read is served: the probes'
+ * targets, the routes and the metrics follow it. A revision another host's
+ * change moved to is not served before this host's kernel holds it: the
+ * caller runs the reload path first.
+ */
+#include "daemon_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ring.h"
+#include "site.h"
+
+/* The tick: this host's file looked at, the store asked when due. */
+#define TICK_US 100000
+
+/*
+ * Each VIP's ring points and its backends' shares, for the metrics. A ring
+ * is built only when its fingerprint differs from @prev's (a VIP of 2^20
+ * points takes 300 ms to build; most changes leave most rings alone).
+ */
+static json_t *rings_model(const struct state *s, json_t *prev)
+{
+	json_t *rings = json_object();
+	char spec[ADDR_TEXT_MAX], fp[24];
+	size_t i, m;
+
+	for (i = 0; rings && i < s->fleet.vip_count; i++) {
+		const struct state_vip *v = &s->fleet.vips[i];
+		json_t *shares, *old;
+		struct ring *r = NULL;
+		__u32 *ids = NULL;
+		double *member;
+		size_t points = 0;
+		uint64_t fingerprint = 0;
+
+		vip_format(&v->spec, spec);
+		if (state_vip_summary(v, &points, &fingerprint))
+			continue;
+		snprintf(fp, sizeof(fp), "%016llx", (unsigned long long)fingerprint);
+		old = json_object_get(prev, spec);
+		if (old && json_string_value(json_object_get(old, "fingerprint")) &&
+		    strcmp(json_string_value(json_object_get(old, "fingerprint")), fp) == 0) {
+			json_object_set(rings, spec, old);
+			continue;
+		}
+		shares = json_object();
+		if (points && state_vip_ring(v, &r, &ids) == 0) {
+			member = calloc(ring_member_count(r) + 1, sizeof(double));
+			if (member) {
+				ring_shares(r, member);
+				for (m = 0; m < ring_member_count(r); m++)
+					json_object_set_new(shares, ring_member_name(r, (uint32_t)m),
+							    json_real(member[m]));
+			}
+			free(member);
+			ring_free(r);
+			free(ids);
+		}
+		json_object_set_new(rings, spec, json_pack("{s:I, s:s, s:o}", "points",
+							   (json_int_t)points, "fingerprint", fp,
+							   "shares", shares));
+	}
+	return rings;
+}
+
+/* Say when a VIP starts or stops failing open. */
+static void fail_open_log(const struct state *before, const struct state *after)
+{
+	char spec[ADDR_TEXT_MAX], names[256];
+	size_t i, j, n;
+
+	for (i = 0; i < after->fleet.vip_count; i++) {
+		const struct state_vip *v = &after->fleet.vips[i];
+		const struct state_vip *was = before ? state_vip_find(before, &v->spec) : NULL;
+		int now_open = state_vip_fails_open(v), was_open = was && state_vip_fails_open(was);
+
+		if (now_open == was_open)
+			continue;
+		vip_format(&v->spec, spec);
+		names[0] = '\0';
+		for (j = 0, n = 0; j < v->backend_count; j++)
+			if (v->backends[j].held && n + strlen(v->backends[j].name) + 3 < sizeof(names))
+				n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", n ? ", " : "",
+						      v->backends[j].name);
+		if (now_open)
+			dlog("VIP %s fails open: every checked backend is down; it keeps serving its "
+			     "last healthy set (%s)", spec, names);
+		else
+			dlog("VIP %s no longer fails open: a backend is up again", spec);
+	}
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Serve @s (taken over) as the committed state. */
+static void serve(struct daemon *d, struct state *s, const struct stat *st, int force)
+{
+	json_t *rings = rings_model(s, d->rings); /* d->rings changes only on this loop */
+	struct state old;
+
+	pthread_mutex_lock(&d->lock);
+	old = d->state;
+	d->state = *s;
+	d->attached = site_maps_pinned(&d->o->site) == 1;
+	json_decref(d->rings);
+	d->rings = rings;
+	pthread_mutex_unlock(&d->lock);
+	state_init(s);
+	d->follow.seen = *st;
+	probes_poke(d);
+	if (old.fleet.generation != d->state.fleet.generation || force)
+		fail_open_log(&old, &d->state);
+	state_free(&old);
+	probe_path_ensure(d, 0);
+	routes_update(d);
+}
+
+int follow_read(struct daemon *d, int force)
+{
+	const struct site *site = &d->o->site;
+	struct store *st = site->store;
+	struct fault f = { 0 };
+	struct stat file = { 0 };
+	__u64 now = daemon_now_ns(), revision = 0;
+	struct state s;
+	int err, file_changed, lock;
+
+	if (stat(site->state_path, &file) && errno != ENOENT)
+		memset(&file, 0, sizeof(file));
+	file_changed = !same_file(&file, &d->follow.seen);
+	/* A store that is the file is read when the file changed; another when it is due. */
+	if (!force && (st->ops->poll_ms ? now < d->follow.next_ns && !file_changed : !file_changed))
+		return 0;
+	d->follow.next_ns = now + (__u64)st->ops->poll_ms * 1000000;
+	lock = site_lock(site, 0, &f);
+	err = lock < 0 ? lock : site_state_read(site, &s, &revision, &f);
+	if (lock >= 0)
+		close(lock);
+	if (err) {
+		if (!d->follow.store_down)
+			dlog("%s%s; serving generation %llu as before",
+			     st->ops->shared ? "" : "cannot read the state: ", f.why,
+			     (unsigned long long)d->state.fleet.generation);
+		d->follow.store_down = st->ops->shared;
+		/* A file that does not read is not read again until it changes. */
+		if (!st->ops->shared)
+			d->follow.seen = file;
+		return err;
+	}
+	if (d->follow.store_down)
+		dlog("the store answers again (revision %llu)", (unsigned long long)revision);
+	d->follow.store_down = 0;
+	if (!force && !file_changed && revision == d->follow.revision) {
+		state_free(&s);
+		return 0;
+	}
+	/*
+	 * Another host's change: the kernel here follows first (the reload path
+	 * repairs to what it reads: this revision or a newer one). The revision
+	 * served is the one read before that, so a change that lands meanwhile
+	 * is followed at the next look even if its watch event came first.
+	 */
+	if (!force && revision != d->follow.revision && d->follow.revision) {
+		d->follow.moved = revision;
+		state_free(&s);
+		return FOLLOW_MOVED;
+	}
+	d->follow.revision = d->follow.moved ? d->follow.moved : revision;
+	d->follow.moved = 0;
+	serve(d, &s, &file, force);
+	return 0;
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	(void)s;
+	(void)usec;
+	if (follow_read(d, 0) == FOLLOW_MOVED)
+		daemon_reload(d, "store change", 0);
+	return 0;
+}
+
+static int on_watch(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct daemon *d = userdata;
+	__u64 events;
+
+	(void)s;
+	(void)revents;
+	/* The store changed (or the watch began): ask it now. */
+	if (read(fd, &events, sizeof(events)) == sizeof(events))
+		d->follow.next_ns = 0;
+	return on_tick(NULL, 0, d);
+}
+
+int follow_start(struct daemon *d)
+{
+	struct store *st = d->o->site.store;
+	struct fault f = { 0 };
+	int err;
+
+	err = daemon_every(d->loop, TICK_US, TICK_US, on_tick, d);
+	if (err)
+		return err;
+	if (!st->ops->poll_ms)
+		return 0;
+	d->follow.watch_fd = store_watch(st, &f);
+	if (d->follow.watch_fd < 0) {
+		dlog("cannot watch the store (%s); asking it every %u ms", f.why, st->ops->poll_ms);
+		return 0;
+	}
+	return sd_event_add_io(d->loop, NULL, d->follow.watch_fd, EPOLLIN, on_watch, d);
+}

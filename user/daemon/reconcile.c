@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The kernel against the committed state (daemon_impl.h): a session (which
+ * repairs what the kernel's record says may be wrong), then a comparison of
+ * every map and program with the state, and a full sync when anything
+ * differs. What failed decides, by its class, whether this host can serve
+ * the committed state, and so whether its routes stay.
+ */
+#include "daemon_impl.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "change.h"
+#include "kernel.h"
+
+/* Differences between kernel and state logged one by one, at most. */
+#define REPORT_LINES_MAX 10
+
+int daemon_withdraws(const struct fault *f)
+{
+	return f->class == FAULT_KERNEL || f->class == FAULT_STATE;
+}
+
+static void report_line(void *arg, const char *line)
+{
+	struct daemon *d = arg;
+
+	if (d->reported++ < REPORT_LINES_MAX)
+		dlog("the kernel differs: %s", line);
+}
+
+/* The full comparison, and a full sync when anything differs. */
+static int compare(struct daemon *d, struct session *ss, const char *when)
+{
+	struct fault f = { 0 };
+	int diffs, err;
+
+	d->reported = 0;
+	diffs = kernel_verify(&ss->maps, &ss->applied, report_line, d);
+	if (diffs < 0) {
+		dlog("%s: cannot compare the kernel with the state: %s", when, strerror(-diffs));
+		return diffs;
+	}
+	if (!diffs)
+		return 0;
+	err = kernel_sync(&ss->maps, NULL, &ss->applied, &f);
+	if (!err && (err = kernel_record(&ss->maps, &ss->applied, 0)))
+		fault_errno(&f, FAULT_KERNEL, err, "cannot write the kernel's record");
+	if (err) {
+		dlog("%s: the kernel differs from the committed state in %d places; repairing it "
+		     "failed: %s", when, diffs, f.why);
+		d->host.kernel_bad = daemon_withdraws(&f);
+		return err;
+	}
+	dlog("%s: the kernel differed from the committed state in %d places; repaired to "
+	     "generation %llu", when, diffs, (unsigned long long)ss->applied.fleet.generation);
+	pthread_mutex_lock(&d->lock);
+	d->counts.repairs++;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+int reconcile(struct daemon *d, const char *when)
+{
+	struct session ss = { .flags = 0 };
+	struct fault f = { 0 };
+	int err;
+
+	err = session_begin(&d->o->site, &ss, &f);
+	if (err) {
+		dlog("%s: %s", when, f.why);
+		if (err == -EKEYREJECTED)
+			d->host.secret_bad = 1;
+		/* Before the first read of a shared store there is nothing it served to judge. */
+		else if (!store_shared(d->o->site.store) || d->follow.revision)
+			d->host.kernel_bad = daemon_withdraws(&f);
+		goto out;
+	}
+	d->host.secret_bad = 0;
+	d->host.kernel_bad = 0;
+	if (ss.note[0]) {
+		dlog("%s: %s", when, ss.note);
+		pthread_mutex_lock(&d->lock);
+		d->counts.repairs++;
+		pthread_mutex_unlock(&d->lock);
+	}
+	if (ss.have_maps)
+		err = compare(d, &ss, when);
+out:
+	session_end(&ss);
+	return err;
+}
