@@ -183,16 +183,24 @@ $(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(LAYER_LIBS) $(OUTPUT)/libring.a
 	$(Q)$(CC) $(CFLAGS) $(EXTRA_LDFLAGS) $^ -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
-UNIT_TESTS := test_ring test_ringmap test_state test_health test_picture
+UNIT_TESTS := test_ring test_ringmap test_state test_health test_picture test_change test_daemon
 test_ring_SRCS := tests/unit/test_ring.c $(RING_SRCS)
 test_ringmap_SRCS := tests/unit/test_ringmap.c user/kernel/ringmap.c $(RING_SRCS)
 test_state_SRCS := tests/unit/test_state.c $(model_SRCS) $(RING_SRCS)
 test_health_SRCS := tests/unit/test_health.c user/daemon/health.c $(model_SRCS) $(RING_SRCS)
 test_picture_SRCS := tests/unit/test_picture.c $(model_SRCS) $(RING_SRCS)
+# The change pipeline and the daemon over a store in memory (no etcd, no maps).
+test_change_SRCS := tests/unit/test_change.c tests/lib/fake_store.c $(change_SRCS) \
+	$(kernel_SRCS) $(model_SRCS) $(RING_SRCS)
+test_daemon_SRCS := tests/unit/test_daemon.c tests/lib/fake_store.c $(daemon_SRCS) \
+	$(change_SRCS) $(kernel_SRCS) $(model_SRCS) $(RING_SRCS)
 UNIT_LIBS := -lcmocka -ljansson $(LDLIBS_RING)
+test_change_LIBS := -lcmocka $(LDLIBS_CLI) $(LDLIBS_RING)
+test_daemon_LIBS := $(test_change_LIBS)
+unit_libs = $(or $($(1)_LIBS),$(UNIT_LIBS))
 
-$(foreach t,$(UNIT_TESTS),$(eval $(call program,$(t),$($(t)_SRCS),$(UNIT_LIBS))))
-$(foreach t,$(UNIT_TESTS),$(eval $(call san_program,$(t),$($(t)_SRCS),$(UNIT_LIBS))))
+$(foreach t,$(UNIT_TESTS),$(eval $(call program,$(t),$($(t)_SRCS),$(call unit_libs,$(t)))))
+$(foreach t,$(UNIT_TESTS),$(eval $(call san_program,$(t),$($(t)_SRCS),$(call unit_libs,$(t)))))
 
 unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)) \
 	$(OUTPUT)/ringlb man

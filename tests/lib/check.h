@@ -51,4 +51,14 @@ static inline int root_rule(const char *test)
 	return 1;
 }
 
+/*
+ * tests_run(), run_group() - run a group of tests (with its set-up and tear-down); TEST=PATTERN in the environment runs
+ * only those it names (cmocka's filter: * and ? match anything), so one
+ * test runs alone: TEST=test_drain build/test_xdp.
+ */
+#define run_group(name, tests, setup, teardown)                                                 \
+	(cmocka_set_test_filter(getenv("TEST")),                                                 \
+	 _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown))
+#define tests_run(name, tests) run_group(name, tests, NULL, NULL)
+
 #endif /* RINGLB_TESTS_CHECK_H */

@@ -13,7 +13,9 @@
  *   vip_reader.c  a VIP value stays whole under a packet reading it
  *   pins.c        pinned maps and links
  *
- * All run as one group over one instance of the program (harness.c).
+ * Each file registers its own group (HARNESS_GROUP(), prog.h); all run,
+ * in the files' sorted order, as one group over one instance of the
+ * program (harness.c); TEST=PATTERN runs the tests it names.
  * Needs root (CAP_BPF and CAP_NET_ADMIN). Without it the tests skip with a
  * message, except under CI=true, where they fail.
  */
@@ -27,29 +29,28 @@
 
 #include "prog.h"
 
-extern const struct harness_group agreement_group, frames_group, flows_group, encap_group,
-	decap_group, second_chance_group, hops_group, vip_reader_group, pins_group;
-
-static const struct harness_group *const groups[] = {
-	&agreement_group, &frames_group, &flows_group, &encap_group, &decap_group,
-	&second_chance_group, &hops_group, &vip_reader_group, &pins_group,
-};
+/* The groups the files registered (HARNESS_GROUP()), bounds made by the linker. */
+extern const struct harness_group *const __start_harness_groups[];
+extern const struct harness_group *const __stop_harness_groups[];
 
 int main(void)
 {
+	const struct harness_group *const *g;
 	struct CMUnitTest *tests;
-	size_t g, n = 0;
+	size_t n = 0;
 	int failed;
 
-	for (g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
-		n += groups[g]->count;
+	for (g = __start_harness_groups; g < __stop_harness_groups; g++)
+		n += (*g)->count;
 	tests = calloc(n, sizeof(*tests));
 	if (!tests)
 		return 1;
-	for (n = 0, g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
-		memcpy(tests + n, groups[g]->tests, groups[g]->count * sizeof(*tests));
-		n += groups[g]->count;
+	for (n = 0, g = __start_harness_groups; g < __stop_harness_groups; g++) {
+		memcpy(tests + n, (*g)->tests, (*g)->count * sizeof(*tests));
+		n += (*g)->count;
 	}
+	/* TEST=PATTERN runs only the tests it names (cmocka's filter). */
+	cmocka_set_test_filter(getenv("TEST"));
 	failed = _cmocka_run_group_tests("test_xdp", tests, n, harness_setup, harness_teardown);
 	free(tests);
 	return failed;

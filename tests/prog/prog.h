@@ -53,16 +53,24 @@ int harness_teardown(void **state);
 			skip();                                           \
 	} while (0)
 
-/** struct harness_group - one feature's tests (tests/prog/main.c runs them all). */
+/**
+ * struct harness_group - one feature's tests. Each file registers its own
+ * with HARNESS_GROUP(): a pointer to it lands in the section
+ * "harness_groups", which tests/prog/main.c walks (in link order, the files'
+ * sorted names), so a new file is a new group without editing any list.
+ */
 struct harness_group {
+	const char *name;
 	const struct CMUnitTest *tests;
 	size_t count;
 };
 
-#define HARNESS_GROUP(name, ...)                                                          \
-	static const struct CMUnitTest name##_tests[] = { __VA_ARGS__ };                  \
-	const struct harness_group name##_group = {                                       \
-		name##_tests, sizeof(name##_tests) / sizeof(name##_tests[0]) }
+#define HARNESS_GROUP(group, ...)                                                          \
+	static const struct CMUnitTest group##_tests[] = { __VA_ARGS__ };                  \
+	static const struct harness_group group##_group = {                                \
+		#group, group##_tests, sizeof(group##_tests) / sizeof(group##_tests[0]) };  \
+	static const struct harness_group *const group##_entry                            \
+		__attribute__((used, section("harness_groups"))) = &group##_group
 
 struct lb_vip_key vip_key_of_test(int id);
 __u64 reason_total(__u32 reason);

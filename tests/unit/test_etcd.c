@@ -127,5 +127,5 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	endpoint = argv[1];
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tests_run("test_etcd", tests);
 }

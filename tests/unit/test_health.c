@@ -243,5 +243,5 @@ int main(void)
 		cmocka_unit_test(test_malformed_checks_are_refused),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tests_run("test_health", tests);
 }

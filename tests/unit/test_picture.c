@@ -232,5 +232,5 @@ int main(void)
 		cmocka_unit_test(test_empty_rings_draw_and_say_what_moves),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tests_run("test_picture", tests);
 }

@@ -873,5 +873,5 @@ int main(void)
 		cmocka_unit_test(test_restore_rejects_truncated_corrupt_and_foreign_input),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tests_run("test_ring", tests);
 }

@@ -551,5 +551,5 @@ int main(void)
 		cmocka_unit_test(test_weight_change_edits_only_the_replicas_between),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tests_run("test_ringmap", tests);
 }

@@ -695,5 +695,5 @@ int main(void)
 		cmocka_unit_test(test_history_keeps_three_rings_and_retires_removed_backends),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return tests_run("test_state", tests);
 }

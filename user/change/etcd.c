@@ -202,7 +202,7 @@ int etcd_get(const struct etcd_spec *spec, const char *key, char **value, __u64 
 		*value = unb64(v ? v : "");
 		*mod_revision = revision_of(json_object_get(kv, "mod_revision"));
 		if (!*value) {
-			snprintf(why, ETCD_WHY_MAX, "etcd: the value of %s/%s is not base64",
+			snprintf(why, ETCD_WHY_MAX, "etcd: the value of %.160s/%.60s is not base64",
 				 spec->prefix, key);
 			err = -EPROTO;
 		}
@@ -233,7 +233,8 @@ int etcd_put_if(const struct etcd_spec *spec, const char *key, const char *value
 	if (err)
 		return err;
 	if (!json_is_true(json_object_get(reply, "succeeded"))) {
-		snprintf(why, ETCD_WHY_MAX, "%s/%s changed since it was read", spec->prefix, key);
+		snprintf(why, ETCD_WHY_MAX, "%.160s/%.60s changed since it was read", spec->prefix,
+			 key);
 		err = -ESTALE;
 	} else if (revision) {
 		*revision = revision_of(json_object_get(json_object_get(reply, "header"), "revision"));

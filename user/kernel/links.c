@@ -25,7 +25,7 @@
 static int links_each(const char *pin_dir,
 		      int (*each)(const char *name, const char *path, void *arg), void *arg)
 {
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX], path[PATH_MAX + sizeof(((struct dirent *)0)->d_name) + 1];
 	struct dirent *e;
 	DIR *d;
 	int err = 0;

@@ -764,5 +764,5 @@ int main(void)
 		cmocka_unit_test(test_hostile_frames_through_the_decap_program),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return run_group("test_hostile", tests, group_setup, group_teardown);
 }
