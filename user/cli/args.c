@@ -20,17 +20,6 @@ int cli_vip_arg(struct cli *c, const char *text, struct vip_spec *vip)
 	return 0;
 }
 
-int cli_mode_arg(struct cli *c, const char *text, enum lb_attach_mode *mode)
-{
-	if (strcmp(text, "native") == 0)
-		*mode = LB_ATTACH_NATIVE;
-	else if (strcmp(text, "generic") == 0)
-		*mode = LB_ATTACH_GENERIC;
-	else
-		return cli_usage(c, "--mode is native or generic, not '%s'", text);
-	return 0;
-}
-
 int cli_name_arg(struct cli *c, const char *text, const char **name)
 {
 	const char *why = NULL;
@@ -106,29 +95,17 @@ int cli_word_arg(struct cli *c, void *args, char **operands, int count)
 
 /* --- check options (vip add, backend add) ------------------------------------------ */
 
-/* Which fields of struct cli_check_args were given. */
-enum {
-	CHECK_GIVEN_KIND = 1 << 0,
-	CHECK_GIVEN_PORT = 1 << 1,
-	CHECK_GIVEN_TARGET = 1 << 2,
-	CHECK_GIVEN_INTERVAL = 1 << 3,
-	CHECK_GIVEN_TIMEOUT = 1 << 4,
-	CHECK_GIVEN_RISE = 1 << 5,
-	CHECK_GIVEN_FALL = 1 << 6,
-	CHECK_GIVEN_HOLD = 1 << 7,
+const struct cli_word cli_check_targets[] = {
+	{ "vip", 0 },
+	{ "backend", 1 },
+	{ NULL, 0 },
 };
 
-static int check_number(struct cli *c, struct cli_check_args *k, unsigned int given,
-			const char *option, const char *value, unsigned long min,
-			unsigned long max, __u32 *out)
-{
-	const char *why = NULL;
-
-	if (number_parse(value, min, max, out, &why))
-		return cli_usage(c, "--%s must be %lu..%lu", option, min, max);
-	k->given |= given;
-	return 0;
-}
+const struct cli_word cli_modes[] = {
+	{ "native", LB_ATTACH_NATIVE },
+	{ "generic", LB_ATTACH_GENERIC },
+	{ NULL, 0 },
+};
 
 int cli_check_kind_set(struct cli *c, void *args, const char *value)
 {
@@ -139,64 +116,6 @@ int cli_check_kind_set(struct cli *c, void *args, const char *value)
 		return cli_usage(c, "--check %s: %s", value, why);
 	k->given |= CHECK_GIVEN_KIND;
 	return 0;
-}
-
-int cli_check_port_set(struct cli *c, void *args, const char *value)
-{
-	struct cli_check_args *k = args;
-	__u32 port = 0;
-	int err = check_number(c, k, CHECK_GIVEN_PORT, "check-port", value, 1, 65535, &port);
-
-	k->check.port = (__u16)port;
-	return err;
-}
-
-int cli_check_target_set(struct cli *c, void *args, const char *value)
-{
-	struct cli_check_args *k = args;
-
-	if (strcmp(value, "vip") && strcmp(value, "backend"))
-		return cli_usage(c, "--check-target is vip or backend, not '%s'", value);
-	k->check.direct = value[0] == 'b';
-	k->given |= CHECK_GIVEN_TARGET;
-	return 0;
-}
-
-int cli_check_interval_set(struct cli *c, void *args, const char *value)
-{
-	struct cli_check_args *k = args;
-
-	return check_number(c, k, CHECK_GIVEN_INTERVAL, "check-interval", value, 100, 3600000,
-			    &k->check.interval_ms);
-}
-
-int cli_check_timeout_set(struct cli *c, void *args, const char *value)
-{
-	struct cli_check_args *k = args;
-
-	return check_number(c, k, CHECK_GIVEN_TIMEOUT, "check-timeout", value, 10, 3600000,
-			    &k->check.timeout_ms);
-}
-
-int cli_check_rise_set(struct cli *c, void *args, const char *value)
-{
-	struct cli_check_args *k = args;
-
-	return check_number(c, k, CHECK_GIVEN_RISE, "rise", value, 1, 100, &k->check.rise);
-}
-
-int cli_check_fall_set(struct cli *c, void *args, const char *value)
-{
-	struct cli_check_args *k = args;
-
-	return check_number(c, k, CHECK_GIVEN_FALL, "fall", value, 1, 100, &k->check.fall);
-}
-
-int cli_check_hold_set(struct cli *c, void *args, const char *value)
-{
-	struct cli_check_args *k = args;
-
-	return check_number(c, k, CHECK_GIVEN_HOLD, "hold", value, 0, 3600000, &k->check.hold_ms);
 }
 
 int cli_check_apply(const struct cli_check_args *k, struct state_check *into,

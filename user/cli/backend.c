@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "host.h"
+#include "ring.h"
 
 /* How long backend add waits for the neighbour table to resolve a MAC. */
 #define NEIGH_TIMEOUT_MS 3000
@@ -27,14 +28,6 @@ static int backend_mac_set(struct cli *c, void *args, const char *value)
 		return cli_report(c, "malformed MAC '%s': %s", value, why);
 	a->mac_given = 1;
 	return 0;
-}
-
-static int backend_weight_set(struct cli *c, void *args, const char *value)
-{
-	struct backend_args *a = args;
-
-	a->weight_given = 1;
-	return cli_weight_arg(c, value, &a->weight);
 }
 
 /* VIP NAME: what every backend command starts with. */
@@ -222,11 +215,13 @@ static int backend_remove_apply(const struct change_ctx *ctx, const void *args,
 }
 
 static const struct cli_option backend_add_options[] = {
-	{ "mac", "MAC", "the backend's MAC, l2 VIPs only (default: the neighbour table's)",
-	  backend_mac_set },
-	{ "weight", "W", "its weight, 0..10000 (default 1)", backend_weight_set },
+	CLI_OPT_CUSTOM("mac", "MAC", "the backend's MAC, l2 VIPs only (default: the neighbour "
+		       "table's)", backend_mac_set),
+	CLI_OPT_U32("weight", "W", "its weight, 0.." LIMIT_STR(RING_WEIGHT_MAX) " (default 1)",
+		    struct backend_args, weight, 0, RING_WEIGHT_MAX,
+		    CLI_GIVEN(struct backend_args, weight_given, 1)),
 	CLI_CHECK_OPTIONS,
-	{ NULL, NULL, NULL, NULL },
+	CLI_OPT_END,
 };
 
 const struct cli_command cli_backend_add = {

@@ -22,6 +22,7 @@
 
 #include "addr.h"
 #include "audit.h"
+#include "ranges.h"
 #include "change.h"
 #include "secret.h"
 #include "store.h"
@@ -59,20 +60,76 @@ struct cli {
 	int word_count;
 };
 
+/** enum cli_option_type - what an option's value is, and so how it is parsed. */
+enum cli_option_type {
+	CLI_OPT_FLAG,   /* no value: the field (an int) is set to 1 */
+	CLI_OPT_STRING, /* the value itself: the field is a const char * */
+	CLI_OPT_U32,    /* a decimal number within [min, max]: the field is 1, 2 or 4 bytes */
+	CLI_OPT_ENUM,   /* one of @words: the field (an int or enum) takes its value */
+	CLI_OPT_CUSTOM, /* @set parses it */
+};
+
+/** struct cli_word - a word an enum option takes, and the value it stands for. */
+struct cli_word {
+	const char *word;
+	int value;
+};
+
 /**
- * struct cli_option - one option of a command; the table is also its help.
+ * struct cli_option - one option of a command, declared by its type (as
+ * xdp-tools' DEFINE_OPTION): the table parses it and is also its help.
+ * Declare one with the CLI_OPT_*() macros below.
  * @name: the long name, without "--"
  * @metavar: what its value looks like in the help; NULL for a flag
  * @help: one line
- * @set: parse @value (NULL for a flag) into the command's arguments; on a
- *       bad value, cli_usage() or cli_report() and a negative errno
+ * @type: enum cli_option_type
+ * @offset: where its field is in the command's arguments struct
+ * @size: the field's size
+ * @given: 1 + the offset of an unsigned int to mark when it is given (0: none)
+ * @given_bit: the bit it sets there
+ * @min: CLI_OPT_U32: the smallest value (a named limit, limits.h)
+ * @max: CLI_OPT_U32: the largest
+ * @unit: CLI_OPT_U32: said after the range in a refusal (" seconds"), or NULL
+ * @words: CLI_OPT_ENUM: the words it takes, ending with a NULL word
+ * @set: CLI_OPT_CUSTOM: parse @value into the arguments; on a bad value,
+ *       cli_usage() or cli_report() and a negative errno
  */
 struct cli_option {
 	const char *name;
 	const char *metavar;
 	const char *help;
+	enum cli_option_type type;
+	size_t offset;
+	size_t size;
+	size_t given;
+	unsigned int given_bit;
+	unsigned long min;
+	unsigned long max;
+	const char *unit;
+	const struct cli_word *words;
 	int (*set)(struct cli *c, void *args, const char *value);
 };
+
+#define CLI_FIELD(st, field) .offset = offsetof(st, field), .size = sizeof(((st *)0)->field)
+/** CLI_GIVEN() - mark @bit in @st's @field (an unsigned int) when the option is given. */
+#define CLI_GIVEN(st, field, bit) .given = offsetof(st, field) + 1, .given_bit = (bit)
+#define CLI_OPT_FLAG(n, h, st, field, ...) \
+	{ .name = (n), .help = (h), .type = CLI_OPT_FLAG, CLI_FIELD(st, field), __VA_ARGS__ }
+#define CLI_OPT_STRING(n, mv, h, st, field, ...)                                          \
+	{ .name = (n), .metavar = (mv), .help = (h), .type = CLI_OPT_STRING,                   \
+	  CLI_FIELD(st, field), __VA_ARGS__ }
+#define CLI_OPT_U32(n, mv, h, st, field, lo, hi, ...)                                     \
+	{ .name = (n), .metavar = (mv), .help = (h), .type = CLI_OPT_U32, CLI_FIELD(st, field), \
+	  .min = (lo), .max = (hi), __VA_ARGS__ }
+#define CLI_OPT_ENUM(n, mv, h, st, field, w, ...)                                         \
+	{ .name = (n), .metavar = (mv), .help = (h), .type = CLI_OPT_ENUM, CLI_FIELD(st, field), \
+	  .words = (w), __VA_ARGS__ }
+#define CLI_OPT_CUSTOM(n, mv, h, fn) \
+	{ .name = (n), .metavar = (mv), .help = (h), .type = CLI_OPT_CUSTOM, .set = (fn) }
+#define CLI_OPT_END { .name = NULL }
+
+/** cli_option_set() - parse @value (NULL for a flag) as option @o of @args; reported. */
+int cli_option_set(struct cli *c, const struct cli_option *o, void *args, const char *value);
 
 /** enum cli_flags - what the dispatcher does around a command. */
 enum cli_flags {
@@ -160,8 +217,8 @@ int cli_vip_arg(struct cli *c, const char *text, struct vip_spec *vip);
 /** cli_name_arg() - a backend name operand. */
 int cli_name_arg(struct cli *c, const char *text, const char **name);
 
-/** cli_mode_arg() - --mode: native or generic. */
-int cli_mode_arg(struct cli *c, const char *text, enum lb_attach_mode *mode);
+/** cli_modes - --mode's words: native or generic (enum lb_attach_mode). */
+extern const struct cli_word cli_modes[];
 
 /** cli_weight_arg() - a weight, 0 .. RING_WEIGHT_MAX. */
 int cli_weight_arg(struct cli *c, const char *text, __u32 *weight);
@@ -205,32 +262,51 @@ struct cli_check_args {
 	unsigned int given;
 };
 
-/* The check options' setters (args.c): @args starts with a struct cli_check_args. */
+/* Which fields of struct cli_check_args were given. */
+enum {
+	CHECK_GIVEN_KIND = 1 << 0,
+	CHECK_GIVEN_PORT = 1 << 1,
+	CHECK_GIVEN_TARGET = 1 << 2,
+	CHECK_GIVEN_INTERVAL = 1 << 3,
+	CHECK_GIVEN_TIMEOUT = 1 << 4,
+	CHECK_GIVEN_RISE = 1 << 5,
+	CHECK_GIVEN_FALL = 1 << 6,
+	CHECK_GIVEN_HOLD = 1 << 7,
+};
+
+/* --check (args.c): @args starts with a struct cli_check_args. */
 int cli_check_kind_set(struct cli *c, void *args, const char *value);
-int cli_check_port_set(struct cli *c, void *args, const char *value);
-int cli_check_target_set(struct cli *c, void *args, const char *value);
-int cli_check_interval_set(struct cli *c, void *args, const char *value);
-int cli_check_timeout_set(struct cli *c, void *args, const char *value);
-int cli_check_rise_set(struct cli *c, void *args, const char *value);
-int cli_check_fall_set(struct cli *c, void *args, const char *value);
-int cli_check_hold_set(struct cli *c, void *args, const char *value);
+
+/** cli_check_targets - --check-target's words: vip (the clients' path) or backend. */
+extern const struct cli_word cli_check_targets[];
+
+/* A check option of a command's arguments, which start with a struct cli_check_args. */
+#define CLI_CHECK_U32(n, mv, h, field, lo, hi, bit)                                   \
+	CLI_OPT_U32(n, mv, h, struct cli_check_args, check.field, lo, hi,                 \
+		    CLI_GIVEN(struct cli_check_args, given, bit))
 
 /** CLI_CHECK_OPTIONS - the check options, as entries of a command's options table. */
-#define CLI_CHECK_OPTIONS                                                                     \
-	{ "check", "tcp|http:PATH|none", "health check (default tcp; none for UDP)",          \
-	  cli_check_kind_set },                                                               \
-	{ "check-port", "P", "port checked (default: the VIP's)", cli_check_port_set },       \
-	{ "check-target", "vip|backend",                                                      \
-	  "the VIP through the clients' path (default), or the backend's address",            \
-	  cli_check_target_set },                                                             \
-	{ "check-interval", "MS", "from one check to the next (default 2000)",                \
-	  cli_check_interval_set },                                                           \
-	{ "check-timeout", "MS", "how long a check may take (default 1000)",                  \
-	  cli_check_timeout_set },                                                            \
-	{ "rise", "N", "good checks that bring a backend up (default 2)", cli_check_rise_set }, \
-	{ "fall", "N", "bad checks that take a backend down (default 3)", cli_check_fall_set }, \
-	{ "hold", "MS", "health changes the ring at most once in this long (default 10000)",  \
-	  cli_check_hold_set }
+#define CLI_CHECK_OPTIONS                                                                       \
+	CLI_OPT_CUSTOM("check", "tcp|http:PATH|none", "health check (default tcp; none for UDP)", \
+		       cli_check_kind_set),                                                     \
+	CLI_CHECK_U32("check-port", "P", "port checked (default: the VIP's)", port, PORT_MIN,    \
+		      PORT_MAX, CHECK_GIVEN_PORT),                                              \
+	CLI_OPT_ENUM("check-target", "vip|backend",                                             \
+		     "the VIP through the clients' path (default), or the backend's address",   \
+		     struct cli_check_args, check.direct, cli_check_targets,                    \
+		     CLI_GIVEN(struct cli_check_args, given, CHECK_GIVEN_TARGET)),              \
+	CLI_CHECK_U32("check-interval", "MS", "from one check to the next (default 2000)",      \
+		      interval_ms, CHECK_INTERVAL_MS_MIN, CHECK_INTERVAL_MS_MAX,               \
+		      CHECK_GIVEN_INTERVAL),                                                    \
+	CLI_CHECK_U32("check-timeout", "MS", "how long a check may take (default 1000)",        \
+		      timeout_ms, CHECK_TIMEOUT_MS_MIN, CHECK_TIMEOUT_MS_MAX, CHECK_GIVEN_TIMEOUT), \
+	CLI_CHECK_U32("rise", "N", "good checks that bring a backend up (default 2)", rise,     \
+		      CHECK_RUN_MIN, CHECK_RUN_MAX, CHECK_GIVEN_RISE),                          \
+	CLI_CHECK_U32("fall", "N", "bad checks that take a backend down (default 3)", fall,     \
+		      CHECK_RUN_MIN, CHECK_RUN_MAX, CHECK_GIVEN_FALL),                          \
+	CLI_CHECK_U32("hold", "MS",                                                             \
+		      "health changes the ring at most once in this long (default 10000)",      \
+		      hold_ms, CHECK_HOLD_MS_MIN, CHECK_HOLD_MS_MAX, CHECK_GIVEN_HOLD)
 
 /**
  * cli_check_apply() - the check options given, laid over @into (the check
@@ -246,9 +322,9 @@ struct backend_args {
 	const char *name;
 	struct addr addr;
 	__u8 mac[6];
-	int mac_given;
+	unsigned int mac_given;
 	__u32 weight;
-	int weight_given;
+	unsigned int weight_given;
 };
 
 #endif /* RINGLB_CLI_H */

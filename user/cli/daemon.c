@@ -19,19 +19,6 @@ struct daemon_args {
 	const char *birdc_socket;
 };
 
-static int daemon_bgp_set(struct cli *c, void *args, const char *value)
-{
-	(void)c;
-	((struct daemon_args *)args)->bgp_routes = value;
-	return 0;
-}
-
-static int daemon_birdc_set(struct cli *c, void *args, const char *value)
-{
-	(void)c;
-	((struct daemon_args *)args)->birdc_socket = value;
-	return 0;
-}
 
 static int daemon_metrics_set(struct cli *c, void *args, const char *value)
 {
@@ -41,14 +28,6 @@ static int daemon_metrics_set(struct cli *c, void *args, const char *value)
 	return 0;
 }
 
-static int daemon_verify_set(struct cli *c, void *args, const char *value)
-{
-	const char *why = NULL;
-
-	if (number_parse(value, 1, 86400, &((struct daemon_args *)args)->verify_s, &why))
-		return cli_usage(c, "--verify-interval must be 1..86400 seconds");
-	return 0;
-}
 
 static int daemon_parse(struct cli *c, void *args, char **operands, int count)
 {
@@ -74,14 +53,18 @@ static int daemon_cmd_run(struct cli *c, const void *args)
 }
 
 static const struct cli_option daemon_options[] = {
-	{ "metrics", "ADDR:PORT",
-	  "serve /metrics there (default 127.0.0.1:9477; none: nowhere)", daemon_metrics_set },
-	{ "verify-interval", "SECONDS",
-	  "compare the kernel with the state this often (default 60)", daemon_verify_set },
-	{ "bgp-routes", "FILE",
-	  "announce the VIPs with bird2: write its routes there (see scripts/bird)", daemon_bgp_set },
-	{ "birdc-socket", "PATH", "bird's control socket (default: birdc's)", daemon_birdc_set },
-	{ NULL, NULL, NULL, NULL },
+	CLI_OPT_CUSTOM("metrics", "ADDR:PORT",
+		       "serve /metrics there (default 127.0.0.1:9477; none: nowhere)",
+		       daemon_metrics_set),
+	CLI_OPT_U32("verify-interval", "SECONDS",
+		    "compare the kernel with the state this often (default 60)", struct daemon_args,
+		    verify_s, VERIFY_INTERVAL_S_MIN, VERIFY_INTERVAL_S_MAX, .unit = " seconds"),
+	CLI_OPT_STRING("bgp-routes", "FILE",
+		       "announce the VIPs with bird2: write its routes there (see scripts/bird)",
+		       struct daemon_args, bgp_routes),
+	CLI_OPT_STRING("birdc-socket", "PATH", "bird's control socket (default: birdc's)",
+		       struct daemon_args, birdc_socket),
+	CLI_OPT_END,
 };
 
 const struct cli_command cli_daemon = {

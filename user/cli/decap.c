@@ -38,13 +38,8 @@ struct decap_args {
 	struct decap_prefix from[DECAP_PREFIXES_MAX];
 	int from_count;
 	__u32 gue_port;
-	int gue_port_given;
+	unsigned int gue_port_given;
 };
-
-static int decap_mode_set(struct cli *c, void *args, const char *value)
-{
-	return cli_mode_arg(c, value, &((struct decap_args *)args)->mode);
-}
 
 static int decap_from_set(struct cli *c, void *args, const char *value)
 {
@@ -70,16 +65,6 @@ static int decap_from_set(struct cli *c, void *args, const char *value)
 	return 0;
 }
 
-static int decap_gue_port_set(struct cli *c, void *args, const char *value)
-{
-	struct decap_args *a = args;
-	const char *why = NULL;
-
-	if (number_parse(value, 1, 65535, &a->gue_port, &why))
-		return cli_usage(c, "--gue-port must be 1..65535");
-	a->gue_port_given = 1;
-	return 0;
-}
 
 static int decap_attach_parse(struct cli *c, void *args, char **operands, int count)
 {
@@ -144,11 +129,13 @@ static int decap_attach_run(struct cli *c, const void *args)
 }
 
 static const struct cli_option decap_attach_options[] = {
-	{ "mode", "native|generic", "where the program runs (default native)", decap_mode_set },
-	{ "from", "PREFIX", "outer sources to accept (the balancers'), one or more",
-	  decap_from_set },
-	{ "gue-port", "P", "GUE's UDP port (default 19523)", decap_gue_port_set },
-	{ NULL, NULL, NULL, NULL },
+	CLI_OPT_ENUM("mode", "native|generic", "where the program runs (default native)",
+		     struct decap_args, mode, cli_modes),
+	CLI_OPT_CUSTOM("from", "PREFIX", "outer sources to accept (the balancers'), one or more",
+		       decap_from_set),
+	CLI_OPT_U32("gue-port", "P", "GUE's UDP port (default 19523)", struct decap_args, gue_port,
+		    PORT_MIN, PORT_MAX, CLI_GIVEN(struct decap_args, gue_port_given, 1)),
+	CLI_OPT_END,
 };
 
 const struct cli_command cli_decap_attach = {

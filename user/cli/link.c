@@ -28,34 +28,8 @@ struct attach_args {
 	struct addr source6;
 	__u32 gue_port;       /* 0: not given */
 	__u32 new_flows_max;
-	int new_flows_given;
+	unsigned int new_flows_given;
 };
-
-static int attach_new_flows_set(struct cli *c, void *args, const char *value)
-{
-	struct attach_args *a = args;
-	const char *why = NULL;
-
-	if (number_parse(value, 0, 100000000, &a->new_flows_max, &why))
-		return cli_usage(c, "--new-flow-rate must be 0..100000000");
-	a->new_flows_given = 1;
-	return 0;
-}
-
-static int attach_mode_set(struct cli *c, void *args, const char *value)
-{
-	return cli_mode_arg(c, value, &((struct attach_args *)args)->mode);
-}
-
-static int attach_flows_set(struct cli *c, void *args, const char *value)
-{
-	struct attach_args *a = args;
-	const char *why = NULL;
-
-	if (number_parse(value, 1024, 1u << 26, &a->flows, &why))
-		return cli_usage(c, "--flows must be 1024..67108864");
-	return 0;
-}
 
 static int attach_source_set(struct cli *c, void *args, const char *value)
 {
@@ -74,14 +48,6 @@ static int attach_source_set(struct cli *c, void *args, const char *value)
 	return 0;
 }
 
-static int attach_gue_port_set(struct cli *c, void *args, const char *value)
-{
-	const char *why = NULL;
-
-	if (number_parse(value, 1, 65535, &((struct attach_args *)args)->gue_port, &why))
-		return cli_usage(c, "--gue-port must be 1..65535");
-	return 0;
-}
 
 static int attach_parse(struct cli *c, void *args, char **operands, int count)
 {
@@ -197,18 +163,20 @@ static int attach_run(struct cli *c, const void *args)
 }
 
 static const struct cli_option attach_options[] = {
-	{ "mode", "native|generic", "where the program runs (default native)",
-	  attach_mode_set },
-	{ "flows", "N", "flow table entries, when the maps are created (default 65536)",
-	  attach_flows_set },
-	{ "source", "ADDR", "outer source for encapsulation, one per family (default: the\n"
-	  "                               first interface's address of that family)",
-	  attach_source_set },
-	{ "gue-port", "P", "GUE's UDP port (default 19523)", attach_gue_port_set },
-	{ "new-flow-rate", "N", "flows a CPU pins per second at most (default 125000; 0: no\n"
-	  "                               limit); past it new flows go by the ring, unpinned",
-	  attach_new_flows_set },
-	{ NULL, NULL, NULL, NULL },
+	CLI_OPT_ENUM("mode", "native|generic", "where the program runs (default native)",
+		     struct attach_args, mode, cli_modes),
+	CLI_OPT_U32("flows", "N", "flow table entries, when the maps are created (default 65536)",
+		    struct attach_args, flows, FLOW_ENTRIES_MIN, FLOW_ENTRIES_MAX),
+	CLI_OPT_CUSTOM("source", "ADDR", "outer source for encapsulation, one per family (default: "
+		       "the\n                               first interface's address of that family)",
+		       attach_source_set),
+	CLI_OPT_U32("gue-port", "P", "GUE's UDP port (default 19523)", struct attach_args,
+		    gue_port, PORT_MIN, PORT_MAX),
+	CLI_OPT_U32("new-flow-rate", "N", "flows a CPU pins per second at most (default 125000; "
+		    "0: no\n                               limit); past it new flows go by the "
+		    "ring, unpinned", struct attach_args, new_flows_max, NEW_FLOW_RATE_MIN,
+		    NEW_FLOW_RATE_MAX, CLI_GIVEN(struct attach_args, new_flows_given, 1)),
+	CLI_OPT_END,
 };
 
 const struct cli_command cli_attach = {

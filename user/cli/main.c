@@ -264,7 +264,7 @@ static int command_parse(struct cli *c, const struct cli_command *cmd, void *arg
 		}
 		if (opt < OPT_FIRST)
 			return cli_usage(c, "unknown option '%s'", argv[optind - 1]);
-		err = cmd->options[opt - OPT_FIRST].set(c, args, optarg);
+		err = cli_option_set(c, &cmd->options[opt - OPT_FIRST], args, optarg);
 		if (err)
 			return err;
 	}

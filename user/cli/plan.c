@@ -31,19 +31,6 @@ static const struct {
 	{ "weight", &cli_backend_weight },
 };
 
-static int plan_weight_set(struct cli *c, void *args, const char *value)
-{
-	(void)c;
-	((struct plan_args *)args)->weight = value;
-	return 0;
-}
-
-static int plan_svg_set(struct cli *c, void *args, const char *value)
-{
-	(void)c;
-	((struct plan_args *)args)->svg = value;
-	return 0;
-}
 
 /* VIP VERB NAME [ARG]: the change's own operands are VIP NAME [ARG]. */
 static int plan_parse(struct cli *c, void *args, char **operands, int count)
@@ -68,7 +55,7 @@ static int plan_parse(struct cli *c, void *args, char **operands, int count)
 			;
 		if (!o || !o->name)
 			return cli_usage(c, "--weight applies to plan add");
-		err = o->set(c, &p->backend, p->weight);
+		err = cli_option_set(c, o, &p->backend, p->weight);
 		if (err)
 			return err;
 	}
@@ -173,10 +160,11 @@ static int plan_run(struct cli *c, const void *args)
 }
 
 static const struct cli_option plan_options[] = {
-	{ "weight", "W", "the weight of the backend plan add adds (default 1)", plan_weight_set },
-	{ "svg", "FILE", "draw the rings before and after and the arcs that move, as SVG",
-	  plan_svg_set },
-	{ NULL, NULL, NULL, NULL },
+	CLI_OPT_STRING("weight", "W", "the weight of the backend plan add adds (default 1)",
+		       struct plan_args, weight),
+	CLI_OPT_STRING("svg", "FILE", "draw the rings before and after and the arcs that move, as "
+		       "SVG", struct plan_args, svg),
+	CLI_OPT_END,
 };
 
 const struct cli_command cli_plan = {

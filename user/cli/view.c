@@ -205,12 +205,6 @@ struct show_args {
 	const char *svg; /* --svg FILE */
 };
 
-static int show_svg_set(struct cli *c, void *args, const char *value)
-{
-	(void)c;
-	((struct show_args *)args)->svg = value;
-	return 0;
-}
 
 static int show_parse(struct cli *c, void *args, char **operands, int count)
 {
@@ -293,9 +287,9 @@ static int show_run(struct cli *c, const void *args)
 }
 
 static const struct cli_option show_options[] = {
-	{ "svg", "FILE", "draw the VIP's ring as an SVG picture (- for standard output)",
-	  show_svg_set },
-	{ NULL, NULL, NULL, NULL },
+	CLI_OPT_STRING("svg", "FILE", "draw the VIP's ring as an SVG picture (- for standard output)",
+		       struct show_args, svg),
+	CLI_OPT_END,
 };
 
 const struct cli_command cli_show = {
@@ -315,14 +309,6 @@ struct stats_args {
 	__u32 idle;
 };
 
-static int stats_idle_set(struct cli *c, void *args, const char *value)
-{
-	const char *why = NULL;
-
-	if (number_parse(value, 1, 86400, &((struct stats_args *)args)->idle, &why))
-		return cli_usage(c, "--idle must be 1..86400 seconds");
-	return 0;
-}
 
 static int stats_parse(struct cli *c, void *args, char **operands, int count)
 {
@@ -390,9 +376,9 @@ static int stats_run(struct cli *c, const void *args)
 }
 
 static const struct cli_option stats_options[] = {
-	{ "idle", "SECONDS", "a live flow had a packet this recently (default 300)",
-	  stats_idle_set },
-	{ NULL, NULL, NULL, NULL },
+	CLI_OPT_U32("idle", "SECONDS", "a live flow had a packet this recently (default 300)",
+		    struct stats_args, idle, IDLE_S_MIN, IDLE_S_MAX, .unit = " seconds"),
+	CLI_OPT_END,
 };
 
 const struct cli_command cli_stats = {

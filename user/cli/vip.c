@@ -18,30 +18,18 @@ struct vip_args {
 	int stateless;
 };
 
-static int vip_flows_set(struct cli *c, void *args, const char *value)
-{
-	if (strcmp(value, "pinned") && strcmp(value, "stateless"))
-		return cli_usage(c, "--flows is pinned or stateless, not '%s'", value);
-	((struct vip_args *)args)->stateless = strcmp(value, "stateless") == 0;
-	return 0;
-}
+static const struct cli_word vip_flows[] = {
+	{ "pinned", 0 },
+	{ "stateless", 1 },
+	{ NULL, 0 },
+};
 
-static int vip_forward_set(struct cli *c, void *args, const char *value)
-{
-	if (state_forward_parse(value, &((struct vip_args *)args)->forward))
-		return cli_usage(c, "--forward is l2, ipip or gue, not '%s'", value);
-	return 0;
-}
-
-static int vip_vnodes_set(struct cli *c, void *args, const char *value)
-{
-	const char *why = NULL;
-
-	if (number_parse(value, RING_VNODES_MIN, RING_VNODES_MAX, &((struct vip_args *)args)->vnodes,
-			 &why))
-		return cli_usage(c, "--vnodes must be %u..%u", RING_VNODES_MIN, RING_VNODES_MAX);
-	return 0;
-}
+static const struct cli_word vip_forwards[] = {
+	{ "l2", LB_FORWARD_L2 },
+	{ "ipip", LB_FORWARD_IPIP },
+	{ "gue", LB_FORWARD_GUE },
+	{ NULL, 0 },
+};
 
 static int vip_operands_parse(struct cli *c, void *args, char **operands, int count)
 {
@@ -118,16 +106,19 @@ static int vip_check_apply(const struct change_ctx *ctx, const void *args, struc
 
 static const struct cli_option vip_check_options[] = {
 	CLI_CHECK_OPTIONS,
-	{ NULL, NULL, NULL, NULL },
+	CLI_OPT_END,
 };
 
 static const struct cli_option vip_add_options[] = {
-	{ "vnodes", "K", "ring points per unit of backend weight (default 4096)", vip_vnodes_set },
-	{ "forward", "l2|ipip|gue", "how packets reach the backends (default l2)", vip_forward_set },
-	{ "flows", "pinned|stateless",
-	  "pin flows in the flow table (default), or not at all (gue only)", vip_flows_set },
+	CLI_OPT_U32("vnodes", "K", "ring points per unit of backend weight (default 4096)",
+		    struct vip_args, vnodes, RING_VNODES_MIN, RING_VNODES_MAX),
+	CLI_OPT_ENUM("forward", "l2|ipip|gue", "how packets reach the backends (default l2)",
+		     struct vip_args, forward, vip_forwards),
+	CLI_OPT_ENUM("flows", "pinned|stateless",
+		     "pin flows in the flow table (default), or not at all (gue only)",
+		     struct vip_args, stateless, vip_flows),
 	CLI_CHECK_OPTIONS,
-	{ NULL, NULL, NULL, NULL },
+	CLI_OPT_END,
 };
 
 const struct cli_command cli_vip_add = {

@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "lb_contract.h"
+#include "ranges.h"
 #include "ring.h"
 
 void state_host_init(struct state_host *h)
@@ -475,14 +476,19 @@ int state_check_parse(const char *text, struct state_check *c, const char **why)
 
 int state_check_valid(const struct state_check *c, const char **why)
 {
-	if (c->interval_ms < 100 || c->interval_ms > 3600000)
-		*why = "the check interval is 100 .. 3600000 ms";
-	else if (c->timeout_ms < 10 || c->timeout_ms > c->interval_ms)
-		*why = "the check timeout is 10 ms .. the interval";
-	else if (c->rise < 1 || c->rise > 100 || c->fall < 1 || c->fall > 100)
-		*why = "rise and fall are 1 .. 100 checks";
-	else if (c->hold_ms > 3600000)
-		*why = "the hold is 0 .. 3600000 ms";
+	if (c->interval_ms < CHECK_INTERVAL_MS_MIN || c->interval_ms > CHECK_INTERVAL_MS_MAX)
+		*why = "the check interval is " LIMIT_STR(CHECK_INTERVAL_MS_MIN) " .. "
+		       LIMIT_STR(CHECK_INTERVAL_MS_MAX) " ms";
+	else if (c->timeout_ms < CHECK_TIMEOUT_MS_MIN || c->timeout_ms > c->interval_ms ||
+		 c->timeout_ms > CHECK_TIMEOUT_MS_MAX)
+		*why = "the check timeout is " LIMIT_STR(CHECK_TIMEOUT_MS_MIN) " ms .. the interval";
+	else if (c->rise < CHECK_RUN_MIN || c->rise > CHECK_RUN_MAX || c->fall < CHECK_RUN_MIN ||
+		 c->fall > CHECK_RUN_MAX)
+		*why = "rise and fall are " LIMIT_STR(CHECK_RUN_MIN) " .. " LIMIT_STR(CHECK_RUN_MAX)
+		       " checks";
+	else if (c->hold_ms > CHECK_HOLD_MS_MAX)
+		*why = "the hold is " LIMIT_STR(CHECK_HOLD_MS_MIN) " .. " LIMIT_STR(CHECK_HOLD_MS_MAX)
+		       " ms";
 	else
 		return 0;
 	return -EINVAL;

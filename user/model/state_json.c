@@ -34,6 +34,7 @@
 #include <jansson.h>
 
 #include "lb_contract.h"
+#include "ranges.h"
 #include "ring.h"
 
 /* Numbers as a JSON array. */
@@ -299,7 +300,7 @@ static int check_from_json(json_t *obj, struct state_check *c, const char *where
 		return refuse(why, "%s.check: not an object", where);
 	err = get_string(obj, "type", &kind, where, why) ?:
 	      get_string(obj, "target", &target, where, why) ?:
-	      get_uint(obj, "port", 0, 65535, &port, where, why) ?:
+	      get_uint(obj, "port", 0, PORT_MAX, &port, where, why) ?:
 	      get_uint(obj, "interval_ms", 0, UINT32_MAX, &interval, where, why) ?:
 	      get_uint(obj, "timeout_ms", 0, UINT32_MAX, &timeout, where, why) ?:
 	      get_uint(obj, "rise", 0, UINT32_MAX, &rise, where, why) ?:
@@ -537,14 +538,15 @@ static int encap_from_json(json_t *obj, struct state_encap *e, char why[STATE_WH
 
 	if (!json_is_object(obj))
 		return refuse(why, "$.encap: not an object");
-	err = get_uint(obj, "gue_port", 1, 65535, &port, "$.encap", why);
+	err = get_uint(obj, "gue_port", PORT_MIN, PORT_MAX, &port, "$.encap", why);
 	if (err)
 		return err;
 	e->gue_port = (__u16)port;
 	if (json_object_get(obj, "new_flows_max")) {
 		json_int_t rate = 0;
 
-		err = get_uint(obj, "new_flows_max", 0, UINT32_MAX, &rate, "$.encap", why);
+		err = get_uint(obj, "new_flows_max", NEW_FLOW_RATE_MIN, NEW_FLOW_RATE_MAX, &rate,
+			       "$.encap", why);
 		if (err)
 			return err;
 		e->new_flows_max = (__u32)rate;
@@ -588,7 +590,8 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 			     (long long)version, STATE_VERSION);
 	if (!err)
 		err = get_uint(root, "generation", 0, INT64_MAX, &generation, "$", why) ?:
-		      get_uint(root, "flow_entries", 1, 1 << 26, &flows, "$", why) ?:
+		      get_uint(root, "flow_entries", FLOW_ENTRIES_MIN, FLOW_ENTRIES_MAX, &flows, "$",
+			       why) ?:
 		      get_uint(root, "next_backend_id", 1, LB_BACKENDS_MAX - 1, &next_id, "$",
 			       why);
 	if (err)
