@@ -67,7 +67,7 @@ endif
 .DELETE_ON_ERROR:
 # The BPF objects are what the skeletons embed; keep them for bpftool and tests.
 .SECONDARY:
-.PHONY: all test unit-test prog-test e2e-test fuzz-test fuzz-seeds soak bench demo deps clean \
+.PHONY: all test unit-test prog-test fuzz-seeds soak bench demo deps clean \
 	man install uninstall deb
 
 # --- sources --------------------------------------------------------------------
@@ -204,14 +204,7 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call san_program,$(t),$($(t)_SRCS),$(call uni
 
 unit-test: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)) \
 	$(OUTPUT)/ringlb man
-	$(Q)set -e; for t in $(UNIT_TESTS); do \
-		echo "== $$t"; $(OUTPUT)/$$t; \
-		echo "== $$t (ASan+UBSan)"; $(OUTPUT)/san/$$t; \
-	done
-	$(Q)echo "== man.sh"; tests/suites/man.sh
-	$(Q)echo "== alert rules (promtool)"
-	$(Q)promtool check rules scripts/prometheus/ringlb.rules.yml
-	$(Q)cd tests/unit/prometheus && promtool test rules ringlb.rules.test.yml
+	$(Q)$(MAKE) --no-print-directory -k $(addprefix check-,$(UNIT_CHECKS) man rules)
 
 # --- program tests: BPF_PROG_TEST_RUN, need root ---------------------------------
 PROG_LIBS := $(OUTPUT)/libringlb_kernel.a $(OUTPUT)/libringlb_model.a $(OUTPUT)/libring.a
@@ -225,11 +218,10 @@ $(eval $(call program,test_hostile,tests/prog/hostile/test_hostile.c $(HARNESS_S
 	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 
 prog-test: $(OUTPUT)/test_xdp $(OUTPUT)/test_hostile
-	$(Q)echo "== test_xdp"; $(OUTPUT)/test_xdp
-	$(Q)echo "== test_hostile"; $(OUTPUT)/test_hostile
+	$(Q)$(MAKE) --no-print-directory -k check-test_xdp check-test_hostile
 
-# --- fuzzing: libFuzzer targets over the seed corpus, a fixed budget each ----------
-FUZZ_SECONDS ?= 10
+# --- fuzzing: libFuzzer targets; make test runs each over its seed corpus, make soak explores ----
+FUZZ_SECONDS ?= 300
 FUZZ_FLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all $(WARNINGS)
 fuzz_state_SRCS := tests/fuzz/fuzz_state.c $(model_SRCS) $(RING_SRCS)
 fuzz_ring_SRCS := tests/fuzz/fuzz_ring.c $(RING_SRCS)
@@ -242,8 +234,9 @@ $(eval $(call program,ring_seeds,tests/fuzz/ring_seeds.c $(RING_SRCS),$(LDLIBS_R
 fuzz-seeds: $(OUTPUT)/ring_seeds
 	$(Q)$(OUTPUT)/ring_seeds tests/fuzz/corpus/ring
 
-# New inputs go to build/corpus-*, crashes to build/crash-*; the seeds stay as they are.
-fuzz-test: $(addprefix $(OUTPUT)/,$(FUZZERS))
+# Exploration beyond the corpus (make soak): FUZZ_SECONDS per fuzzer; new inputs go to
+# build/corpus-*, crashes to build/crash-*; the seeds stay as they are.
+fuzz: $(addprefix $(OUTPUT)/,$(FUZZERS))
 	$(Q)set -e; for f in state ring ringmap; do \
 		mkdir -p $(OUTPUT)/corpus-$$f; \
 		echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \
@@ -255,44 +248,75 @@ fuzz-test: $(addprefix $(OUTPUT)/,$(FUZZERS))
 		grep -E "^Done" $(OUTPUT)/fuzz_$$f.log; \
 	done
 
-# --- CLI, end-to-end and reliability tests: namespaces, real traffic, need root -----
+# --- make test: the build, then every check in parallel lanes --------------------------
+#
+# Each check is a target check-NAME: a unit test binary (plain, or san- under
+# ASan+UBSan), a program test, a fuzzer over its corpus, a shell suite
+# (tests/suites/NAME.sh). They run in LANES lanes (make -j, output kept per
+# check: -Otarget), longest first; checks that touch the host itself (the
+# package, installed with apt) run alone, after the others. A check's log is
+# build/checks/NAME.log; TEST= hands names to a cmocka binary's filter or a
+# suite (make check-e2e TEST='drain moves').
+LANES ?= 3
 CHANGES ?= 500
 CRASHES ?= 100
+CHECKS_DIR := $(OUTPUT)/checks
+# Every suite but those that touch the host, longest first (figures: docs/testing.md).
+SUITES := second_chance reliability daemon fleet encap integrity e2e cli picture store completion
+SUITES_ALONE := package
+UNIT_CHECKS := $(UNIT_TESTS) $(addprefix san-,$(UNIT_TESTS))
+CHECKS := $(addprefix check-,$(SUITES) test_xdp test_hostile $(UNIT_CHECKS) fuzz man rules)
+# What every check needs built, built before any runs.
+CHECK_BUILD := all $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)) \
+	$(addprefix $(OUTPUT)/,$(FUZZERS))
+.PHONY: checks fuzz test-build $(CHECKS) $(addprefix check-,$(SUITES_ALONE))
 
-# suite SCRIPT [ENV]: run one test script, then say how long it took (make stops on a failure).
-suite = echo "== $(1)"; start=$$(date +%s); $(2) tests/suites/$(1); rc=$$?; \
-	echo "== $(1): $$(( $$(date +%s) - start )) s"; [ $$rc -eq 0 ]
+# timed NAME COMMAND: run COMMAND into NAME's log, then say how it went and how long it took.
+timed = mkdir -p $(CHECKS_DIR); start=$$(date +%s); ( $(2) ) >$(CHECKS_DIR)/$(1).log 2>&1; \
+	rc=$$?; cat $(CHECKS_DIR)/$(1).log; \
+	echo "== $(1): $$(( $$(date +%s) - start )) s$$( [ $$rc -eq 0 ] || echo ', FAILED')"; \
+	[ $$rc -eq 0 ]
 
-e2e-test: $(OUTPUT)/ringlb $(OUTPUT)/xdp_pass.bpf.o
-	$(Q)$(call suite,cli.sh)
-	$(Q)$(call suite,e2e.sh)
-	$(Q)$(call suite,integrity.sh)
-	$(Q)$(call suite,encap.sh)
-	$(Q)$(call suite,second_chance.sh)
-	$(Q)$(call suite,daemon.sh)
-	$(Q)$(call suite,store.sh)
-	$(Q)$(call suite,fleet.sh)
-	$(Q)$(call suite,picture.sh)
-	$(Q)$(call suite,completion.sh)
-	$(Q)$(call suite,package.sh)
-	$(Q)$(call suite,reliability.sh,CHANGES=$(CHANGES) CRASHES=$(CRASHES))
+$(addprefix check-,$(SUITES) $(SUITES_ALONE)): check-%:
+	$(Q)$(call timed,$*,$(if $(filter reliability,$*),CHANGES=$(CHANGES) CRASHES=$(CRASHES)) \
+		tests/suites/$*.sh $(TEST))
 
-# phase TARGET: one part of make test, and how long it took.
-phase = start=$$(date +%s); $(MAKE) --no-print-directory $(1); rc=$$?; \
-	echo "== make $(1): $$(( $$(date +%s) - start )) s"; [ $$rc -eq 0 ]
+$(addprefix check-,$(UNIT_TESTS) test_xdp test_hostile): check-%:
+	$(Q)$(call timed,$*,TEST='$(TEST)' $(OUTPUT)/$*)
+
+$(addprefix check-san-,$(UNIT_TESTS)): check-san-%:
+	$(Q)$(call timed,san-$*,TEST='$(TEST)' $(OUTPUT)/san/$*)
+
+# Each fuzzer runs every input of its seed corpus once (no exploration: make fuzz).
+check-fuzz:
+	$(Q)$(call timed,fuzz,tests/fuzz/replay.sh $(OUTPUT))
+
+check-man:
+	$(Q)$(call timed,man,tests/suites/man.sh)
+
+check-rules:
+	$(Q)$(call timed,rules,promtool check rules scripts/prometheus/ringlb.rules.yml && \
+		cd tests/unit/prometheus && promtool test rules ringlb.rules.test.yml)
+
+test-build:
+	$(Q)$(MAKE) --no-print-directory -j$$(nproc) $(CHECK_BUILD)
+
+checks: $(CHECKS)
+
+# phase NAME COMMAND: one part of make test, and how long it took.
+phase = start=$$(date +%s); $(2); rc=$$?; \
+	echo "== make test: $(1): $$(( $$(date +%s) - start )) s"; [ $$rc -eq 0 ]
 
 test: deps
-	$(Q)$(call phase,all)
-	$(Q)$(call phase,unit-test)
-	$(Q)$(call phase,prog-test)
-	$(Q)$(call phase,fuzz-test)
-	$(Q)$(call phase,e2e-test)
+	$(Q)$(call phase,build,$(MAKE) --no-print-directory test-build)
+	$(Q)$(call phase,checks in $(LANES) lanes,$(MAKE) --no-print-directory -k -j$(LANES) -Otarget checks)
+	$(Q)$(call phase,alone,$(MAKE) --no-print-directory -k $(addprefix check-,$(SUITES_ALONE)))
 
 # The long variants: ten times the frames, changes and crashes, five minutes per fuzzer.
 soak: deps
-	$(Q)$(MAKE) --no-print-directory all $(addprefix $(OUTPUT)/,$(FUZZERS))
+	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)echo "== test_hostile (10,000,000 frames)"; FRAMES=10000000 $(OUTPUT)/test_hostile
-	$(Q)$(MAKE) --no-print-directory fuzz-test FUZZ_SECONDS=300
+	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=300
 	$(Q)echo "== reliability.sh (10,000 changes, 2,000 crashes)"; \
 		CHANGES=10000 CRASHES=2000 tests/suites/reliability.sh
 

@@ -56,8 +56,15 @@ static inline int root_rule(const char *test)
  * only those it names (cmocka's filter: * and ? match anything), so one
  * test runs alone: TEST=test_drain build/test_xdp.
  */
+static inline const char *test_filter(void)
+{
+	const char *t = getenv("TEST");
+
+	return t && *t ? t : NULL;
+}
+
 #define run_group(name, tests, setup, teardown)                                                 \
-	(cmocka_set_test_filter(getenv("TEST")),                                                 \
+	(cmocka_set_test_filter(test_filter()),                                                  \
 	 _cmocka_run_group_tests(name, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown))
 #define tests_run(name, tests) run_group(name, tests, NULL, NULL)
 
