@@ -19,123 +19,137 @@
 #include "ring.h"
 
 
-int kernel_verify(const struct lb_maps *maps, const struct state *want,
-	       void (*report)(void *arg, const char *line), void *arg)
-{
-	struct lb_vip_key key, next;
-	struct lb_control rec;
-	struct lb_vip served;
-	int bad = 0, err;
-	size_t i, j;
-	__u32 id;
+/** struct report - where verify's lines go, and how many there were. */
+struct report {
+	void (*line)(void *arg, const char *line);
+	void *arg;
+	int bad;
+};
 
-	err = lb_control_read(maps, &rec);
+#define say(r, ...)                                        \
+	do {                                               \
+		kernel_say((r)->line, (r)->arg, __VA_ARGS__); \
+		(r)->bad++;                                \
+	} while (0)
+
+/* The kernel's record: a change cut short, or another state than @want. */
+static int verify_record(const struct lb_maps *maps, const struct state *want, struct report *r)
+{
+	struct lb_control rec;
+	int err = lb_control_read(maps, &rec);
+
 	if (err)
 		return err;
-	if (rec.changing) {
-		kernel_say(report, arg, "the kernel's record says a change was cut short (the next change "
-		    "repairs the maps first)");
-		bad++;
-	} else if (rec.state_digest != state_digest(want)) {
-		kernel_say(report, arg, "the kernel's record names another state than the file (generation "
-		    "%llu; the next change repairs the maps first)",
-		    (unsigned long long)rec.generation);
-		bad++;
+	if (rec.changing)
+		say(r, "the kernel's record says a change was cut short (the next change repairs the "
+		    "maps first)");
+	else if (rec.state_digest != state_digest(want))
+		say(r, "the kernel's record names another state than the file (generation %llu; the "
+		    "next change repairs the maps first)", (unsigned long long)rec.generation);
+	return 0;
+}
+
+/* A VIP's value and ring, its kept rings, its backends' slots. */
+static int verify_vip(const struct lb_maps *maps, const struct state_vip *v, struct report *r)
+{
+	struct ring *ring, *rings[LB_RING_HISTORY];
+	__u32 *ids, *past_ids[LB_RING_HISTORY];
+	char spec[ADDR_TEXT_MAX], why[128] = "";
+	struct lb_vip_key key;
+	struct lb_vip served;
+	size_t j;
+	int err;
+
+	vip_format(&v->spec, spec);
+	image_vip_key(v, &key);
+	err = state_vip_ring(v, &ring, &ids);
+	if (err)
+		return err;
+	if (lb_vip_compare(maps, &key, v->id, ring, ids, why, sizeof(why)))
+		say(r, "VIP %s: %s", spec, why);
+	else if (bpf_map_lookup_elem(maps->vips, &key, &served) == 0 &&
+		 served.flags != image_vip_flags(v))
+		say(r, "VIP %s: the kernel's VIP value is %s", spec,
+		    served.flags & LB_VIP_STATELESS ? "stateless" : "pinned");
+	ring_free(ring);
+	free(ids);
+	err = image_past_rings(v, rings, past_ids);
+	if (!err && lb_vip_history_compare(maps, v->id, rings, past_ids, v->history_count, why,
+					   sizeof(why)))
+		say(r, "VIP %s: %s", spec, why);
+	image_past_rings_free(rings, past_ids);
+	if (err)
+		return err;
+	for (j = 0; j < v->backend_count; j++) {
+		const struct state_backend *b = &v->backends[j];
+		struct lb_backend slot, entry;
+
+		if (lb_backend_read(maps, b->id, &slot))
+			return -errno;
+		image_backend(v, b, &entry);
+		if (!image_slot_holds(&slot, &entry))
+			say(r, "VIP %s: backend %s: slot %u holds something else", spec, b->name,
+			    b->id);
+		else if (slot.state != entry.state)
+			say(r, "VIP %s: backend %s: slot %u is %s", spec, b->name, b->id,
+			    lb_backend_state_name(slot.state));
 	}
+	return 0;
+}
 
-	for (i = 0; i < want->fleet.vip_count; i++) {
-		const struct state_vip *v = &want->fleet.vips[i];
-		char spec[ADDR_TEXT_MAX], why[128] = "";
-		struct ring *ring;
-		__u32 *ids;
+/* The encapsulation settings. */
+static int verify_config(const struct lb_maps *maps, const struct state *want, struct report *r)
+{
+	struct lb_config cur, c;
+	int err = lb_config_read(maps, &cur);
 
-		vip_format(&v->spec, spec);
-		image_vip_key(v, &key);
-		err = state_vip_ring(v, &ring, &ids);
-		if (err)
-			return err;
-		if (lb_vip_compare(maps, &key, v->id, ring, ids, why, sizeof(why))) {
-			kernel_say(report, arg, "VIP %s: %s", spec, why);
-			bad++;
-		} else if (bpf_map_lookup_elem(maps->vips, &key, &served) == 0 &&
-			   served.flags != image_vip_flags(v)) {
-			kernel_say(report, arg, "VIP %s: the kernel's VIP value is %s", spec,
-			    served.flags & LB_VIP_STATELESS ? "stateless" : "pinned");
-			bad++;
-		}
-		ring_free(ring);
-		free(ids);
-		{
-			struct ring *rings[LB_RING_HISTORY];
-			__u32 *past_ids[LB_RING_HISTORY];
+	if (err)
+		return err;
+	image_config(want, &c);
+	if (memcmp(&cur, &c, sizeof(c)))
+		say(r, "the encapsulation settings differ from the state's");
+	return 0;
+}
 
-			err = image_past_rings(v, rings, past_ids);
-			if (!err && lb_vip_history_compare(maps, v->id, rings, past_ids,
-							   v->history_count, why, sizeof(why))) {
-				kernel_say(report, arg, "VIP %s: %s", spec, why);
-				bad++;
-			}
-			image_past_rings_free(rings, past_ids);
-			if (err)
-				return err;
-		}
-		for (j = 0; j < v->backend_count; j++) {
-			const struct state_backend *b = &v->backends[j];
-			struct lb_backend slot, entry;
+/* What the kernel holds and the state does not: VIPs, backend slots in use. */
+static int verify_strays(const struct lb_maps *maps, const struct state *want, struct report *r)
+{
+	struct lb_vip_key key, next, k;
+	struct lb_backend slot;
+	size_t i;
+	__u32 id;
+	int known;
 
-			if (lb_backend_read(maps, b->id, &slot))
-				return -errno;
-			image_backend(v, b, &entry);
-			if (!image_slot_holds(&slot, &entry)) {
-				kernel_say(report, arg, "VIP %s: backend %s: slot %u holds something else",
-				    spec, b->name, b->id);
-				bad++;
-			} else if (slot.state != entry.state) {
-				kernel_say(report, arg, "VIP %s: backend %s: slot %u is %s", spec, b->name,
-				    b->id, lb_backend_state_name(slot.state));
-				bad++;
-			}
-		}
-	}
-	{
-		struct lb_config cur, c;
-
-		image_config(want, &c);
-		int err = lb_config_read(maps, &cur);
-
-		if (err)
-			return err;
-		if (memcmp(&cur, &c, sizeof(c))) {
-			kernel_say(report, arg, "the encapsulation settings differ from the state's");
-			bad++;
-		}
-	}
 	if (bpf_map_get_next_key(maps->vips, NULL, &next) == 0) {
 		do {
-			int known = 0;
-
 			key = next;
-			for (i = 0; i < want->fleet.vip_count && !known; i++) {
-				struct lb_vip_key k;
-
+			for (i = 0, known = 0; i < want->fleet.vip_count && !known; i++) {
 				image_vip_key(&want->fleet.vips[i], &k);
 				known = memcmp(&k, &key, sizeof(k)) == 0;
 			}
-			if (!known) {
-				kernel_say(report, arg, "a VIP the state does not have is in the kernel");
-				bad++;
-			}
+			if (!known)
+				say(r, "a VIP the state does not have is in the kernel");
 		} while (bpf_map_get_next_key(maps->vips, &key, &next) == 0);
 	}
 	for (id = 1; id < LB_BACKENDS_MAX; id++) {
-		struct lb_backend slot;
-
 		if (lb_backend_read(maps, id, &slot))
 			return -errno;
-		if (slot.state != LB_BACKEND_UNUSED && !image_backend_wanted(want, id, slot.cookie)) {
-			kernel_say(report, arg, "backend slot %u is in use but no backend holds it", id);
-			bad++;
-		}
+		if (slot.state != LB_BACKEND_UNUSED && !image_backend_wanted(want, id, slot.cookie))
+			say(r, "backend slot %u is in use but no backend holds it", id);
 	}
-	return bad;
+	return 0;
+}
+
+int kernel_verify(const struct lb_maps *maps, const struct state *want,
+		  void (*report)(void *arg, const char *line), void *arg)
+{
+	struct report r = { report, arg, 0 };
+	size_t i;
+	int err;
+
+	err = verify_record(maps, want, &r);
+	for (i = 0; !err && i < want->fleet.vip_count; i++)
+		err = verify_vip(maps, &want->fleet.vips[i], &r);
+	err = err ?: verify_config(maps, want, &r) ?: verify_strays(maps, want, &r);
+	return err ? err : r.bad;
 }
