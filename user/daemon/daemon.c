@@ -99,6 +99,18 @@ void daemon_reload(struct daemon *d, const char *cause, int path_again)
 	routes_update(d);
 }
 
+/* READY=1 and what the daemon serves, for systemd. */
+static void notify_ready(struct daemon *d)
+{
+	size_t checks;
+
+	pthread_mutex_lock(&d->lock);
+	checks = d->target_count;
+	pthread_mutex_unlock(&d->lock);
+	sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu, %zu health checks",
+		   (unsigned long long)d->state.fleet.generation, checks);
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct daemon *d = userdata;
@@ -111,8 +123,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	dlog("SIGHUP: reading the state again and comparing the kernel with it");
 	sd_notify(0, "RELOADING=1");
 	daemon_reload(d, "reload", 1);
-	sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu, %zu health checks",
-		   (unsigned long long)d->state.fleet.generation, d->target_count);
+	notify_ready(d);
 	return 0;
 }
 
@@ -226,8 +237,7 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 	if (err)
 		goto out;
 	sd_event_set_watchdog(d.loop, 1);
-	sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu, %zu health checks",
-		   (unsigned long long)d.state.fleet.generation, d.target_count);
+	notify_ready(&d);
 	dlog("ready: serving generation %llu, %zu health checks",
 	     (unsigned long long)d.state.fleet.generation, d.target_count);
 	err = sd_event_loop(d.loop);

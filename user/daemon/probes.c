@@ -328,6 +328,14 @@ int probes_start(struct daemon *d)
 		err = sd_event_add_io(p->loop, NULL, p->wake, EPOLLIN, on_wake, p);
 	if (err >= 0)
 		err = sd_event_add_time(p->loop, &p->timer, CLOCK_MONOTONIC, 0, 1000, on_timer, p);
+	/* The targets of the state served now, before the thread runs: "ready" counts them. */
+	if (err >= 0) {
+		pthread_mutex_lock(&d->lock);
+		err = targets_rebuild(d, &d->state, daemon_now_ns());
+		p->digest = state_digest(&d->state);
+		p->built = 1;
+		pthread_mutex_unlock(&d->lock);
+	}
 	if (err >= 0)
 		err = -pthread_create(&p->thread, NULL, probes_main, p);
 	if (err < 0) {
