@@ -226,29 +226,46 @@ t_save() {
 		fail "save wrote through a link"
 }
 
-# valgrind: the CLI reads, changes and fails without a memory error or a leak.
-t_valgrind() {
-	local vg_ok vg_runs cmd vg_daemon vg_rc t
-	vg_ok=0 vg_runs=0
-	for cmd in "show" "show --json" "stats --json" "verify" "plan $VIP add b7 198.18.0.17" \
-		"lookup $VIP 198.18.0.21:4000" "vip add 198.18.0.105:80/tcp" "vip del 198.18.0.105:80/tcp" \
-		"backend weight $VIP b1 3" "backend weight $VIP ghost 3" "vip add nonsense" "save $W/vg.json" \
-		"vip add 198.18.0.106:80/tcp --check http:/x --rise 3" "vip check 198.18.0.106:80/tcp --fall 4" \
-		"vip del 198.18.0.106:80/tcp" "daemon --metrics nowhere" "show $VIP --svg $W/vg.svg" \
-		"plan $VIP remove b1 --svg $W/vg-plan.svg" "show $VIP --svg $W/no/dir.svg" "--version"; do
-		vg_runs=$((vg_runs + 1))
+# vg_lane NAME COMMAND...: each COMMAND, in turn, under valgrind; a line "ok" for
+# each that ran without a memory error or a leak, valgrind's report for the others.
+vg_lane() {
+	local name=$1 cmd
+	shift
+	for cmd in "$@"; do
 		# shellcheck disable=SC2086
 		if nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
 			--suppressions="$ROOT/tests/tools/valgrind.supp" \
 			--errors-for-leak-kinds=definite,indirect "$RINGLB_BIN" --state "$W/state.json" \
-			--pin-dir "$PIN" $cmd >/dev/null 2>"$W/vg"; then
-			vg_ok=$((vg_ok + 1))
-		elif [ $? -ne 99 ] && ! grep -q "==[0-9]*==" "$W/vg"; then
-			vg_ok=$((vg_ok + 1)) # the command failed as it should, valgrind found nothing
+			--pin-dir "$PIN" $cmd >/dev/null 2>"$W/vg-$name"; then
+			echo ok
+		elif [ $? -ne 99 ] && ! grep -q "==[0-9]*==" "$W/vg-$name"; then
+			echo ok # the command failed as it should, valgrind found nothing
 		else
-			echo "valgrind: ringlb $cmd:"; head -20 "$W/vg"
+			echo "valgrind: ringlb $cmd:"; head -20 "$W/vg-$name"
 		fi
 	done
+}
+
+# valgrind: the CLI reads, changes and fails without a memory error or a leak.
+# Two lanes at once, one CPU each: the reads (a shared lock on the state: each
+# sees a committed state) beside the changes and refusals, in their order.
+t_valgrind() {
+	local vg_ok vg_runs vg_daemon vg_rc t reads changes
+	local -a lane_r=("show" "show --json" "stats --json" "verify" "plan $VIP add b7 198.18.0.17" \
+		"lookup $VIP 198.18.0.21:4000" "show $VIP --svg $W/vg.svg" \
+		"plan $VIP remove b1 --svg $W/vg-plan.svg" "show $VIP --svg $W/no/dir.svg" "--version")
+	local -a lane_w=("vip add 198.18.0.105:80/tcp" "vip del 198.18.0.105:80/tcp" \
+		"backend weight $VIP b1 3" "backend weight $VIP ghost 3" "vip add nonsense" "save $W/vg.json" \
+		"vip add 198.18.0.106:80/tcp --check http:/x --rise 3" "vip check 198.18.0.106:80/tcp --fall 4" \
+		"vip del 198.18.0.106:80/tcp" "daemon --metrics nowhere")
+	vg_lane r "${lane_r[@]}" >"$W/vg-r.out" &
+	reads=$!
+	vg_lane w "${lane_w[@]}" >"$W/vg-w.out" &
+	changes=$!
+	wait "$reads" "$changes"
+	vg_runs=$((${#lane_r[@]} + ${#lane_w[@]}))
+	vg_ok=$(cat "$W/vg-r.out" "$W/vg-w.out" | grep -c '^ok$')
+	grep -hv '^ok$' "$W/vg-r.out" "$W/vg-w.out"
 	# The daemon itself: two seconds of checks and a scrape, then SIGTERM.
 	nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
 		--suppressions="$ROOT/tests/tools/valgrind.supp" --errors-for-leak-kinds=definite,indirect \
