@@ -390,12 +390,28 @@ t_restart() {
 }
 
 # --- 20 kill -9 under steady traffic --------------------------------------------------------------
+udp_packets() { ringlb stats --json | jq --arg v "$UDP" '.vips[] | select(.vip == $v) | .packets'; }
+# udp_drained: the counters have read every datagram that reached them: their
+# sockets' queues are empty (0.5 s at most).
+udp_drained() {
+	local t i q
+	for t in $(seq 1 25); do
+		q=0
+		for i in 1 2 3; do
+			q=$((q + $(in_b "$i" ss -Hun 'sport = :5000' | awk '{s += $2} END {print s + 0}')))
+		done
+		[ "$q" -eq 0 ] && return 0
+		sleep 0.02
+	done
+}
 t_kill9() {
-	local sender clean=0 k i sent received
+	local sender clean=0 k i t sent received before
 	flap_settled
+	before=$(udp_packets)
 	ip netns exec "${P}c1" python3 "$TOOLS/udpsend.py" "$TOPO_VIP4" 5000 2000 "$W/udp.sent" &
 	sender=$!
-	sleep 0.5
+	# Until the traffic flows through the balancer (0.5 s at most).
+	for t in $(seq 1 25); do [ "$(udp_packets)" -gt "$before" ] && break; sleep 0.02; done
 	for k in $(seq 1 20); do
 		kill -9 "$DPID"
 		wait "$DPID" 2>/dev/null
@@ -407,7 +423,7 @@ t_kill9() {
 	sleep 0.5
 	kill "$sender"
 	wait "$sender" 2>/dev/null
-	sleep 0.5
+	udp_drained
 	# Each counter writes its count when told to stop, then exits.
 	for i in 1 2 3; do kill "$(cat "$W/udp-b$i.pid")"; done
 	for i in 1 2 3; do wait "$(cat "$W/udp-b$i.pid")" 2>/dev/null; done
