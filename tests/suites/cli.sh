@@ -36,12 +36,12 @@ RINGLB_BIN=$ROOT/build/ringlb
 
 require_root cli
 
-veth_session rlbcli
-# The verifier test's fresh pin directory too, however the script ends.
-trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-none" "$PIN-fresh" "$W"' EXIT
 VIP=198.18.0.100:80/tcp
 
 setup() {
+	veth_session rlbcli
+	# The verifier test's fresh pin directory too, however the script ends.
+	trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-none" "$PIN-fresh" "$W"' EXIT
 	ringlb attach eth0 >/dev/null 2>&1 || { echo "cli: attach failed" >&2; exit 1; }
 	ringlb vip add "$VIP" --vnodes 200
 	ringlb vip add "[2001:db8::100]:443/tcp"

@@ -39,9 +39,6 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 require_root store
 
 TEST_NAME=store
-veth_session rst
-# Host 2's and host 3's pins too, however the script ends.
-trap 'kill $(jobs -p) 2>/dev/null; ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-h2" "$PIN-h3" "$W"' EXIT
 STORE="etcd://127.0.0.1:23790/ringlb-test"
 VIP=198.18.0.100:80/tcp
 
@@ -70,6 +67,9 @@ h3() {
 digest() { "$@" show --json | jq -r '[.vips[].kernel_ring_digest] | join(" ")'; }
 
 setup() {
+	veth_session rst
+	# Host 2's and host 3's pins too, however the script ends.
+	trap 'kill $(jobs -p) 2>/dev/null; ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-h2" "$PIN-h3" "$W"' EXIT
 	etcd_start
 	: >"$W/daemon.log"
 }
