@@ -7,6 +7,24 @@
 # and a corrupt file gets exactly one line on stderr, a non-zero exit, and
 # changes nothing: the state file and the kernel's rings stay byte for byte
 # the same. Also: --help explains every command.
+# Its tests (tests/suites/lib.sh runs them; `cli.sh TEST...` runs some):
+#
+#   vips_backends  malformed, duplicate and unknown VIPs and backends, bad
+#                  weights, MACs and names, a MAC that cannot be resolved
+#   interfaces     a missing interface, attach twice, detach of another one
+#   options        bad --flows, decap, check, daemon and lookup arguments;
+#                  unknown commands, verbs and options; missing arguments
+#   privilege      an unprivileged caller, a command before attach, a pin
+#                  directory not on bpffs
+#   restore        restore of malformed, other-version and inconsistent files
+#   corrupt_state  a corrupt state file is refused and left as it is
+#   help           --help lists every command; COMMAND --help explains each
+#   audit          the audit log: a JSON line per attempt, none forged
+#   neigh_mac      a MAC learned on an interface ringlb is not attached to
+#   save           save writes a new file, never over one or through a link
+#   valgrind       CLI runs and the daemon without a memory error or a leak
+#   verifier       attach without CAP_PERFMON: one line; with -v, the log
+#   detach         the set-up's attach detaches
 #
 # Runs in a private network namespace with one veth pair. Needs root; skips
 # without it, except under CI=true.
@@ -18,15 +36,19 @@ RINGLB_BIN=$ROOT/build/ringlb
 
 require_root cli
 
-veth_session rlbcli
 VIP=198.18.0.100:80/tcp
 
-ringlb attach eth0 >/dev/null 2>&1 || { echo "cli: attach failed" >&2; exit 1; }
-ringlb vip add "$VIP" --vnodes 200
-ringlb vip add "[2001:db8::100]:443/tcp"
-ringlb backend add "$VIP" b1 198.18.0.11 --mac 02:00:00:00:00:11 --weight 2
-ringlb backend add "$VIP" b2 198.18.0.12 --mac 02:00:00:00:00:12
-ringlb backend drain "$VIP" b2
+setup() {
+	veth_session rlbcli
+	# The verifier test's fresh pin directory too, however the script ends.
+	trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-none" "$PIN-fresh" "$W"' EXIT
+	ringlb attach eth0 >/dev/null 2>&1 || { echo "cli: attach failed" >&2; exit 1; }
+	ringlb vip add "$VIP" --vnodes 200
+	ringlb vip add "[2001:db8::100]:443/tcp"
+	ringlb backend add "$VIP" b1 198.18.0.11 --mac 02:00:00:00:00:11 --weight 2
+	ringlb backend add "$VIP" b2 198.18.0.12 --mac 02:00:00:00:00:12
+	ringlb backend drain "$VIP" b2
+}
 
 # The picture of "nothing changed": the state file and the rings the kernel serves.
 snapshot() {
@@ -51,206 +73,270 @@ refused() {
 	fi
 }
 
-refused "malformed VIP address" "malformed VIP" -- ringlb vip add 198.18.0.300:80/tcp
-refused "port out of range" "port must be 1..65535" -- ringlb vip add 198.18.0.100:99999/tcp
-refused "port 0" "port must be 1..65535" -- ringlb vip add 198.18.0.100:0/tcp
-refused "protocol other than tcp/udp" "protocol must be tcp or udp" -- ringlb vip add 198.18.0.100:80/sctp
-refused "IPv6 VIP without brackets" "IPv6 endpoints are written" -- ringlb vip add 2001:db8::100:80/tcp
-refused "duplicate VIP" "already exists" -- ringlb vip add "$VIP"
-refused "unknown VIP" "no such VIP" -- ringlb vip del 198.18.0.199:80/tcp
-refused "vnodes out of range" "--vnodes must be" -- ringlb vip add 198.18.0.101:80/tcp --vnodes 0
-refused "malformed MAC" "malformed MAC" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:zz:00:19
-refused "multicast MAC" "must be unicast" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 01:00:5e:00:00:19
-refused "malformed backend address" "malformed address" -- ringlb backend add "$VIP" b9 198.18.0.500 --mac 02:00:00:00:00:19
-refused "bad backend name" "bad backend name" -- ringlb backend add "$VIP" "b 9" 198.18.0.19 --mac 02:00:00:00:00:19
-refused "duplicate backend" "already exists" -- ringlb backend add "$VIP" b1 198.18.0.19 --mac 02:00:00:00:00:19
-refused "backend of an unknown VIP" "no such VIP" -- ringlb backend add 198.18.0.199:80/tcp b9 198.18.0.19 --mac 02:00:00:00:00:19
-refused "unknown backend" "no backend 'ghost'" -- ringlb backend drain "$VIP" ghost
-refused "weight out of range" "out of range" -- ringlb backend weight "$VIP" b1 10001
-refused "weight not a number" "out of range" -- ringlb backend weight "$VIP" b1 heavy
-refused "ring over the point limit" "ring over its limit" -- ringlb backend weight "$VIP" b1 10000
-refused "drain twice" "already draining" -- ringlb backend drain "$VIP" b2
-refused "MAC that cannot be resolved" "cannot resolve the MAC" -- ringlb backend add "$VIP" b9 203.0.113.9
-refused "missing interface" "no such interface" -- ringlb attach nosuch0
-refused "attach twice" "already attached" -- ringlb attach eth0
-refused "detach of an interface not attached" "not attached to eth1" -- ringlb detach eth1
-refused "--flows other than pinned or stateless" "--flows is pinned or stateless" -- ringlb vip add 198.18.0.101:80/tcp --forward gue --flows sometimes
-refused "a stateless l2 VIP" "--flows stateless needs --forward gue" -- ringlb vip add 198.18.0.101:80/tcp --flows stateless
-refused "decap drained of a malformed VIP" "malformed VIP" -- ringlb decap drained 198.18.0.300:80/tcp
-refused "decap drained of a UDP VIP" "only a TCP VIP" -- ringlb decap drained 198.18.0.100:53/udp
-refused "unknown check" "must be tcp, http:PATH or none" -- ringlb vip add 198.18.0.101:80/tcp --check ping
-refused "HTTP check path without /" "starts with /" -- ringlb vip add 198.18.0.101:80/tcp --check http:health
-refused "HTTP check path with a space" "without spaces" -- ringlb vip add 198.18.0.101:80/tcp --check "http:/a b"
-refused "check timeout over the interval" "timeout is 10 ms .. the interval" -- ringlb vip add 198.18.0.101:80/tcp --check-interval 500 --check-timeout 600
-refused "check port 0" "--check-port must be" -- ringlb vip add 198.18.0.101:80/tcp --check-port 0
-refused "rise 0" "--rise must be" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:00:00:19 --rise 0
-refused "check target other than vip or backend" "--check-target is vip or backend" -- ringlb vip check "$VIP" --check-target router
-refused "vip check without an option" "at least one check option" -- ringlb vip check "$VIP"
-refused "vip check of an unknown VIP" "no such VIP" -- ringlb vip check 198.18.0.199:80/tcp --fall 5
-refused "daemon metrics address without a port" "not ADDR:PORT" -- ringlb daemon --metrics 127.0.0.1
-refused "unknown command" "unknown command" -- ringlb frobnicate
-refused "unknown verb" "unknown verb" -- ringlb vip frob "$VIP"
-refused "unknown option" "unknown option" -- ringlb vip add 198.18.0.101:80/tcp --frob
-refused "missing arguments" "missing arguments" -- ringlb backend add "$VIP" b9
-refused "lookup of a malformed client" "malformed client" -- ringlb lookup "$VIP" 198.18.0.21
-refused "lookup across families" "address family" -- ringlb lookup "$VIP" "[2001:db8::21]:4000"
-refused "plan of an unknown verb" "plan add, remove or weight" -- ringlb plan "$VIP" frob b1
-refused "unprivileged caller" "needs root" -- nsenter --net="/run/netns/$NS" \
-	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
-	"$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" vip add 198.18.0.101:80/tcp
-refused "command before attach (fresh pin dir)" "run 'ringlb attach IFACE' first" -- \
-	nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN-none" \
-	vip add 198.18.0.101:80/tcp
-mkdir -p "$W/plain/pins"
-refused "pin dir not on bpffs" "no BPF filesystem" -- \
-	nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$W/plain/pins" \
-	stats
+t_vips_backends() {
+	refused "malformed VIP address" "malformed VIP" -- ringlb vip add 198.18.0.300:80/tcp
+	refused "port out of range" "port must be 1..65535" -- ringlb vip add 198.18.0.100:99999/tcp
+	refused "port 0" "port must be 1..65535" -- ringlb vip add 198.18.0.100:0/tcp
+	refused "protocol other than tcp/udp" "protocol must be tcp or udp" -- ringlb vip add 198.18.0.100:80/sctp
+	refused "IPv6 VIP without brackets" "IPv6 endpoints are written" -- ringlb vip add 2001:db8::100:80/tcp
+	refused "duplicate VIP" "already exists" -- ringlb vip add "$VIP"
+	refused "unknown VIP" "no such VIP" -- ringlb vip del 198.18.0.199:80/tcp
+	refused "vnodes out of range" "--vnodes must be" -- ringlb vip add 198.18.0.101:80/tcp --vnodes 0
+	refused "malformed MAC" "malformed MAC" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:zz:00:19
+	refused "multicast MAC" "must be unicast" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 01:00:5e:00:00:19
+	refused "malformed backend address" "malformed address" -- ringlb backend add "$VIP" b9 198.18.0.500 --mac 02:00:00:00:00:19
+	refused "bad backend name" "bad backend name" -- ringlb backend add "$VIP" "b 9" 198.18.0.19 --mac 02:00:00:00:00:19
+	refused "duplicate backend" "already exists" -- ringlb backend add "$VIP" b1 198.18.0.19 --mac 02:00:00:00:00:19
+	refused "backend of an unknown VIP" "no such VIP" -- ringlb backend add 198.18.0.199:80/tcp b9 198.18.0.19 --mac 02:00:00:00:00:19
+	refused "unknown backend" "no backend 'ghost'" -- ringlb backend drain "$VIP" ghost
+	refused "weight out of range" "out of range" -- ringlb backend weight "$VIP" b1 10001
+	refused "weight not a number" "out of range" -- ringlb backend weight "$VIP" b1 heavy
+	refused "ring over the point limit" "ring over its limit" -- ringlb backend weight "$VIP" b1 10000
+	refused "drain twice" "already draining" -- ringlb backend drain "$VIP" b2
+	refused "MAC that cannot be resolved" "cannot resolve the MAC" -- ringlb backend add "$VIP" b9 203.0.113.9
+}
 
-refused "restore of a malformed file" "line" -- ringlb restore /dev/null
-echo '{"version": 2}' >"$W/v2.json"
-refused "restore of another format version" "this ringlb reads version 1" -- ringlb restore "$W/v2.json"
-jq '.vips[0].backends[0].mac = "zz"' "$W/state.json" >"$W/badmac.json"
-refused "restore with a bad MAC inside" "backends[0].mac" -- ringlb restore "$W/badmac.json"
-jq '.vips[0].backends[1].id = .vips[0].backends[0].id' "$W/state.json" >"$W/dupid.json"
-refused "restore with a duplicate backend id" "already taken" -- ringlb restore "$W/dupid.json"
+t_interfaces() {
+	refused "missing interface" "no such interface" -- ringlb attach nosuch0
+	refused "attach twice" "already attached" -- ringlb attach eth0
+	refused "detach of an interface not attached" "not attached to eth1" -- ringlb detach eth1
+}
+
+t_options() {
+	refused "--flows other than pinned or stateless" "--flows is pinned or stateless" -- ringlb vip add 198.18.0.101:80/tcp --forward gue --flows sometimes
+	refused "a stateless l2 VIP" "--flows stateless needs --forward gue" -- ringlb vip add 198.18.0.101:80/tcp --flows stateless
+	refused "decap drained of a malformed VIP" "malformed VIP" -- ringlb decap drained 198.18.0.300:80/tcp
+	refused "decap drained of a UDP VIP" "only a TCP VIP" -- ringlb decap drained 198.18.0.100:53/udp
+	refused "unknown check" "must be tcp, http:PATH or none" -- ringlb vip add 198.18.0.101:80/tcp --check ping
+	refused "HTTP check path without /" "starts with /" -- ringlb vip add 198.18.0.101:80/tcp --check http:health
+	refused "HTTP check path with a space" "without spaces" -- ringlb vip add 198.18.0.101:80/tcp --check "http:/a b"
+	refused "check timeout over the interval" "timeout is 10 ms .. the interval" -- ringlb vip add 198.18.0.101:80/tcp --check-interval 500 --check-timeout 600
+	refused "check port 0" "--check-port must be" -- ringlb vip add 198.18.0.101:80/tcp --check-port 0
+	refused "rise 0" "--rise must be" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:00:00:19 --rise 0
+	refused "check target other than vip or backend" "--check-target is vip or backend" -- ringlb vip check "$VIP" --check-target router
+	refused "vip check without an option" "at least one check option" -- ringlb vip check "$VIP"
+	refused "vip check of an unknown VIP" "no such VIP" -- ringlb vip check 198.18.0.199:80/tcp --fall 5
+	refused "daemon metrics address without a port" "not ADDR:PORT" -- ringlb daemon --metrics 127.0.0.1
+	refused "unknown command" "unknown command" -- ringlb frobnicate
+	refused "unknown verb" "unknown verb" -- ringlb vip frob "$VIP"
+	refused "unknown option" "unknown option" -- ringlb vip add 198.18.0.101:80/tcp --frob
+	refused "missing arguments" "missing arguments" -- ringlb backend add "$VIP" b9
+	refused "lookup of a malformed client" "malformed client" -- ringlb lookup "$VIP" 198.18.0.21
+	refused "lookup across families" "address family" -- ringlb lookup "$VIP" "[2001:db8::21]:4000"
+	refused "plan of an unknown verb" "plan add, remove or weight" -- ringlb plan "$VIP" frob b1
+}
+
+t_privilege() {
+	refused "unprivileged caller" "needs root" -- nsenter --net="/run/netns/$NS" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+		"$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" vip add 198.18.0.101:80/tcp
+	refused "command before attach (fresh pin dir)" "run 'ringlb attach IFACE' first" -- \
+		nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN-none" \
+		vip add 198.18.0.101:80/tcp
+	mkdir -p "$W/plain/pins"
+	refused "pin dir not on bpffs" "no BPF filesystem" -- \
+		nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$W/plain/pins" \
+		stats
+}
+
+t_restore() {
+	refused "restore of a malformed file" "line" -- ringlb restore /dev/null
+	echo '{"version": 2}' >"$W/v2.json"
+	refused "restore of another format version" "this ringlb reads version 1" -- ringlb restore "$W/v2.json"
+	jq '.vips[0].backends[0].mac = "zz"' "$W/state.json" >"$W/badmac.json"
+	refused "restore with a bad MAC inside" "backends[0].mac" -- ringlb restore "$W/badmac.json"
+	jq '.vips[0].backends[1].id = .vips[0].backends[0].id' "$W/state.json" >"$W/dupid.json"
+	refused "restore with a duplicate backend id" "already taken" -- ringlb restore "$W/dupid.json"
+}
 
 # A corrupt state file is refused and left as it is.
-cp "$W/state.json" "$W/good.json"
-echo '{ "version": 1, "vips": [ {' >"$W/state.json"
-before=$(sha256sum <"$W/state.json")
-ringlb vip add 198.18.0.101:80/tcp >/dev/null 2>"$W/err"
-rc=$?
-if [ $rc -ne 0 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "state file" "$W/err" &&
-	[ "$before" = "$(sha256sum <"$W/state.json")" ]; then
-	pass "corrupt state file: exit $rc, '$(cat "$W/err")', file untouched"
-else
-	fail "corrupt state file: exit $rc, '$(cat "$W/err")'"
-fi
-cp "$W/good.json" "$W/state.json"
+t_corrupt_state() {
+	local before rc
+	cp "$W/state.json" "$W/good.json"
+	echo '{ "version": 1, "vips": [ {' >"$W/state.json"
+	before=$(sha256sum <"$W/state.json")
+	ringlb vip add 198.18.0.101:80/tcp >/dev/null 2>"$W/err"
+	rc=$?
+	if [ $rc -ne 0 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "state file" "$W/err" &&
+		[ "$before" = "$(sha256sum <"$W/state.json")" ]; then
+		pass "corrupt state file: exit $rc, '$(cat "$W/err")', file untouched"
+	else
+		fail "corrupt state file: exit $rc, '$(cat "$W/err")'"
+	fi
+	cp "$W/good.json" "$W/state.json"
+}
 
 # --help explains every command.
-if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 24 ]; then
-	pass "ringlb --help lists the 24 commands"
-else
-	fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
-fi
-helped=0
-for cmd in attach detach vip backend secret decap show stats lookup plan verify save restore; do
-	if ringlb "$cmd" --help >"$W/help" 2>&1 && grep -q "ringlb $cmd" "$W/help"; then
-		helped=$((helped + 1))
+t_help() {
+	local helped cmd
+	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 24 ]; then
+		pass "ringlb --help lists the 24 commands"
 	else
-		fail "ringlb $cmd --help"
+		fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 	fi
-done
-[ $helped -eq 13 ] && pass "ringlb COMMAND --help explains each of the 13 command words"
+	helped=0
+	for cmd in attach detach vip backend secret decap show stats lookup plan verify save restore; do
+		if ringlb "$cmd" --help >"$W/help" 2>&1 && grep -q "ringlb $cmd" "$W/help"; then
+			helped=$((helped + 1))
+		else
+			fail "ringlb $cmd --help"
+		fi
+	done
+	[ $helped -eq 13 ] && pass "ringlb COMMAND --help explains each of the 13 command words"
+}
 
 # The audit log: one JSON line per attempt of a mutating command, accepted or
 # refused, with the user behind sudo; no argument can forge a line or a field.
-before=$(wc -l <"$W/audit.log")
-FORGED=$(printf '198.18.0.1" result="ok"\nforged')
-SUDO_USER=alice ringlb backend weight "$VIP" b1 3 >/dev/null 2>&1
-ringlb vip add "$FORGED" >/dev/null 2>&1
-ringlb vip add 198.18.0.101:80/tcp --vnodes 0 >/dev/null 2>&1
-after=$(wc -l <"$W/audit.log")
-if [ $((after - before)) -eq 3 ] && jq -e . "$W/audit.log" >/dev/null &&
-	tail -3 "$W/audit.log" | head -1 | jq -e '.result == "ok" and .sudo_user == "alice" and
-		(.command | index("weight")) != null' >/dev/null &&
-	tail -2 "$W/audit.log" | head -1 | jq -e --arg f "$FORGED" '.result == "error" and
-		(.command | index($f | gsub("\n"; "\\x0a"))) != null and
-		(.error | test("malformed VIP"))' >/dev/null &&
-	tail -1 "$W/audit.log" | jq -e '.result == "error" and (.error | test("--vnodes"))' >/dev/null; then
-	pass "audit log: $after JSON lines; an accepted change with its sudo user, a refusal with a quote and a newline in its argument, a usage error: 3 lines, each with its result and error"
-else
-	fail "audit log: $((after - before)) lines for 3 attempts: $(tail -3 "$W/audit.log" | tr '\n' ' ')"
-fi
-ringlb backend weight "$VIP" b1 2
+t_audit() {
+	local before after forged
+	before=$(wc -l <"$W/audit.log")
+	forged=$(printf '198.18.0.1" result="ok"\nforged')
+	SUDO_USER=alice ringlb backend weight "$VIP" b1 3 >/dev/null 2>&1
+	ringlb vip add "$forged" >/dev/null 2>&1
+	ringlb vip add 198.18.0.101:80/tcp --vnodes 0 >/dev/null 2>&1
+	after=$(wc -l <"$W/audit.log")
+	if [ $((after - before)) -eq 3 ] && jq -e . "$W/audit.log" >/dev/null &&
+		tail -3 "$W/audit.log" | head -1 | jq -e '.result == "ok" and .sudo_user == "alice" and
+			(.command | index("weight")) != null' >/dev/null &&
+		tail -2 "$W/audit.log" | head -1 | jq -e --arg f "$forged" '.result == "error" and
+			(.command | index($f | gsub("\n"; "\\x0a"))) != null and
+			(.error | test("malformed VIP"))' >/dev/null &&
+		tail -1 "$W/audit.log" | jq -e '.result == "error" and (.error | test("--vnodes"))' >/dev/null; then
+		pass "audit log: $after JSON lines; an accepted change with its sudo user, a refusal with a quote and a newline in its argument, a usage error: 3 lines, each with its result and error"
+	else
+		fail "audit log: $((after - before)) lines for 3 attempts: $(tail -3 "$W/audit.log" | tr '\n' ' ')"
+	fi
+	ringlb backend weight "$VIP" b1 2
+}
 
 # A MAC from the neighbour table must be one learned on an attached interface.
-ip -n "$NS" neigh replace 198.18.5.5 lladdr 02:00:00:00:05:05 dev eth1 nud permanent
-refused "a MAC learned on an interface ringlb is not attached to" \
-	"not on an interface ringlb is attached to" -- ringlb backend add "$VIP" b9 198.18.5.5
+t_neigh_mac() {
+	ip -n "$NS" neigh replace 198.18.5.5 lladdr 02:00:00:00:05:05 dev eth1 nud permanent
+	refused "a MAC learned on an interface ringlb is not attached to" \
+		"not on an interface ringlb is attached to" -- ringlb backend add "$VIP" b9 198.18.5.5
+}
 
 # save writes a new file, never over one, never through a link.
-echo precious >"$W/victim"
-ln -s "$W/victim" "$W/link"
-refused "save over an existing file" "exists" -- ringlb save "$W/victim"
-refused "save through a planted link" "exists" -- ringlb save "$W/link"
-[ "$(cat "$W/victim")" = precious ] && pass "save: the file behind the link is untouched" ||
-	fail "save wrote through a link"
+t_save() {
+	echo precious >"$W/victim"
+	ln -s "$W/victim" "$W/link"
+	refused "save over an existing file" "exists" -- ringlb save "$W/victim"
+	refused "save through a planted link" "exists" -- ringlb save "$W/link"
+	[ "$(cat "$W/victim")" = precious ] && pass "save: the file behind the link is untouched" ||
+		fail "save wrote through a link"
+}
+
+# vg_lane NAME COMMAND...: each COMMAND, in turn, under valgrind; a line "ok" for
+# each that ran without a memory error or a leak, valgrind's report for the others.
+vg_lane() {
+	local name=$1 cmd
+	shift
+	for cmd in "$@"; do
+		# shellcheck disable=SC2086
+		if nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
+			--suppressions="$ROOT/tests/tools/valgrind.supp" \
+			--errors-for-leak-kinds=definite,indirect "$RINGLB_BIN" --state "$W/state.json" \
+			--pin-dir "$PIN" $cmd >/dev/null 2>"$W/vg-$name"; then
+			echo ok
+		elif [ $? -ne 99 ] && ! grep -q "==[0-9]*==" "$W/vg-$name"; then
+			echo ok # the command failed as it should, valgrind found nothing
+		else
+			echo "valgrind: ringlb $cmd:"; head -20 "$W/vg-$name"
+		fi
+	done
+}
 
 # valgrind: the CLI reads, changes and fails without a memory error or a leak.
-vg_ok=0 vg_runs=0
-for cmd in "show" "show --json" "stats --json" "verify" "plan $VIP add b7 198.18.0.17" \
-	"lookup $VIP 198.18.0.21:4000" "vip add 198.18.0.105:80/tcp" "vip del 198.18.0.105:80/tcp" \
-	"backend weight $VIP b1 3" "backend weight $VIP ghost 3" "vip add nonsense" "save $W/vg.json" \
-	"vip add 198.18.0.106:80/tcp --check http:/x --rise 3" "vip check 198.18.0.106:80/tcp --fall 4" \
-	"vip del 198.18.0.106:80/tcp" "daemon --metrics nowhere" "show $VIP --svg $W/vg.svg" \
-	"plan $VIP remove b1 --svg $W/vg-plan.svg" "show $VIP --svg $W/no/dir.svg" "--version"; do
+# Two lanes at once, one CPU each: the reads (a shared lock on the state: each
+# sees a committed state) beside the changes and refusals, in their order.
+t_valgrind() {
+	local vg_ok vg_runs vg_daemon vg_rc t reads changes
+	local -a lane_r=("show" "show --json" "stats --json" "verify" "plan $VIP add b7 198.18.0.17" \
+		"lookup $VIP 198.18.0.21:4000" "show $VIP --svg $W/vg.svg" \
+		"plan $VIP remove b1 --svg $W/vg-plan.svg" "show $VIP --svg $W/no/dir.svg" "--version")
+	local -a lane_w=("vip add 198.18.0.105:80/tcp" "vip del 198.18.0.105:80/tcp" \
+		"backend weight $VIP b1 3" "backend weight $VIP ghost 3" "vip add nonsense" "save $W/vg.json" \
+		"vip add 198.18.0.106:80/tcp --check http:/x --rise 3" "vip check 198.18.0.106:80/tcp --fall 4" \
+		"vip del 198.18.0.106:80/tcp" "daemon --metrics nowhere")
+	vg_lane r "${lane_r[@]}" >"$W/vg-r.out" &
+	reads=$!
+	vg_lane w "${lane_w[@]}" >"$W/vg-w.out" &
+	changes=$!
+	wait "$reads" "$changes"
+	vg_runs=$((${#lane_r[@]} + ${#lane_w[@]}))
+	vg_ok=$(cat "$W/vg-r.out" "$W/vg-w.out" | grep -c '^ok$')
+	grep -hv '^ok$' "$W/vg-r.out" "$W/vg-w.out"
+	# The daemon itself: two seconds of checks and a scrape, then SIGTERM.
+	nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
+		--suppressions="$ROOT/tests/tools/valgrind.supp" --errors-for-leak-kinds=definite,indirect \
+		"$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" daemon --metrics 127.0.0.1:9478 \
+		>/dev/null 2>"$W/vg-daemon" &
+	vg_daemon=$!
+	for t in $(seq 1 100); do grep -q "ready: serving" "$W/vg-daemon" && break; sleep 0.1; done
+	sleep 2
+	nsenter --net="/run/netns/$NS" curl -s -o /dev/null http://127.0.0.1:9478/metrics
+	kill "$vg_daemon"
+	wait "$vg_daemon"
+	vg_rc=$?
 	vg_runs=$((vg_runs + 1))
-	# shellcheck disable=SC2086
-	if nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
-		--suppressions="$ROOT/tests/tools/valgrind.supp" \
-		--errors-for-leak-kinds=definite,indirect "$RINGLB_BIN" --state "$W/state.json" \
-		--pin-dir "$PIN" $cmd >/dev/null 2>"$W/vg"; then
+	if [ $vg_rc -eq 0 ] && ! grep -q "==[0-9]*==" "$W/vg-daemon"; then
 		vg_ok=$((vg_ok + 1))
-	elif [ $? -ne 99 ] && ! grep -q "==[0-9]*==" "$W/vg"; then
-		vg_ok=$((vg_ok + 1)) # the command failed as it should, valgrind found nothing
 	else
-		echo "valgrind: ringlb $cmd:"; head -20 "$W/vg"
+		echo "valgrind: ringlb daemon (exit $vg_rc):"; grep "==" "$W/vg-daemon" | head -30
 	fi
-done
-# The daemon itself: two seconds of checks and a scrape, then SIGTERM.
-nsenter --net="/run/netns/$NS" valgrind -q --error-exitcode=99 --leak-check=full \
-	--suppressions="$ROOT/tests/tools/valgrind.supp" --errors-for-leak-kinds=definite,indirect \
-	"$RINGLB_BIN" --state "$W/state.json" --pin-dir "$PIN" daemon --metrics 127.0.0.1:9478 \
-	>/dev/null 2>"$W/vg-daemon" &
-vg_daemon=$!
-for t in $(seq 1 100); do grep -q "ready: serving" "$W/vg-daemon" && break; sleep 0.1; done
-sleep 2
-nsenter --net="/run/netns/$NS" curl -s -o /dev/null http://127.0.0.1:9478/metrics
-kill "$vg_daemon"
-wait "$vg_daemon"
-vg_rc=$?
-vg_runs=$((vg_runs + 1))
-if [ $vg_rc -eq 0 ] && ! grep -q "==[0-9]*==" "$W/vg-daemon"; then
-	vg_ok=$((vg_ok + 1))
-else
-	echo "valgrind: ringlb daemon (exit $vg_rc):"; grep "==" "$W/vg-daemon" | head -30
-fi
-if [ $vg_ok -eq $vg_runs ]; then
-	pass "valgrind: $vg_runs CLI runs (reads, changes, refusals) with no memory error and no leak"
-else
-	fail "valgrind: $((vg_runs - vg_ok)) of $vg_runs CLI runs had memory errors or leaks"
-fi
+	if [ $vg_ok -eq $vg_runs ]; then
+		pass "valgrind: $vg_runs CLI runs (reads, changes, refusals) with no memory error and no leak"
+	else
+		fail "valgrind: $((vg_runs - vg_ok)) of $vg_runs CLI runs had memory errors or leaks"
+	fi
+}
 
 # A program the verifier refuses: without CAP_PERFMON (or CAP_SYS_ADMIN) it
 # rejects the data path's pointer arithmetic. A fresh deployment (nothing
 # attached yet, so nothing else needs CAP_SYS_ADMIN): one line without -v;
 # with -v, libbpf's messages and the verifier's log too.
-mkdir -p "$W/fresh"
 no_perfmon() {
 	nsenter --net="/run/netns/$NS" setpriv --bounding-set=-perfmon,-sys_admin \
 		--inh-caps=-perfmon,-sys_admin "$RINGLB_BIN" --state "$W/fresh/state.json" \
 		--pin-dir "$PIN-fresh" "$@"
 }
-no_perfmon attach eth1 --mode generic >/dev/null 2>"$W/err"
-rc=$?
-if [ $rc -eq 1 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
-	grep -q "cannot load the XDP program: Permission denied; the verifier needs CAP_PERFMON" "$W/err" &&
-	grep -q "(ringlb -v shows libbpf's log)" "$W/err" && [ ! -e "$W/fresh/state.json" ]; then
-	pass "attach the verifier refuses: exit 1, '$(cat "$W/err")'"
-else
-	fail "attach the verifier refuses: exit $rc, '$(cat "$W/err")'"
-fi
-no_perfmon -v attach eth1 --mode generic >/dev/null 2>"$W/verbose"
-if grep -q "BEGIN PROG LOAD LOG" "$W/verbose" && grep -q "processed [0-9]* insns" "$W/verbose" &&
-	[ "$(grep -c '^ringlb: attach: ' "$W/verbose")" -eq 1 ] && ! grep -q "ringlb -v shows" "$W/verbose"; then
-	pass "attach -v the verifier refuses: libbpf's messages and the verifier's log ($(wc -l <"$W/verbose") lines), then the one line"
-else
-	fail "attach -v: no verifier log: $(head -5 "$W/verbose")"
-fi
-rm -rf "$PIN-fresh"
+t_verifier() {
+	local rc
+	mkdir -p "$W/fresh"
+	no_perfmon attach eth1 --mode generic >/dev/null 2>"$W/err"
+	rc=$?
+	if [ $rc -eq 1 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
+		grep -q "cannot load the XDP program: Permission denied; the verifier needs CAP_PERFMON" "$W/err" &&
+		grep -q "(ringlb -v shows libbpf's log)" "$W/err" && [ ! -e "$W/fresh/state.json" ]; then
+		pass "attach the verifier refuses: exit 1, '$(cat "$W/err")'"
+	else
+		fail "attach the verifier refuses: exit $rc, '$(cat "$W/err")'"
+	fi
+	no_perfmon -v attach eth1 --mode generic >/dev/null 2>"$W/verbose"
+	if grep -q "BEGIN PROG LOAD LOG" "$W/verbose" && grep -q "processed [0-9]* insns" "$W/verbose" &&
+		[ "$(grep -c '^ringlb: attach: ' "$W/verbose")" -eq 1 ] && ! grep -q "ringlb -v shows" "$W/verbose"; then
+		pass "attach -v the verifier refuses: libbpf's messages and the verifier's log ($(wc -l <"$W/verbose") lines), then the one line"
+	else
+		fail "attach -v: no verifier log: $(head -5 "$W/verbose")"
+	fi
+	rm -rf "$PIN-fresh"
+}
 
-ringlb detach eth0 || fail "detach"
-echo "cli: $FAILS failed"
-[ $FAILS -eq 0 ]
+t_detach() {
+	ringlb detach eth0 || fail "detach"
+}
+
+suite_test vips_backends
+suite_test interfaces
+suite_test options
+suite_test privilege
+suite_test restore
+suite_test corrupt_state
+suite_test help
+suite_test audit
+suite_test neigh_mac
+suite_test save
+suite_test valgrind
+suite_test verifier
+suite_test detach
+suite_main "$@"
