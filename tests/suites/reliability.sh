@@ -78,7 +78,7 @@ setup() {
 # --- swaps under load -----------------------------------------------------------------
 
 t_swaps() {
-	local p t n i op vip present id cmd applied refused bursts now good backend
+	local p n i op vip present id cmd applied refused bursts now good backend
 	local FRAMES FORWARDED DROPPED LEAKED WATCHED UDP_BEFORE STREAM BURST
 	local -a PORTS=() eps=() downloads=()
 	local -A REMOVED_SLOT_PACKETS=()
@@ -97,7 +97,7 @@ t_swaps() {
 		downloads+=($!)
 	done
 	# Until every download has its first bytes, its flow pinned (was a fixed 1 s; 10 s at most).
-	for t in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		n=0
 		for p in "${PORTS[@]}"; do [ -s "$W/dl-$p" ] && n=$((n + 1)); done
 		[ $n -eq ${#PORTS[@]} ] && break
@@ -157,7 +157,7 @@ EOF
 	wait $STREAM
 	FRAMES=$(($(cat "$W/bursts") * BURST))
 	# Until the frames still on their way are counted (was a fixed 1 s; 3 s at most).
-	for t in $(seq 1 30); do
+	for _ in $(seq 1 30); do
 		FORWARDED=$(($(vip_packets "$UDP_VIP") - UDP_BEFORE))
 		[ "$FORWARDED" -ge "$FRAMES" ] && break
 		sleep 0.1
@@ -250,7 +250,7 @@ crash_command() {
 listening() { [ -n "$(ip netns exec "$1" ss -Htln "sport = :$2")" ]; }
 
 t_crashes() {
-	local i k t n gen victim old new broken repaired ordinary_failed unclean conns misrouted
+	local i k n gen victim old new broken repaired ordinary_failed unclean conns misrouted
 	local want got left DROPS_BEFORE DROPPED
 	local -a wants=()
 	local -A KINDS=()
@@ -266,7 +266,7 @@ t_crashes() {
 		ip netns exec "${P}b$i" nginx -c "$W/nginx-b$i.conf" -s reload 2>/dev/null
 	done
 	# Until the five listen there (was a fixed 1 s; 5 s at most).
-	for t in $(seq 1 50); do
+	for _ in $(seq 1 50); do
 		n=0
 		for i in 1 2 3 4 5; do listening "${P}b$i" 8080 && n=$((n + 1)); done
 		[ $n -eq 5 ] && break
