@@ -2,14 +2,19 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Bash completion (scripts/ringlb.bash-completion), run through the real
-# bash-completion framework as bash runs it on <Tab>:
-#   - objects, verbs and global options; for every command `ringlb --help`
-#     lists, exactly its options (and --json, --verbose, --help)
-#   - option values (--mode, --forward, --flows, --check, --check-target,
-#     files for --svg and --state)
-#   - VIPs (IPv4 and IPv6) and backend names from the state the command line
-#     names, plan's verbs and the backends it can remove; interfaces
-#   - a state it cannot read completes nothing and prints nothing
+# bash-completion framework as bash runs it on <Tab>. Its tests
+# (tests/suites/lib.sh runs them; `completion.sh TEST...` runs some):
+#
+#   words       objects, verbs and global options
+#   values      option values (--mode, --forward, --flows, --check,
+#               --check-target, files for --svg and --state)
+#   names       VIPs (IPv4 and IPv6) and backend names from the state the
+#               command line names, plan's verbs and the backends it can remove
+#   unreadable  a state it cannot read completes nothing and prints nothing
+#   options     for every command `ringlb --help` lists, exactly its options
+#               (and --json, --verbose, --help)
+#
+# Needs root. Without it the script skips, except under CI=true.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,15 +26,19 @@ TEST_NAME=completion
 veth_session rcmp
 V4=198.18.0.100:80/tcp
 V6='[2001:db8::100]:53/udp'
-ringlb attach eth0 --mode generic >/dev/null || die "attach"
-ringlb vip add "$V4" --check none >/dev/null && ringlb vip add "$V6" >/dev/null || die "vip add"
-for b in web-1 web-2 web-3; do
-	ringlb backend add "$V4" "$b" "198.18.0.1${b#web-}" --mac "02:00:00:00:00:0${b#web-}" >/dev/null ||
-		die "backend add $b"
-done
-ringlb backend add "$V6" dns-1 2001:db8::11 --mac 02:00:00:00:01:01 >/dev/null || die "v6 backend"
-
 R="$ROOT/build/ringlb --state $W/state.json --pin-dir $PIN"
+
+setup() {
+	local b
+	ringlb attach eth0 --mode generic >/dev/null || die "attach"
+	ringlb vip add "$V4" --check none >/dev/null && ringlb vip add "$V6" >/dev/null || die "vip add"
+	for b in web-1 web-2 web-3; do
+		ringlb backend add "$V4" "$b" "198.18.0.1${b#web-}" --mac "02:00:00:00:00:0${b#web-}" \
+			>/dev/null || die "backend add $b"
+	done
+	ringlb backend add "$V6" dns-1 2001:db8::11 --mac 02:00:00:00:01:01 >/dev/null ||
+		die "v6 backend"
+}
 
 # complete LINE: what <Tab> at the end of LINE offers, sorted, on one line.
 complete_line() {
@@ -56,43 +65,60 @@ expect() { # LINE WANT
 	fi
 }
 
-expect "$R " "attach backend daemon decap detach host lookup plan restore save secret show stats verify vip"
-expect "$R ba" "backend"
-expect "$R --" "--help --json --pin-dir --state --store --verbose --version"
-expect "$R vip " "add check del"
-expect "$R backend " "add drain remove weight"
-expect "$R vip add 198.18.0.9:80/tcp --forward " "gue ipip l2"
-expect "$R vip add 198.18.0.9:80/tcp --flows " "pinned stateless"
-expect "$R vip add 198.18.0.9:80/tcp --check " "http: none tcp"
-expect "$R vip add 198.18.0.9:80/tcp --check-target " "backend vip"
-expect "$R attach eth0 --mode " "generic native"
-expect "$R backend drain " "$V4 $V6"
-expect "$R show " "$V4 $V6"
-expect "$R backend weight $V4 " "web-1 web-2 web-3"
-expect "$R backend remove $V6 " "dns-1"
-expect "$R backend add $V4 " ""
-expect "$R plan $V4 " "add remove weight"
-expect "$R plan $V4 remove " "web-1 web-2 web-3"
-expect "$R lookup " "$V4 $V6"
-expect "$R backend weight --json $V4 w" "web-1 web-2 web-3"
-touch "$W/ring.svg"
-expect "$R show $V4 --svg $W/ring.s" "$W/ring.svg"
-expect "$R --state $W/sta" "$W/state.json $W/state.json.lock"
-expect "$ROOT/build/ringlb --state $W/none.json --pin-dir $PIN backend drain " ""
+t_words() {
+	expect "$R " "attach backend daemon decap detach host lookup plan restore save secret show stats verify vip"
+	expect "$R ba" "backend"
+	expect "$R --" "--help --json --pin-dir --state --store --verbose --version"
+	expect "$R vip " "add check del"
+	expect "$R backend " "add drain remove weight"
+}
+
+t_values() {
+	expect "$R vip add 198.18.0.9:80/tcp --forward " "gue ipip l2"
+	expect "$R vip add 198.18.0.9:80/tcp --flows " "pinned stateless"
+	expect "$R vip add 198.18.0.9:80/tcp --check " "http: none tcp"
+	expect "$R vip add 198.18.0.9:80/tcp --check-target " "backend vip"
+	expect "$R attach eth0 --mode " "generic native"
+	touch "$W/ring.svg"
+	expect "$R show $V4 --svg $W/ring.s" "$W/ring.svg"
+	expect "$R --state $W/sta" "$W/state.json $W/state.json.lock"
+}
+
+t_names() {
+	expect "$R backend drain " "$V4 $V6"
+	expect "$R show " "$V4 $V6"
+	expect "$R backend weight $V4 " "web-1 web-2 web-3"
+	expect "$R backend remove $V6 " "dns-1"
+	expect "$R backend add $V4 " ""
+	expect "$R plan $V4 " "add remove weight"
+	expect "$R plan $V4 remove " "web-1 web-2 web-3"
+	expect "$R lookup " "$V4 $V6"
+	expect "$R backend weight --json $V4 w" "web-1 web-2 web-3"
+}
+
+t_unreadable() {
+	expect "$ROOT/build/ringlb --state $W/none.json --pin-dir $PIN backend drain " ""
+}
 
 # Every command's options, exactly as its synopsis in `ringlb --help` lists them.
-bad=0
-while read -r object rest; do
-	verb=""
-	[[ $rest =~ ^[a-z]+ ]] && verb=${BASH_REMATCH[0]}
-	want=$({ grep -o '\[--[a-z-]*' <<<"$rest" | tr -d '['; echo --json; echo --verbose; echo --help; } |
-		sort -u | tr '\n' ' ' | sed 's/ $//')
-	got=$(complete_line "$R $object ${verb:+$verb }--")
-	[ "$got" = "$want" ] || { bad=$((bad + 1)); echo "  $object $verb: got '$got', want '$want'"; }
-done < <("$ROOT/build/ringlb" --help | sed -n 's/^  ringlb //p')
-commands=$("$ROOT/build/ringlb" --help | grep -c '^  ringlb ')
-[ "$bad" -eq 0 ] && pass "the options of all $commands commands complete exactly as ringlb --help lists them" ||
-	fail "$bad of $commands commands complete other options than ringlb --help lists"
+t_options() {
+	local bad=0 object rest verb want got commands
+	while read -r object rest; do
+		verb=""
+		[[ $rest =~ ^[a-z]+ ]] && verb=${BASH_REMATCH[0]}
+		want=$({ grep -o '\[--[a-z-]*' <<<"$rest" | tr -d '['; echo --json; echo --verbose; echo --help; } |
+			sort -u | tr '\n' ' ' | sed 's/ $//')
+		got=$(complete_line "$R $object ${verb:+$verb }--")
+		[ "$got" = "$want" ] || { bad=$((bad + 1)); echo "  $object $verb: got '$got', want '$want'"; }
+	done < <("$ROOT/build/ringlb" --help | sed -n 's/^  ringlb //p')
+	commands=$("$ROOT/build/ringlb" --help | grep -c '^  ringlb ')
+	[ "$bad" -eq 0 ] && pass "the options of all $commands commands complete exactly as ringlb --help lists them" ||
+		fail "$bad of $commands commands complete other options than ringlb --help lists"
+}
 
-echo "completion: $FAILS failed"
-[ "$FAILS" -eq 0 ]
+suite_test words
+suite_test values
+suite_test names
+suite_test unreadable
+suite_test options
+suite_main "$@"
