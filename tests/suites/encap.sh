@@ -82,13 +82,17 @@ check_lookup() {
 
 # --- set-up: balancer and backends ------------------------------------------------
 # A small flow table and a low rate of new flows a CPU pins per second, for the flood
-# below. (Measured: without the rate, the flood evicted no pin of the downloads either:
-# the kernel's LRU keeps entries that packets keep looking up. The check below is that
-# the connections survive and that the rate engages.)
+# below: what the rate lets the flood pin (250 a second on each of 2 CPUs for the 6 s
+# flood and the second it starts in: 3,500 entries) and what the earlier tests pinned
+# (about 350) fit in the table's 8,192, so no pin of a download is evicted while the
+# flood's flows go unpinned. With 1,024 entries and a rate of 1,000 a second the flood
+# could pin 14,000: the kernel's LRU then left as few as 42 of the 100 downloads' pins
+# 1.4 s into the flood, and a drained backend's downloads broke (43 to 100 of 100 whole
+# in seven runs).
 setup() {
 	local i spec
-	ringlb attach eth0 --source "$ROUTED_LB4" --source "$ROUTED_LB6" --flows 1024 \
-		--new-flow-rate "${NEW_FLOW_RATE:-1000}" \
+	ringlb attach eth0 --source "$ROUTED_LB4" --source "$ROUTED_LB6" --flows 8192 \
+		--new-flow-rate "${NEW_FLOW_RATE:-250}" \
 		>/dev/null || die "attach"
 	for i in 1 2 3; do
 		mkdir -p "$W/b$i"
