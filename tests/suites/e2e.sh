@@ -49,16 +49,6 @@ share() { ringlb show --json | jq -r --arg v "$1" --arg n "$2" \
 within() { awk -v o="$1" -v e="$2" -v n="$3" 'BEGIN {
 	s = 4 * sqrt(e * (1 - e) / n); d = o / n - e; if (d < 0) d = -d; exit !(d <= s + 0.005) }'; }
 
-# endpoint ADDR PORT: a client endpoint as lookup takes it.
-endpoint() { case $1 in *:*) echo "[$1]:$2" ;; *) echo "$1:$2" ;; esac; }
-
-# lookups VIP ENDPOINT...: the backend of each flow, a line each, from one lookup.
-lookups() {
-	local vip=$1
-	shift
-	ringlb lookup "$vip" "$@" | awk '{ print $2 }'
-}
-
 setup() {
 	topo_up "$P" "$W" 3 || die "topology"
 	ringlb attach eth0 >/dev/null || die "attach"

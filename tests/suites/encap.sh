@@ -52,14 +52,6 @@ vip_url() {
 	echo "http://$a"
 }
 
-# lookups_json VIP ENDPOINT...: each flow's answer, one JSON object a line, from one
-# lookup (one flow answers an object, several an array).
-lookups_json() {
-	local vip=$1
-	shift
-	ringlb lookup --json "$vip" "$@" | jq -c 'if type == "array" then .[] else . end'
-}
-
 # check_lookup SPEC OUT: OUT holds "backend port" lines; count those lookup agrees with.
 check_lookup() {
 	local spec=$1 out=$2 agree=0 n=0 name port want caddr
@@ -257,19 +249,8 @@ PY
 # --- flood: spoofed SYNs cannot evict the pins of real connections --------------------------
 # 100 slow downloads (256 KiB at 64 KiB/s) from the IPv4 IPIP VIP (b1 and b2 now); then
 # spoofed SYNs from random sources, as fast as trafgen sends them, while b2 drains and b3
-# is added back. Past 1,000 new flows per CPU per second the balancer stops pinning new flows, so
-# the flood takes no more of the flow table than that and the downloads keep their pins.
-
-# started DIR N: every one of the N downloads in DIR has its first KiB (20 s at most).
-started() {
-	local dir=$1 n=$2 t
-	for t in $(seq 1 200); do
-		[ "$(find "$dir" -maxdepth 1 -regex '.*/[0-9]+' -size +1023c | wc -l)" -ge "$n" ] &&
-			return 0
-		sleep 0.1
-	done
-	return 1
-}
+# is added back. Past 250 new flows per CPU per second the balancer stops pinning new flows, so
+# the flood takes no more of the flow table than that (set-up) and the downloads keep their pins.
 
 t_flood() {
 	local k unpinned0 unpinned flood whole=0
@@ -283,7 +264,7 @@ t_flood() {
 	# Until every download is under way, its flow pinned before the flood (was a fixed 1 s,
 	# after which some could still be opening: their SYNs then came in the flood, past the
 	# rate, and went unpinned).
-	started "$W/flood" 100 || echo "     (not every download had started)"
+	downloads_started "$W/flood" 100 || echo "     (not every download had started)"
 	unpinned0=$(ringlb stats --json | jq .new_flows_unpinned)
 	syn_flood "$ROUTED_VIP4" 6 &
 	flood=$!

@@ -41,14 +41,6 @@ VIP6="[$TOPO_VIP6]:80/tcp"
 # Client ports, each used once (below the ephemeral range; see docs/traps.md).
 NEXT_PORT=20000
 
-# lookups VIP ENDPOINT...: the backend of each flow, a line each, from one lookup
-# (one flow answers an object, several an array).
-lookups() {
-	local vip=$1
-	shift
-	ringlb lookup --json "$vip" "$@" | jq -r 'if type == "array" then .[] else . end | .backend'
-}
-
 # agree WHAT VIP CLIENT N: N new connections from fresh ports each reach the
 # backend `ringlb lookup` names beforehand, and the balancer drops nothing.
 agree() {

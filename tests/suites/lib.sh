@@ -166,6 +166,32 @@ ringlb() {
 # on_client N COMMAND...: COMMAND in the topology's client namespace N.
 on_client() { local c=$1; shift; ip netns exec "${P}c$c" "$@"; }
 
+# endpoint ADDR PORT: a client endpoint as lookup takes it (brackets for IPv6).
+endpoint() { case $1 in *:*) echo "[$1]:$2" ;; *) echo "$1:$2" ;; esac; }
+
+# lookups_json VIP ENDPOINT...: each flow's answer, one JSON object a line, from one
+# `ringlb lookup` (one flow answers an object, several an array).
+lookups_json() {
+	local vip=$1
+	shift
+	ringlb lookup --json "$vip" "$@" | jq -c 'if type == "array" then .[] else . end'
+}
+
+# lookups VIP ENDPOINT...: the backend of each flow, a line each, from one lookup.
+lookups() { lookups_json "$@" | jq -r .backend; }
+
+# downloads_started DIR N: every one of the N downloads writing DIR/1 .. DIR/N has its
+# first KiB (20 s at most).
+downloads_started() {
+	local dir=$1 n=$2 _
+	for _ in $(seq 1 200); do
+		[ "$(find "$dir" -maxdepth 1 -regex '.*/[0-9]+' -size +1023c | wc -l)" -ge "$n" ] &&
+			return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # url ADDR: the base URL of an address (brackets for IPv6).
 url() { case $1 in *:*) echo "http://[$1]" ;; *) echo "http://$1" ;; esac; }
 

@@ -55,14 +55,6 @@ vip_packets() {
 backend_id() { jq -r --arg v "$1" --arg n "$2" \
 	'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | .id' "$W/state.json"; }
 
-# lookups VIP ENDPOINT...: the backend of each flow, a line each, from one lookup
-# (one flow answers an object, several an array).
-lookups() {
-	local vip=$1
-	shift
-	ringlb lookup --json "$vip" "$@" | jq -r 'if type == "array" then .[] else . end | .backend'
-}
-
 setup() {
 	local vip i
 	topo_up "$P" "$W" 5 || die "topology"

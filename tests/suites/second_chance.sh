@@ -81,18 +81,6 @@ whole() {
 	echo $ok
 }
 
-# wait_started DIR N: until every download has its first KiB (20 s at most). (It
-# counted the bytes of all of them, N KiB in all: some could still be opening.)
-wait_started() {
-	local dir=$1 n=$2 t
-	for t in $(seq 1 200); do
-		[ "$(find "$dir" -maxdepth 1 -regex '.*/[0-9]+' -size +1023c | wc -l)" -ge "$n" ] &&
-			return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # not_whole DIR N VIP: the downloads of DIR that are not whole (5 at most): HTTP
 # code, client port, curl's exit status, bytes and whose they are, and where the
 # balancer sends the flow now; then every backend's decap counters and the
@@ -114,14 +102,6 @@ not_whole() {
 }
 
 decap_count() { be "$1" decap stats --json | jq ".$2.packets"; }
-
-# lookups_json VIP ENDPOINT...: each flow's answer, one JSON object a line, from one
-# lookup (one flow answers an object, several an array).
-lookups_json() {
-	local vip=$1
-	shift
-	ringlb lookup --json "$vip" "$@" | jq -c 'if type == "array" then .[] else . end'
-}
 
 # client_ports DIR N: the client endpoint of each of N downloads, a line each.
 client_ports() {
@@ -164,7 +144,7 @@ t_lost() {
 	local -a eps=() owners=()
 	saved0=$(( $(decap_count 1 decap_second_chance) + $(decap_count 2 decap_second_chance) ))
 	downloads "$W/lost" 200 "$ROUTED_VIP4" 24k
-	wait_started "$W/lost" 200 || echo "     (not every download had started)"
+	downloads_started "$W/lost" 200 || echo "     (not every download had started)"
 	ringlb backend add "$VP" b3 "$(routed_backend4 3)" >/dev/null || fail "add b3"
 	sleep 1
 	ringlb detach eth0 >/dev/null || fail "detach"
@@ -197,7 +177,7 @@ t_stateless() {
 	local -a eps=()
 	for i in 1 2 3; do saved0=$((saved0 + $(decap_count "$i" decap_second_chance))); done
 	downloads "$W/sl" 300 "$ROUTED_VIP4B" 16k
-	wait_started "$W/sl" 300 || echo "     (not every download had started)"
+	downloads_started "$W/sl" 300 || echo "     (not every download had started)"
 	ringlb backend add "$VS" b3 "$(routed_backend4 3)" >/dev/null || fail "stateless: add b3"
 	sleep 3
 	ringlb backend drain "$VS" b1 >/dev/null || fail "stateless: drain b1"
@@ -283,7 +263,7 @@ t_flood() {
 	ringlb backend remove "$VP" b3 >/dev/null || fail "flood: remove b3"
 	sleep 1
 	downloads "$W/flood" 100 "$ROUTED_VIP4" 32k
-	wait_started "$W/flood" 100 || echo "     (not every download had started)"
+	downloads_started "$W/flood" 100 || echo "     (not every download had started)"
 	unpinned0=$(ringlb stats --json | jq .new_flows_unpinned)
 	syn_flood "$ROUTED_VIP4" 6 &
 	flood=$!

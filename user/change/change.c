@@ -214,7 +214,7 @@ static int change_once(const struct site *site, unsigned int flags, __u32 flow_e
 	 * may serve it already. This host's kernel is brought to it by the next
 	 * session. A change of this host's half alone is undone here.
 	 */
-	if (store_shared(site->store) && state_fleet_same(&c.ss.applied, &c.want) == 0) {
+	if (store_shared(site->store) && state_fleet_same(&c.ss.applied, &c.want) != 1) {
 		fault_prefix(f, "committed to the store, but this host's kernel could not follow");
 		fault_append(f, "; the next change or the daemon repairs it");
 		goto out;

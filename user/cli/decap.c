@@ -101,8 +101,9 @@ static int decap_attach_run(struct cli *c, const void *args)
 			return cli_report(c, "no such interface '%s'", a->ifaces[i]);
 	prog_fd = decap_load(dir);
 	if (prog_fd < 0) {
+		fault_set(&f, FAULT_KERNEL, prog_fd, "%s", "");
 		lb_load_failure(prog_fd, f.why, sizeof(f.why));
-		return cli_report(c, "%s", f.why);
+		return cli_fault(c, &f);
 	}
 	err = decap_maps_open(&maps, dir);
 	if (!err) {
@@ -112,7 +113,8 @@ static int decap_attach_run(struct cli *c, const void *args)
 	}
 	if (err) {
 		close(prog_fd);
-		return cli_report(c, "cannot configure the decap program: %s", strerror(-err));
+		fault_errno(&f, FAULT_KERNEL, err, "cannot configure the decap program");
+		return cli_fault(c, &f);
 	}
 	for (i = 0; i < a->iface_count && !err; i++) {
 		ifindex = (int)if_nametoindex(a->ifaces[i]);
@@ -120,9 +122,12 @@ static int decap_attach_run(struct cli *c, const void *args)
 		if (access(link, F_OK) == 0)
 			continue; /* attached already: the new settings apply to it */
 		err = lb_attach_fd(prog_fd, ifindex, a->mode, link);
-		if (err)
-			cli_report(c, "cannot attach to %s: %s%s", a->ifaces[i], strerror(-err),
-				   a->mode == LB_ATTACH_NATIVE ? " (try --mode generic)" : "");
+		if (err) {
+			fault_set(&f, FAULT_KERNEL, err, "cannot attach to %s: %s%s", a->ifaces[i],
+				  strerror(-err),
+				  a->mode == LB_ATTACH_NATIVE ? " (try --mode generic)" : "");
+			cli_fault(c, &f);
+		}
 	}
 	close(prog_fd);
 	return err;
@@ -169,8 +174,10 @@ static int decap_detach_run(struct cli *c, const void *args)
 	if (access(link, F_OK))
 		return cli_report(c, "the decap program is not attached to %s", a->iface);
 	err = lb_detach(link, (int)if_nametoindex(a->iface));
-	if (err)
-		return cli_report(c, "cannot detach from %s: %s", a->iface, strerror(-err));
+	if (err) {
+		fault_errno(&f, FAULT_KERNEL, err, "cannot detach from %s", a->iface);
+		return cli_fault(c, &f);
+	}
 	return 0;
 }
 

@@ -95,7 +95,7 @@ static void lookup_text(const json_t *model)
 
 /* Where @f goes, or why it goes nowhere. */
 static json_t *flow_answer(const struct kernel_chooser *kc, const struct lookup_flow *fl,
-			   const char *spec, struct fault *f)
+			   const char *spec, int many, struct fault *f)
 {
 	struct kernel_answer answer;
 	char addr[ADDR_TEXT_MAX];
@@ -109,7 +109,7 @@ static json_t *flow_answer(const struct kernel_chooser *kc, const struct lookup_
 	}
 	if (!answer.backend) {
 		fault_set(f, FAULT_STATE, -ENOENT, "VIP %s has no backend taking new flows; the "
-			  "kernel drops the flow of %s", spec, fl->text);
+			  "kernel drops %s", spec, many ? "the flows" : "this flow");
 		return NULL;
 	}
 	addr_format(&answer.backend->addr, addr);
@@ -160,7 +160,7 @@ static int lookup_answer(struct cli *c, const struct lookup_args *a,
 	if (!err && a->count > 1)
 		flows = json_array();
 	for (i = 0; !err && i < a->count; i++) {
-		one = flow_answer(&kc, &fl[i], spec, f);
+		one = flow_answer(&kc, &fl[i], spec, a->count > 1, f);
 		if (!one)
 			err = -ENOENT;
 		else if (!flows)

@@ -294,6 +294,65 @@ static const struct cli_command *command_find(int argc, char **argv, int *words)
 	return NULL;
 }
 
+/* The command @argv names, parsed and run. Return: the exit status. */
+static int dispatch(struct cli *c, int argc, char **argv)
+{
+	const struct cli_command *cmd;
+	void *args;
+	int words, err;
+
+	cmd = command_find(argc, argv, &words);
+	if (!cmd && words) {
+		if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+			print_help(argc < 2 ? stderr : stdout, argv[0]);
+			return argc < 2 ? EXIT_USAGE : 0;
+		}
+		fprintf(stderr, "ringlb: %s: unknown verb '%s' (see ringlb %s --help)\n", argv[0],
+			argv[1], argv[0]);
+		return EXIT_USAGE;
+	}
+	if (!cmd) {
+		fprintf(stderr, "ringlb: unknown command '%s' (see ringlb --help)\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	c->cmd = cmd;
+	snprintf(c->name, sizeof(c->name), "%s%s%s", cmd->object, cmd->verb ? " " : "",
+		 cmd->verb ? cmd->verb : "");
+	args = calloc(1, cmd->args_size ? cmd->args_size : 1);
+	if (!args) {
+		fprintf(stderr, "ringlb: %s: out of memory\n", c->name);
+		return 1;
+	}
+	/* getopt sees the command's words from its last one, as a program name. */
+	err = command_parse(c, cmd, args, argc - words + 1, argv + words - 1);
+	if (err == 1) {
+		print_help(stdout, cmd->object);
+		free(args);
+		return 0;
+	}
+	if (!err)
+		err = cmd->run ? cmd->run(c, args) : cli_change(c, args, 0);
+	if (cmd->flags & CLI_CHANGES)
+		audit_write(&c->site, c->words, c->word_count, err == 0, c->error,
+			    err ? fault_class_name(c->error_class) : NULL);
+	free(args);
+	return err == 0 ? 0 : c->usage ? EXIT_USAGE : 1;
+}
+
+/* --store SPEC: a store it names, or its one-line refusal. */
+static int store_check(const char *spec)
+{
+	struct fault f = { 0 };
+	struct store *st;
+
+	if (store_open(spec, "", &st, &f)) {
+		fprintf(stderr, "ringlb: %s\n", f.why);
+		return -EINVAL;
+	}
+	store_close(st);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option globals[] = {
@@ -310,18 +369,21 @@ int main(int argc, char **argv)
 		.site = { .state_path = SITE_STATE_PATH_DEFAULT, .pin_dir = LB_PIN_DIR_DEFAULT },
 		.name = "ringlb", .words = argv + 1, .word_count = argc - 1,
 	};
-	const struct cli_command *cmd;
 	const char *store = NULL;
 	struct fault f = { 0 };
-	void *args;
-	int opt, words, err;
+	int opt, rc;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+hv", globals, NULL)) != -1) {
 		switch (opt) {
 		case 's': c.site.state_path = optarg; break;
 		case 'p': c.site.pin_dir = optarg; break;
-		case 'S': store = optarg; break;
+		case 'S':
+			/* A malformed one is refused where it stands, before anything else. */
+			if (store_check(optarg))
+				return EXIT_USAGE;
+			store = optarg;
+			break;
 		case 'j': c.json = 1; break;
 		case 'v': c.verbose++; break;
 		case 'h': print_help(stdout, NULL); return 0;
@@ -338,50 +400,12 @@ int main(int argc, char **argv)
 		print_help(stderr, NULL);
 		return EXIT_USAGE;
 	}
-	argc -= optind;
-	argv += optind;
-	cmd = command_find(argc, argv, &words);
-	if (!cmd && words) {
-		if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-			print_help(argc < 2 ? stderr : stdout, argv[0]);
-			return argc < 2 ? EXIT_USAGE : 0;
-		}
-		fprintf(stderr, "ringlb: %s: unknown verb '%s' (see ringlb %s --help)\n", argv[0],
-			argv[1], argv[0]);
-		return EXIT_USAGE;
-	}
-	if (!cmd) {
-		fprintf(stderr, "ringlb: unknown command '%s' (see ringlb --help)\n", argv[0]);
-		return EXIT_USAGE;
-	}
-	c.cmd = cmd;
-	snprintf(c.name, sizeof(c.name), "%s%s%s", cmd->object, cmd->verb ? " " : "",
-		 cmd->verb ? cmd->verb : "");
 	/* --store, parsed once: every command and the daemon use the store it names. */
 	if (store_open(store, c.site.state_path, &c.site.store, &f)) {
 		fprintf(stderr, "ringlb: %s\n", f.why);
 		return EXIT_USAGE;
 	}
-	args = calloc(1, cmd->args_size ? cmd->args_size : 1);
-	if (!args) {
-		fprintf(stderr, "ringlb: %s: out of memory\n", c.name);
-		store_close(c.site.store);
-		return 1;
-	}
-	/* getopt sees the command's words from its last one, as a program name. */
-	err = command_parse(&c, cmd, args, argc - words + 1, argv + words - 1);
-	if (err == 1) {
-		print_help(stdout, cmd->object);
-		free(args);
-		store_close(c.site.store);
-		return 0;
-	}
-	if (!err)
-		err = cmd->run ? cmd->run(&c, args) : cli_change(&c, args, 0);
-	if (cmd->flags & CLI_CHANGES)
-		audit_write(&c.site, c.words, c.word_count, err == 0, c.error,
-			    err ? fault_class_name(c.error_class) : NULL);
-	free(args);
+	rc = dispatch(&c, argc - optind, argv + optind);
 	store_close(c.site.store);
-	return err == 0 ? 0 : c.usage ? EXIT_USAGE : 1;
+	return rc;
 }

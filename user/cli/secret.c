@@ -49,6 +49,9 @@ static int secret_apply(const struct change_ctx *ctx, const void *args, struct s
 	int err;
 
 	(void)want;
+	/* It writes the key file: never in a dry run (it is no CLI_DRY_RUN command). */
+	if (ctx->dry_run || !ctx->undo)
+		return fault_set(f, FAULT_USAGE, -EINVAL, "secret set cannot be measured");
 	err = secret_file_read(a->path, 0, next, f) ?: store_key_check(ctx->site->store, next, f);
 	if (!err && !(undo = calloc(1, sizeof(*undo))))
 		err = fault_set(f, FAULT_STATE, -ENOMEM, "out of memory");

@@ -94,13 +94,13 @@ int daemon_every(sd_event *loop, __u64 first_us, __u64 period_us, sd_event_time_
 void daemon_reload(struct daemon *d, const char *cause, int path_again)
 {
 	reconcile(d, cause);
-	follow_read(d, 1);
+	follow_read(d, FOLLOW_FORCE | FOLLOW_SYNCED);
 	probe_path_ensure(d, path_again);
 	routes_update(d);
 }
 
-/* READY=1 and what the daemon serves, for systemd. */
-static void notify_ready(struct daemon *d)
+/* READY=1 and what the daemon serves, for systemd. Return: its health checks. */
+static size_t notify_ready(struct daemon *d)
 {
 	size_t checks;
 
@@ -109,6 +109,7 @@ static void notify_ready(struct daemon *d)
 	pthread_mutex_unlock(&d->lock);
 	sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu, %zu health checks",
 		   (unsigned long long)d->state.fleet.generation, checks);
+	return checks;
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -176,14 +177,16 @@ static int daemon_start(struct daemon *d, struct fault *f)
 {
 	int err;
 
-	translog_follow(d); /* what rings.log holds already is history */
+	/* First: what rings.log holds already is history, only its end is noted. */
+	err = translog_start(d);
+	if (err)
+		return fault_errno(f, FAULT_KERNEL, err, "cannot start the daemon");
 	reconcile(d, "start");
-	follow_read(d, 1);
+	follow_read(d, FOLLOW_FORCE | FOLLOW_SYNCED);
 	probe_path_ensure(d, 0);
 	if (!d->attached)
 		dlog("not attached yet: health checks start once `ringlb attach` has run");
-	err = follow_start(d) ?: leader_start(d) ?: verdicts_start(d) ?: translog_start(d) ?:
-	      routes_start(d) ?:
+	err = follow_start(d) ?: leader_start(d) ?: verdicts_start(d) ?: routes_start(d) ?:
 	      daemon_every(d->loop, (__u64)d->o->verify_s * 1000000, (__u64)d->o->verify_s * 1000000,
 			   on_verify, d) ?:
 	      probes_start(d);
@@ -237,9 +240,8 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 	if (err)
 		goto out;
 	sd_event_set_watchdog(d.loop, 1);
-	notify_ready(&d);
 	dlog("ready: serving generation %llu, %zu health checks",
-	     (unsigned long long)d.state.fleet.generation, d.target_count);
+	     (unsigned long long)d.state.fleet.generation, notify_ready(&d));
 	err = sd_event_loop(d.loop);
 	sd_notify(0, "STOPPING=1");
 	if (err < 0)

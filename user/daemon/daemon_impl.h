@@ -44,8 +44,8 @@ struct probe_path;
 /** struct daemon_follow - following the committed state (follow.c). */
 struct daemon_follow {
 	struct stat seen;          /* this host's state file when last read */
-	__u64 revision;            /* the store's revision served */
-	__u64 moved;               /* a revision another host's change moved to, not yet served */
+	__u64 revision;            /* the store's revision served, as far as the kernel follows */
+	__u64 synced;              /* the revision reconcile()'s session read */
 	__u64 next_ns;             /* when the store is asked next without a watch event */
 	int store_down;            /* the last ask failed */
 	int watch_fd;              /* the store's watch, -1 without */
@@ -163,18 +163,27 @@ int daemon_withdraws(const struct fault *f);
 
 /* --- follow.c ------------------------------------------------------------------------ */
 
-/** FOLLOW_MOVED - follow_read() found another host's change: daemon_reload() it. */
+/** FOLLOW_MOVED - follow_read() found the store moved: daemon_reload() it. */
 #define FOLLOW_MOVED 1
+/** FOLLOW_FORCE - follow_read() reads now, whether or not it may have changed. */
+#define FOLLOW_FORCE 1
+/**
+ * FOLLOW_SYNCED - reconcile() just made the kernel hold the store's state at
+ * the revision its session read (d->follow.synced): serve what is read.
+ */
+#define FOLLOW_SYNCED 2
 
 /** follow_start() - the watch and the tick. */
 int follow_start(struct daemon *d);
 
 /**
  * follow_read() - read the committed state when it may have changed (or
- * when @force) and serve it. Return: 0, FOLLOW_MOVED (not served: the
- * kernel follows first) or -errno.
+ * with FOLLOW_FORCE) and serve it. A store that moved since the revision
+ * served (another host's change, or this host's own commit) is not served
+ * before the kernel follows, unless FOLLOW_SYNCED. Return: 0, FOLLOW_MOVED
+ * (not served) or -errno.
  */
-int follow_read(struct daemon *d, int force);
+int follow_read(struct daemon *d, unsigned int how);
 
 /* --- probes.c ------------------------------------------------------------------------ */
 

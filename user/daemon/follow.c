@@ -127,8 +127,9 @@ static void serve(struct daemon *d, struct state *s, const struct stat *st, int 
 	routes_update(d);
 }
 
-int follow_read(struct daemon *d, int force)
+int follow_read(struct daemon *d, unsigned int how)
 {
+	int force = how & FOLLOW_FORCE;
 	const struct site *site = &d->o->site;
 	struct store *st = site->store;
 	struct fault f = { 0 };
@@ -144,9 +145,14 @@ int follow_read(struct daemon *d, int force)
 	if (!force && (st->ops->poll_ms ? now < d->follow.next_ns && !file_changed : !file_changed))
 		return 0;
 	d->follow.next_ns = now + (__u64)st->ops->poll_ms * 1000000;
-	lock = site_lock(site, 0, &f);
+	/*
+	 * A store of this host alone is its file, read under the shared lock, as
+	 * every question does; a shared store is read without it, so a command
+	 * holding the lock never delays the lead's renewal or the watchdog.
+	 */
+	lock = st->ops->shared ? 0 : site_lock(site, 0, &f);
 	err = lock < 0 ? lock : site_state_read(site, &s, &revision, &f);
-	if (lock >= 0)
+	if (lock > 0)
 		close(lock);
 	if (err) {
 		if (!d->follow.store_down)
@@ -167,18 +173,16 @@ int follow_read(struct daemon *d, int force)
 		return 0;
 	}
 	/*
-	 * Another host's change: the kernel here follows first (the reload path
-	 * repairs to what it reads: this revision or a newer one). The revision
-	 * served is the one read before that, so a change that lands meanwhile
-	 * is followed at the next look even if its watch event came first.
+	 * The store moved (another host's change, or a verdict this daemon
+	 * committed): the kernel here follows first, on the reload path. After
+	 * it, the revision recorded is the one its reconcile read, so a change
+	 * that landed in between is followed at the next look.
 	 */
-	if (!force && revision != d->follow.revision && d->follow.revision) {
-		d->follow.moved = revision;
+	if (!(how & FOLLOW_SYNCED) && revision != d->follow.revision && d->follow.revision) {
 		state_free(&s);
 		return FOLLOW_MOVED;
 	}
-	d->follow.revision = d->follow.moved ? d->follow.moved : revision;
-	d->follow.moved = 0;
+	d->follow.revision = how & FOLLOW_SYNCED && d->follow.synced ? d->follow.synced : revision;
 	serve(d, &s, &file, force);
 	return 0;
 }

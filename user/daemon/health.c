@@ -130,6 +130,7 @@ void health_probe_start(struct health_target *t, const struct addr *source, __u6
 	int fd;
 
 	health_probe_stop(t);
+	t->probes++;
 	t->next_ns = now_ns + (__u64)t->check.interval_ms * NS_PER_MS;
 	t->deadline_ns = now_ns + (__u64)t->check.timeout_ms * NS_PER_MS;
 	fd = socket(dst->family == LB_FAMILY_IPV4 ? AF_INET : AF_INET6,

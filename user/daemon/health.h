@@ -49,6 +49,8 @@ enum health_phase {
  * @deadline_ns: when the probe under way times out
  * @phase: enum health_phase
  * @fd: the probe's socket, -1 when none
+ * @probes: probes started (the socket of each is another, even when the
+ *          number of the last one's is reused)
  * @sent: HTTP: request bytes written
  * @got: HTTP: reply bytes read into @reply
  * @reply: HTTP: the start of the reply
@@ -73,6 +75,7 @@ struct health_target {
 	__u64 deadline_ns;
 	int phase;
 	int fd;
+	__u64 probes;
 	size_t sent;
 	size_t got;
 	char reply[64];

@@ -14,6 +14,7 @@
 #include <microhttpd.h>
 
 #include "lb.h"
+#include "ranges.h"
 
 const double metrics_latency_bounds[METRICS_LATENCY_BUCKETS] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
@@ -323,7 +324,7 @@ static int where_parse(const char *where, struct sockaddr_storage *ss)
 	if (!colon || colon == where)
 		return -EINVAL;
 	port = strtoul(colon + 1, &end, 10);
-	if (*end || !colon[1] || port == 0 || port > 65535)
+	if (*end || !colon[1] || port < PORT_MIN || port > PORT_MAX)
 		return -EINVAL;
 	len = (size_t)(colon - where);
 	if (where[0] == '[') {

@@ -22,12 +22,16 @@
 #include "probe.h"
 #include "site.h"
 
-/** struct probe_slot - a target's I/O source, by its index. */
+/**
+ * struct probe_slot - a target's I/O source, by its index: for which probe
+ * (the target's count of probes started: a closed socket's number is soon
+ * another socket's) and which events.
+ */
 struct probe_slot {
 	struct daemon_probes *p;
 	size_t index;
 	sd_event_source *src;
-	int fd;
+	__u64 probe;
 	short events;
 };
 
@@ -125,23 +129,38 @@ static int targets_rebuild(struct daemon *d, const struct state *s, __u64 now)
 
 static int on_probe(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
-/* Each target's I/O source waits for what its probe waits for (under the lock). */
+/* Every I/O source dropped, before the sockets they watch are closed (a rebuild). */
+static void slots_drop(struct daemon_probes *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->count; i++)
+		sd_event_source_disable_unref(p->slots[i].src);
+	free(p->slots);
+	p->slots = NULL;
+	p->count = 0;
+}
+
+/*
+ * Each target's I/O source waits for what its probe waits for (under the
+ * lock). Stale sources go first, then new ones come: a source dropped after
+ * a new one was added could take away the registration of a new socket that
+ * reused its number.
+ */
 static void slots_update(struct daemon_probes *p)
 {
 	struct daemon *d = p->d;
 	size_t i;
 
-	/* Another count: every source goes (each points at its slot), the slots are made anew. */
+	/* Another count: the slots are made anew (each source points at its slot). */
 	if (p->count != d->target_count) {
 		struct probe_slot *slots = calloc(d->target_count + 1, sizeof(*slots));
 
 		if (!slots)
 			return;
-		for (i = 0; i < p->count; i++)
-			sd_event_source_disable_unref(p->slots[i].src);
-		free(p->slots);
+		slots_drop(p);
 		for (i = 0; i < d->target_count; i++)
-			slots[i] = (struct probe_slot){ .p = p, .index = i, .fd = -1 };
+			slots[i] = (struct probe_slot){ .p = p, .index = i };
 		p->slots = slots;
 		p->count = d->target_count;
 	}
@@ -150,28 +169,36 @@ static void slots_update(struct daemon_probes *p)
 		const struct health_target *t = &d->targets[i];
 		short events = t->fd >= 0 ? health_probe_events(t) : 0;
 
-		if (sl->src && (sl->fd != t->fd || sl->events != events)) {
+		if (sl->src && (sl->probe != t->probes || sl->events != events))
 			sl->src = sd_event_source_disable_unref(sl->src);
-			sl->fd = -1;
-		}
+	}
+	for (i = 0; i < p->count; i++) {
+		struct probe_slot *sl = &p->slots[i];
+		const struct health_target *t = &d->targets[i];
+		short events = t->fd >= 0 ? health_probe_events(t) : 0;
+
 		if (!sl->src && events &&
 		    sd_event_add_io(p->loop, &sl->src, t->fd, (uint32_t)events, on_probe, sl) >= 0) {
-			sl->fd = t->fd;
+			sl->probe = t->probes;
 			sl->events = events;
 		}
 	}
 }
 
-/* The next time something is due: a probe's start, or a probe's deadline. */
+/*
+ * The next time something is due: a probe's deadline, or a probe's start
+ * when probes may start (attached and leading: else a poke says when).
+ */
 static void timer_update(struct daemon_probes *p, __u64 now)
 {
 	struct daemon *d = p->d;
 	__u64 next = now + 1000000000ull;
+	int starting = d->attached && d->leader;
 	size_t i;
 
 	for (i = 0; i < d->target_count; i++) {
 		const struct health_target *t = &d->targets[i];
-		__u64 at = t->phase == HEALTH_IDLE ? t->next_ns : t->deadline_ns;
+		__u64 at = t->phase != HEALTH_IDLE ? t->deadline_ns : starting ? t->next_ns : next;
 
 		if (at < next)
 			next = at;
@@ -240,7 +267,8 @@ static int on_probe(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
 	(void)s;
 	pthread_mutex_lock(&d->lock);
-	if (sl->index < d->target_count && d->targets[sl->index].fd == fd)
+	if (sl->index < d->target_count && d->targets[sl->index].probes == sl->probe &&
+	    d->targets[sl->index].fd == fd)
 		health_probe_step(&d->targets[sl->index], (short)revents, now);
 	settle(p, now);
 	pthread_mutex_unlock(&d->lock);
@@ -279,8 +307,10 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	pthread_mutex_lock(&d->lock);
 	/* Rebuilt when the backends, their checks or their verdicts changed. */
 	digest = state_digest(&d->state);
-	if (!p->built || p->digest != digest)
+	if (!p->built || p->digest != digest) {
+		slots_drop(p); /* before the rebuild closes sockets the sources watch */
 		targets_rebuild(d, &d->state, now);
+	}
 	p->built = 1;
 	p->digest = digest;
 	/* A follower neither probes nor judges; a new leader starts from the store's verdicts. */
@@ -361,9 +391,7 @@ void probes_stop(struct daemon *d)
 	p->stopping = 1;
 	probes_poke(d);
 	pthread_join(p->thread, NULL);
-	for (i = 0; i < p->count; i++)
-		sd_event_source_disable_unref(p->slots[i].src);
-	free(p->slots);
+	slots_drop(p);
 	sd_event_source_unref(p->timer);
 	sd_event_unref(p->loop);
 	close(p->wake);

@@ -79,6 +79,8 @@ int reconcile(struct daemon *d, const char *when)
 	}
 	d->host.secret_bad = 0;
 	d->host.kernel_bad = 0;
+	/* The kernel holds the state of this revision now (session_begin() repaired to it). */
+	d->follow.synced = ss.revision;
 	if (ss.note[0]) {
 		dlog("%s: %s", when, ss.note);
 		pthread_mutex_lock(&d->lock);

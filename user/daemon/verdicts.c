@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -42,20 +43,20 @@ static int verdict_apply(const struct change_ctx *ctx, const void *args, struct 
 	return 0;
 }
 
-/* The first target whose verdict is due, copied; 0 when none. */
-static int verdict_due(struct daemon *d, __u64 now, struct health_target *out)
+/* The targets whose verdict is due, copied (malloc()ed); *n of them. */
+static struct health_target *verdicts_due(struct daemon *d, __u64 now, size_t *n)
 {
+	struct health_target *due;
 	size_t i;
-	int found = 0;
 
+	*n = 0;
 	pthread_mutex_lock(&d->lock);
-	for (i = 0; d->leader && i < d->target_count && !found; i++)
-		if (health_due(&d->targets[i], now)) {
-			*out = d->targets[i];
-			found = 1;
-		}
+	due = calloc(d->target_count + 1, sizeof(*due));
+	for (i = 0; due && d->leader && i < d->target_count; i++)
+		if (health_due(&d->targets[i], now))
+			due[(*n)++] = d->targets[i];
 	pthread_mutex_unlock(&d->lock);
-	return found;
+	return due;
 }
 
 /* Commit what target @t's checks say. */
@@ -88,29 +89,46 @@ static void verdict_commit(struct daemon *d, const struct health_target *t, __u6
 	else
 		dlog("%s", cause);
 	pthread_mutex_lock(&d->lock);
-	/* Committed or not, the next try waits a hold: no change loop on a failing commit. */
+	/*
+	 * Committed or not, the next try waits a hold: no change loop on a failing
+	 * commit. Committed, it is the verdict now, before the probe thread
+	 * rebuilds its targets from the state served next.
+	 */
 	for (i = 0; i < d->target_count; i++)
 		if (d->targets[i].cookie == a.cookie && vip_equal(&d->targets[i].vip, &a.vip) &&
-		    strcmp(d->targets[i].name, a.name) == 0)
+		    strcmp(d->targets[i].name, a.name) == 0) {
 			d->targets[i].changed_ns = now;
+			if (!err)
+				d->targets[i].verdict_up = a.up;
+		}
 	pthread_mutex_unlock(&d->lock);
-	follow_read(d, 1);
+	/* The store moved by this commit: the kernel is compared with it first, as for any change. */
+	if (follow_read(d, FOLLOW_FORCE) == FOLLOW_MOVED)
+		daemon_reload(d, "health verdict", 0);
 }
 
+/*
+ * Each verdict due now, committed once: one that does not commit waits for
+ * the probe thread's next wake-up (its next result), so a failing commit
+ * never holds the loop.
+ */
 static int on_verdicts(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct daemon *d = userdata;
-	struct health_target due;
+	struct health_target *due;
 	__u64 events, now = daemon_now_ns();
+	size_t n, i;
 
 	(void)s;
 	(void)revents;
 	if (read(fd, &events, sizeof(events)) != sizeof(events))
 		return 0;
-	while (verdict_due(d, now, &due)) {
-		verdict_commit(d, &due, now);
+	due = verdicts_due(d, now, &n);
+	for (i = 0; due && i < n; i++) {
+		verdict_commit(d, &due[i], now);
 		translog_follow(d);
 	}
+	free(due);
 	return 0;
 }
 

@@ -89,9 +89,14 @@ int kernel_links_sync(const char *pin_dir, const struct state *want, const __u64
 		   int *fixed, struct fault *f)
 {
 	struct links_sync ls = { pin_dir, want, secret, 0, f };
-	int err = links_each(pin_dir, link_sync, &ls);
+	int err;
 
+	fault_clear(f);
+	err = links_each(pin_dir, link_sync, &ls);
 	*fixed = ls.fixed;
+	/* The directory itself unreadable: no link said why. */
+	if (err && f->class == FAULT_NONE)
+		kernel_fail(f, err, "reading %s/links", pin_dir);
 	return err;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lb_contract.h"
+#include "ranges.h"
 
 int addr_parse(const char *text, struct addr *out, const char **why)
 {
@@ -135,8 +136,8 @@ int endpoint_parse(const char *text, struct addr *addr, __u16 *port, const char 
 		*why = "brackets are for IPv6 addresses";
 		return -EINVAL;
 	}
-	if (number_parse(port_text, 1, 65535, &p, why)) {
-		*why = "port must be 1..65535";
+	if (number_parse(port_text, PORT_MIN, PORT_MAX, &p, why)) {
+		*why = "port must be " LIMIT_STR(PORT_MIN) ".." LIMIT_STR(PORT_MAX);
 		return -EINVAL;
 	}
 	*port = (__u16)p;
