@@ -82,7 +82,8 @@ struct store {
 /**
  * store_open() - the store @spec names: NULL for the state file at
  * @state_path alone, "etcd://HOST:PORT[,HOST:PORT...]/PREFIX" for etcd
- * (with this host's half in @state_path). Both strings must outlive it.
+ * (with this host's half in @state_path). Both strings must outlive it;
+ * @state_path may be given later (st->state_path), before the first read.
  * Return: 0, or -EINVAL and why (class FAULT_USAGE) for a malformed @spec.
  */
 int store_open(const char *spec, const char *state_path, struct store **out, struct fault *f);

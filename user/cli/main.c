@@ -339,20 +339,6 @@ static int dispatch(struct cli *c, int argc, char **argv)
 	return err == 0 ? 0 : c->usage ? EXIT_USAGE : 1;
 }
 
-/* --store SPEC: a store it names, or its one-line refusal. */
-static int store_check(const char *spec)
-{
-	struct fault f = { 0 };
-	struct store *st;
-
-	if (store_open(spec, "", &st, &f)) {
-		fprintf(stderr, "ringlb: %s\n", f.why);
-		return -EINVAL;
-	}
-	store_close(st);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option globals[] = {
@@ -369,7 +355,6 @@ int main(int argc, char **argv)
 		.site = { .state_path = SITE_STATE_PATH_DEFAULT, .pin_dir = LB_PIN_DIR_DEFAULT },
 		.name = "ringlb", .words = argv + 1, .word_count = argc - 1,
 	};
-	const char *store = NULL;
 	struct fault f = { 0 };
 	int opt, rc;
 
@@ -379,33 +364,43 @@ int main(int argc, char **argv)
 		case 's': c.site.state_path = optarg; break;
 		case 'p': c.site.pin_dir = optarg; break;
 		case 'S':
-			/* A malformed one is refused where it stands, before anything else. */
-			if (store_check(optarg))
+			/*
+			 * --store, parsed once, where it stands (a malformed one is refused
+			 * before anything else): every command and the daemon use the store
+			 * it names. Its host file is --state's, known after every option.
+			 */
+			store_close(c.site.store);
+			if (store_open(optarg, NULL, &c.site.store, &f)) {
+				fprintf(stderr, "ringlb: %s\n", f.why);
 				return EXIT_USAGE;
-			store = optarg;
+			}
 			break;
 		case 'j': c.json = 1; break;
 		case 'v': c.verbose++; break;
-		case 'h': print_help(stdout, NULL); return 0;
-		case 'V': printf("ringlb %s\n", RINGLB_VERSION); return 0;
+		case 'h': rc = 0; print_help(stdout, NULL); goto out;
+		case 'V': rc = 0; printf("ringlb %s\n", RINGLB_VERSION); goto out;
 		default:
 			fprintf(stderr, "ringlb: unknown option '%s' (see ringlb --help)\n",
 				argv[optind - 1]);
-			return EXIT_USAGE;
+			rc = EXIT_USAGE;
+			goto out;
 		}
 	}
 	libbpf_log.verbose = c.verbose;
 	libbpf_set_print(libbpf_print);
 	if (optind >= argc) {
 		print_help(stderr, NULL);
-		return EXIT_USAGE;
+		rc = EXIT_USAGE;
+		goto out;
 	}
-	/* --store, parsed once: every command and the daemon use the store it names. */
-	if (store_open(store, c.site.state_path, &c.site.store, &f)) {
+	/* Without --store, the state file is the store. */
+	if (!c.site.store && store_open(NULL, NULL, &c.site.store, &f)) {
 		fprintf(stderr, "ringlb: %s\n", f.why);
-		return EXIT_USAGE;
+		return 1;
 	}
+	c.site.store->state_path = c.site.state_path;
 	rc = dispatch(&c, argc - optind, argv + optind);
+out:
 	store_close(c.site.store);
 	return rc;
 }

@@ -254,7 +254,7 @@ static int show_run(struct cli *c, const void *args)
 	vips = json_array();
 	model = json_pack("{s:I, s:o}", "generation", (json_int_t)s.fleet.generation, "vips", vips);
 	/* Hosts of a fleet serve the same store revision and ring digests. */
-	if (c->site.store)
+	if (store_shared(c->site.store))
 		json_object_set_new(model, "store_revision", json_integer((json_int_t)revision));
 	if (s.host.drained)
 		json_object_set_new(model, "host_drained", json_true());
