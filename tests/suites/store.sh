@@ -105,6 +105,11 @@ t_view() {
 		jq -r '[.vips[].backends[].name] | join(" ")')
 	[ "$other" = "b1 b2" ] && pass "another host's view of the store: the same VIP and backends ($other)" ||
 		fail "another view: '$other'"
+	# The store's revision is said by a host on the store, and by no other.
+	[ "$(sringlb show --json | jq 'has("store_revision")')" = true ] &&
+		[ "$(ringlb show --json | jq 'has("store_revision")')" = false ] &&
+		pass "show --json gives a store revision with --store, none without" ||
+		fail "show --json's store_revision: with --store $(sringlb show --json | jq -c .store_revision), without $(ringlb show --json | jq -c .store_revision)"
 }
 
 # --- the daemon on the store ------------------------------------------------------------------
