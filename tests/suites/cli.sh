@@ -166,6 +166,33 @@ t_corrupt_state() {
 	cp "$W/good.json" "$W/state.json"
 }
 
+# A state file missing where the kernel serves (a mistyped --state, a deleted file):
+# every command and the daemon refuse in one line that names the file and the pins,
+# and the kernel keeps serving the state it had.
+t_missing_state() {
+	local cmd rc ok=0 n=0 line=
+	for cmd in "vip add 198.18.0.101:80/tcp" "backend remove $VIP b1" "detach eth0" "show" \
+		"verify" "lookup $VIP 198.18.0.9:1000" "secret set $W/none" "host drain" \
+		"daemon --metrics none"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086
+		nsenter --net="/run/netns/$RINGLB_NS" "$RINGLB_BIN" --state "$W/typo.json" \
+			--pin-dir "$PIN" $cmd >/dev/null 2>"$W/err"
+		rc=$?
+		if [ $rc -ne 0 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
+			grep -qF "no state file at $W/typo.json, but the kernel serves the deployment pinned under $PIN" "$W/err"; then
+			ok=$((ok + 1))
+		else
+			line="$line $cmd: exit $rc '$(cat "$W/err")';"
+		fi
+	done
+	if [ $ok -eq $n ] && [ ! -e "$W/typo.json" ] && ringlb verify >/dev/null; then
+		pass "a missing --state where the kernel serves: $ok of $n commands refused in one line, the daemon too ('$(cat "$W/err")'); nothing written, verify clean"
+	else
+		fail "a missing --state where the kernel serves: $ok of $n refused;$line"
+	fi
+}
+
 # --help explains every command.
 t_help() {
 	local helped cmd
@@ -332,6 +359,7 @@ suite_test options
 suite_test privilege
 suite_test restore
 suite_test corrupt_state
+suite_test missing_state
 suite_test help
 suite_test audit
 suite_test neigh_mac

@@ -99,6 +99,20 @@ int site_state_read(const struct site *site, struct state *s, __u64 *revision, s
 {
 	__u64 ignored;
 
+	/*
+	 * No state file where the kernel serves a deployment: a mistyped --state,
+	 * a deleted file. Read as an empty state, it would repair the kernel to
+	 * nothing: refused. A deployment is created by a first attach on pins
+	 * that serve nothing.
+	 */
+	if (access(site->state_path, F_OK) && errno == ENOENT && kernel_serves(site->pin_dir)) {
+		state_init(s);
+		return fault_set(f, FAULT_STATE, -ENOENT,
+				 "no state file at %s, but the kernel serves the deployment pinned "
+				 "under %s: refusing to make it serve nothing (give its --state, or "
+				 "put a copy saved with `ringlb save` there)", site->state_path,
+				 site->pin_dir);
+	}
 	return store_read(site->store, s, revision ? revision : &ignored, f);
 }
 

@@ -212,6 +212,14 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 	lock = site_daemon_lock(&o->site, f);
 	if (lock < 0)
 		return lock;
+	/* A state file missing where the kernel serves: refused, as every command refuses it. */
+	err = site_state_read_shared(&o->site, &d.state, f);
+	state_free(&d.state);
+	if (err == -ENOENT && f->class == FAULT_STATE) {
+		close(lock);
+		return err;
+	}
+	fault_clear(f);
 	d.counts.changes = json_object();
 	err = sd_event_new(&d.loop);
 	if (err < 0 || !d.counts.changes) {

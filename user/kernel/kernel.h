@@ -84,6 +84,12 @@ int kernel_links_sync(const char *pin_dir, const struct state *want, const __u64
  */
 int kernel_secret(const char *pin_dir, __u64 secret[2]);
 
+/**
+ * kernel_serves() - does the kernel serve a deployment pinned under
+ * @pin_dir: a VIP in its maps, or a program on a pinned link?
+ */
+int kernel_serves(const char *pin_dir);
+
 /** image_vip_key() - the kernel's key of a VIP of the state. */
 void image_vip_key(const struct state_vip *v, struct lb_vip_key *key);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <dirent.h>
+#include <bpf/bpf.h>
 #include <limits.h>
 #include <unistd.h>
 
@@ -98,6 +99,29 @@ int kernel_links_sync(const char *pin_dir, const struct state *want, const __u64
 	if (err && f->class == FAULT_NONE)
 		kernel_fail(f, err, "reading %s/links", pin_dir);
 	return err;
+}
+
+static int any_link(const char *name, const char *path, void *arg)
+{
+	(void)name;
+	(void)path;
+	(void)arg;
+	return 1;
+}
+
+int kernel_serves(const char *pin_dir)
+{
+	struct lb_vip_key key;
+	struct lb_maps maps;
+	char path[PATH_MAX];
+	int serves = 0;
+
+	snprintf(path, sizeof(path), "%s/vips", pin_dir);
+	if (access(path, F_OK) == 0 && lb_maps_open_pinned(&maps, pin_dir) == 0) {
+		serves = bpf_map_get_next_key(maps.vips, NULL, &key) == 0;
+		lb_maps_close(&maps);
+	}
+	return serves || links_each(pin_dir, any_link, NULL) == 1;
 }
 
 static int first_secret(const char *name, const char *path, void *arg)
