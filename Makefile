@@ -54,7 +54,7 @@ inc_of = $(strip \
 	$(if $(filter user/cli/%,$(1)),$(CLI_INC),$(TEST_INC))))))))
 LDLIBS_RING := -lm
 LDLIBS_BPF := -lbpf -lelf -lz
-LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap -lmicrohttpd -lsystemd -lpthread -lcurl -lcrypto
+LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap -lmicrohttpd -lsystemd -lpthread -lcurl -lcrypto -linih
 
 ifeq ($(V),1)
 	Q =
@@ -262,7 +262,7 @@ CHANGES ?= 500
 CRASHES ?= 100
 CHECKS_DIR := $(OUTPUT)/checks
 # Every suite but those that touch the host, longest first (figures: docs/testing.md).
-SUITES := reliability daemon fleet second_chance e2e integrity cli picture encap store completion
+SUITES := reliability daemon fleet second_chance e2e integrity cli picture encap store store_tls completion
 SUITES_ALONE := package
 UNIT_CHECKS := $(UNIT_TESTS) $(addprefix san-,$(UNIT_TESTS))
 CHECKS := $(addprefix check-,$(SUITES) test_xdp test_hostile $(UNIT_CHECKS) fuzz man rules)
@@ -371,6 +371,10 @@ INSTALL_FILES := \
 	$(BASHCOMPDIR)/ringlb=scripts/ringlb.bash-completion:0644 \
 	$(DATADIR)/prometheus/ringlb.rules.yml=scripts/prometheus/ringlb.rules.yml:0644 \
 	$(DATADIR)/bird/balancer.conf=scripts/bird/balancer.conf:0644
+# Configuration: installed when absent, kept by uninstall when edited.
+CONF_FILES := \
+	$(SYSCONFDIR)/default/ringlb=scripts/ringlb.default \
+	$(SYSCONFDIR)/ringlb/ringlb.conf=scripts/ringlb.conf
 
 install: $(OUTPUT)/ringlb man
 	$(Q)set -e; for f in $(INSTALL_FILES); do \
@@ -383,10 +387,10 @@ install: $(OUTPUT)/ringlb man
 	$(Q)sed 's|/usr/sbin/ringlb|$(SBINDIR)/ringlb|' scripts/ringlb.service \
 		> "$(DESTDIR)$(SYSTEMDUNITDIR)/ringlb.service"
 	$(Q)chmod 0644 "$(DESTDIR)$(SYSTEMDUNITDIR)/ringlb.service"
-	$(Q)if [ ! -e "$(DESTDIR)$(SYSCONFDIR)/default/ringlb" ]; then \
-		echo "  INSTALL  $(DESTDIR)$(SYSCONFDIR)/default/ringlb"; \
-		$(INSTALL) -D -m 0644 scripts/ringlb.default "$(DESTDIR)$(SYSCONFDIR)/default/ringlb"; \
-	fi
+	$(Q)for f in $(CONF_FILES); do to=$${f%%=*}; from=$${f#*=}; \
+		[ -e "$(DESTDIR)$$to" ] && continue; \
+		echo "  INSTALL  $(DESTDIR)$$to"; $(INSTALL) -D -m 0644 $$from "$(DESTDIR)$$to"; \
+	done
 	$(Q)if [ -n "$(STATEDIR)" ]; then $(INSTALL) -d -m 0700 "$(DESTDIR)$(STATEDIR)"; fi
 
 # Removes what install put there; an edited /etc/default/ringlb and a state
@@ -397,10 +401,11 @@ uninstall:
 	done
 	$(Q)rmdir "$(DESTDIR)$(DATADIR)/prometheus" "$(DESTDIR)$(DATADIR)/bird" "$(DESTDIR)$(DATADIR)" \
 		2>/dev/null || true
-	$(Q)if cmp -s scripts/ringlb.default "$(DESTDIR)$(SYSCONFDIR)/default/ringlb"; then \
-		rm -f "$(DESTDIR)$(SYSCONFDIR)/default/ringlb"; \
-	elif [ -e "$(DESTDIR)$(SYSCONFDIR)/default/ringlb" ]; then \
-		echo "  KEPT     $(DESTDIR)$(SYSCONFDIR)/default/ringlb (edited)"; fi
+	$(Q)for f in $(CONF_FILES); do to=$${f%%=*}; from=$${f#*=}; \
+		if cmp -s $$from "$(DESTDIR)$$to"; then rm -f "$(DESTDIR)$$to"; \
+		elif [ -e "$(DESTDIR)$$to" ]; then echo "  KEPT     $(DESTDIR)$$to (edited)"; fi; \
+	done
+	$(Q)rmdir "$(DESTDIR)$(SYSCONFDIR)/ringlb" 2>/dev/null || true
 	$(Q)if [ -n "$(STATEDIR)" ] && [ -d "$(DESTDIR)$(STATEDIR)" ]; then \
 		rmdir "$(DESTDIR)$(STATEDIR)" 2>/dev/null || \
 		echo "  KEPT     $(DESTDIR)$(STATEDIR) (holds a state)"; fi

@@ -15,7 +15,8 @@ set -eu
 # service and client. The daemon: libmicrohttpd for /metrics, libsystemd for
 # sd_notify; its tests: prometheus (the server and promtool), systemd
 # (systemd-analyze), bc. The store: libcurl and libssl (base64) for etcd's
-# JSON gateway; its tests: etcd-server and etcd-client. The fleet: bird2.
+# JSON gateway; its tests: etcd-server and etcd-client, openssl for their
+# CA and certificates. libinih for the configuration file. The fleet: bird2.
 # The package: scdoc for the man pages, debhelper, dpkg-dev and fakeroot to
 # build the .deb, lintian to check it, man-db to read the pages,
 # bash-completion for the completion's test; the ring pictures: chromium
@@ -24,7 +25,7 @@ PACKAGES="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 libjansson-dev libmnl-dev libcap-dev libcmocka-dev libclang-rt-14-dev iproute2 ethtool \
 nginx-light curl jq netsniff-ng util-linux valgrind python3 python3-scapy \
 dnsmasq-base bind9-dnsutils libmicrohttpd-dev libsystemd-dev prometheus systemd bc libcurl4-openssl-dev libssl-dev \
-etcd-server etcd-client bird2 \
+libinih-dev etcd-server etcd-client openssl bird2 \
 scdoc debhelper dpkg-dev fakeroot lintian man-db bash-completion chromium python3-pil"
 
 missing=""

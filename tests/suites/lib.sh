@@ -6,6 +6,8 @@
 # them ask of clients, counters and secrets. Source it.
 
 FAILS=0
+# No test reads this machine's /etc/ringlb/ringlb.conf: a test that wants one names it.
+export RINGLB_CONFIG=/dev/null
 
 pass() { echo "ok   - $*"; }
 fail() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
@@ -212,19 +214,72 @@ secret_file() {
 # namespace NS, serving clients on CLIENT_ADDR:PORT, its data and log in DIR (kept across
 # restarts); ETCD is its pid. Returns once it answers.
 etcd_up() {
-	local ns=$1 client=$2 peer=$3 dir=$4 t
+	local ns=$1 client=$2 peer=$3 dir=$4
 	ip netns exec "$ns" etcd --name e --data-dir "$dir/data" \
 		--listen-client-urls "http://$client" --advertise-client-urls "http://$client" \
 		--listen-peer-urls "http://127.0.0.1:$peer" \
 		--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
 		--initial-cluster "e=http://127.0.0.1:$peer" >>"$dir/etcd.log" 2>&1 &
 	ETCD=$!
+	etcd_wait "$ns" "$dir" --endpoints "$client"
+}
+
+# etcd_up_tls NS HOST:PORT PEER_PORT DIR CERTS: etcd as etcd_up, its clients
+# over mutual TLS (https://HOST:PORT, --client-cert-auth) with the
+# certificates test_pki made in CERTS.
+etcd_up_tls() {
+	local ns=$1 client=$2 peer=$3 dir=$4 c=$5
+	ip netns exec "$ns" etcd --name e --data-dir "$dir/data" \
+		--listen-client-urls "https://$client" --advertise-client-urls "https://$client" \
+		--cert-file "$c/server.pem" --key-file "$c/server-key.pem" \
+		--client-cert-auth --trusted-ca-file "$c/ca.pem" \
+		--listen-peer-urls "http://127.0.0.1:$peer" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "e=http://127.0.0.1:$peer" >>"$dir/etcd.log" 2>&1 &
+	ETCD=$!
+	etcd_wait "$ns" "$dir" --endpoints "https://$client" --cacert "$c/ca.pem" \
+		--cert "$c/admin.pem" --key "$c/admin-key.pem"
+}
+
+# etcd_wait NS DIR ETCDCTL_ARGS...: until etcd answers (or die).
+etcd_wait() {
+	local ns=$1 dir=$2 t
+	shift 2
 	for t in $(seq 1 100); do
-		ip netns exec "$ns" etcdctl --endpoints "$client" endpoint health >/dev/null 2>&1 &&
-			return 0
+		ip netns exec "$ns" etcdctl "$@" endpoint health >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
 	die "etcd did not start: $(tail -3 "$dir/etcd.log")"
+}
+
+# test_pki DIR: a test CA (ca.pem) and, signed by it, etcd's server
+# certificate for 127.0.0.1 and 198.18.20.5 (server.pem), a host's client
+# certificate (host.pem) and an administrator's (admin.pem); a second CA
+# (other-ca.pem) with a client certificate of its own (other-host.pem).
+# Each KEY in NAME-key.pem. No certificate has a common name: etcd 3.4's
+# JSON gateway refuses a client's that has one, and its server certificate
+# must also be good for clients (docs/traps.md).
+test_pki() {
+	local d=$1
+	mkdir -p "$d"
+	pki_ca "$d" ca && pki_ca "$d" other-ca &&
+		pki_cert "$d" server ca "IP:127.0.0.1,IP:198.18.20.5" serverAuth,clientAuth &&
+		pki_cert "$d" host ca DNS:lb.test clientAuth &&
+		pki_cert "$d" admin ca DNS:admin.test clientAuth &&
+		pki_cert "$d" other-host other-ca DNS:lb.test clientAuth || die "test certificates"
+}
+pki_ca() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+		-keyout "$1/$2-key.pem" -out "$1/$2.pem" -subj "/O=ringlb test/OU=$2" 2>>"$1/openssl.log"
+}
+# pki_cert DIR NAME CA SAN EKU [SUBJECT]
+pki_cert() {
+	local d=$1
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout "$d/$2-key.pem" -out "$d/$2.csr" -subj "${6:-/O=ringlb test/OU=$2}" 2>>"$d/openssl.log" &&
+		printf 'subjectAltName=%s\nextendedKeyUsage=%s\n' "$4" "$5" >"$d/$2.ext" &&
+		openssl x509 -req -in "$d/$2.csr" -CA "$d/$3.pem" -CAkey "$d/$3-key.pem" -CAcreateserial \
+			-days 2 -extfile "$d/$2.ext" -out "$d/$2.pem" 2>>"$d/openssl.log"
 }
 
 # die WHAT: stop the script (TEST_NAME says which) on a failure that is not a check.

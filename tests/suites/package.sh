@@ -136,13 +136,15 @@ t_man() {
 
 t_unit() {
 	local unit=/lib/systemd/system/ringlb.service
-	systemd-analyze verify "$unit" >"$W/verify" 2>&1 && grep -q '^ExecStart=/usr/sbin/ringlb daemon' "$unit" &&
+	systemd-analyze verify "$unit" >"$W/verify" 2>&1 && grep -q '^ExecStart=/usr/sbin/ringlb --config /etc/ringlb/ringlb.conf daemon' "$unit" &&
 		[ ! -e /etc/systemd/system/multi-user.target.wants/ringlb.service ] &&
 		pass "$unit: systemd-analyze verify clean, runs /usr/sbin/ringlb, installed disabled" ||
 		fail "unit: $(head -3 "$W/verify"), $(grep ExecStart "$unit")"
 	[ "$(stat -c '%a %U' /var/lib/ringlb)" = "700 root" ] && [ -f /etc/default/ringlb ] &&
 		grep -qx /etc/default/ringlb /var/lib/dpkg/info/ringlb.conffiles &&
-		pass "/var/lib/ringlb is 0700 root; /etc/default/ringlb is a conffile" ||
+		grep -qx /etc/ringlb/ringlb.conf /var/lib/dpkg/info/ringlb.conffiles &&
+		/usr/sbin/ringlb --config /etc/ringlb/ringlb.conf --help >/dev/null &&
+		pass "/var/lib/ringlb is 0700 root; /etc/default/ringlb and /etc/ringlb/ringlb.conf are conffiles, the latter read clean" ||
 		fail "state directory $(stat -c '%a %U' /var/lib/ringlb 2>&1), conffiles $(cat /var/lib/dpkg/info/ringlb.conffiles 2>&1)"
 }
 
@@ -189,7 +191,7 @@ t_purge() {
 	leftdirs=$(while read -r f; do [ -d "$f" ] && [[ $f == *ringlb* ]] && echo "$f"; done <"$W/files")
 	records=$(ls /var/lib/dpkg/info/ringlb.* /var/lib/systemd/deb-systemd-helper-enabled/*ringlb* \
 		/var/lib/systemd/deb-systemd-helper-masked/*ringlb* 2>/dev/null)
-	if [ -z "$left" ] && [ -z "$leftdirs" ] && [ -z "$records" ] && [ ! -e /etc/default/ringlb ] &&
+	if [ -z "$left" ] && [ -z "$leftdirs" ] && [ -z "$records" ] && [ ! -e /etc/default/ringlb ] && [ ! -e /etc/ringlb ] &&
 		! dpkg-query -W ringlb >/dev/null 2>&1 && [ "$(cd /var/lib/ringlb && sha256sum state.json secret)" = "$sum" ]; then
 		pass "apt-get purge: none of the package's $(wc -l <"$W/files") paths, its conffile or records are left; the operator's state and key stay ($(ls /var/lib/ringlb | tr '\n' ' '))"
 	else
@@ -213,7 +215,8 @@ t_make_install() {
 			{ fail "make install PREFIX=$prefix: $(tail -3 "$W/install.log")"; continue; }
 		files=$(cd "$dest" && find . -type f | sort | tr '\n' ' ')
 		[ -x "$dest$prefix/sbin/ringlb" ] && [ "$("$dest$prefix/sbin/ringlb" --version)" = "ringlb $VERSION" ] &&
-			grep -q "^ExecStart=$prefix/sbin/ringlb daemon" "$dest$prefix/lib/systemd/system/ringlb.service" &&
+			grep -q "^ExecStart=$prefix/sbin/ringlb --config /etc/ringlb/ringlb.conf daemon" "$dest$prefix/lib/systemd/system/ringlb.service" &&
+			[ -f "$dest/etc/ringlb/ringlb.conf" ] &&
 			[ -f "$dest$prefix/share/man/man8/ringlb.8" ] && [ -f "$dest$prefix/share/man/man5/ringlb-state.5" ] &&
 			[ -f "$dest$prefix/share/bash-completion/completions/ringlb" ] &&
 			[ "$(stat -c %a "$dest/var/lib/ringlb")" = 700 ] &&

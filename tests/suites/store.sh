@@ -101,10 +101,10 @@ t_commits() {
 t_view() {
 	local other
 	mkdir -p "$W/h2"
-	other=$(ringlb --state "$W/h2/state.json" --store "$STORE" show --json 2>/dev/null |
+	other=$(ringlb --state "$W/h2/state.json" --pin-dir "$PIN-h2" --store "$STORE" show --json 2>"$W/view.err" |
 		jq -r '[.vips[].backends[].name] | join(" ")')
 	[ "$other" = "b1 b2" ] && pass "another host's view of the store: the same VIP and backends ($other)" ||
-		fail "another view: '$other'"
+		fail "another view: '$other' $(cat "$W/view.err")"
 	# The store's revision is said by a host on the store, and by no other.
 	[ "$(sringlb show --json | jq 'has("store_revision")')" = true ] &&
 		[ "$(ringlb show --json | jq 'has("store_revision")')" = false ] &&

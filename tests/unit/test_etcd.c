@@ -21,14 +21,20 @@
 
 static const char *endpoint;
 
-static void spec_of(struct etcd_spec *spec, const char *prefix, const char *first)
+/* A client of the test's etcd under @prefix, after endpoint @first when given. */
+static struct etcd *client_of(const char *prefix, const char *first)
 {
-	char text[512];
-	const char *why = NULL;
+	static const struct etcd_opts none;
+	char text[512], why[ETCD_WHY_MAX] = "";
+	const char *problem = NULL;
+	struct etcd_spec spec;
+	struct etcd *e = NULL;
 
 	snprintf(text, sizeof(text), "etcd://%s%s%s%s", first ? first : "", first ? "," : "",
 		 endpoint, prefix);
-	assert_int_equal(etcd_spec_parse(text, spec, &why), 0);
+	assert_int_equal(etcd_spec_parse(text, &spec, &problem), 0);
+	assert_int_equal(etcd_open(&spec, &none, &e, why), 0);
+	return e;
 }
 
 static void test_spec_syntax(void **unused)
@@ -45,7 +51,17 @@ static void test_spec_syntax(void **unused)
 		{ "etcd://host/ringlb", 0 },
 		{ "etcd://host:/ringlb", 0 },
 		{ "etcd://a:1,,b:2/x", 0 },
-		{ "http://127.0.0.1:2379/ringlb", 0 },
+		{ "http://127.0.0.1:2379/ringlb", 1 },
+		{ "https://127.0.0.1:2379/ringlb", 1 },
+		{ "https://a:1,https://b:2,https://[2001:db8::1]:3/ringlb/prod", 1 },
+		{ "https://a:1,http://b:2/ringlb", 0 },
+		{ "https://a:1,b:2/ringlb", 0 },
+		{ "https://a:1", 0 },
+		{ "https://a:1/", 0 },
+		{ "https://a:x/ringlb", 0 },
+		{ "https://user@a:1/ringlb", 0 },
+		{ "ftp://a:1/ringlb", 0 },
+		{ "a:1/ringlb", 0 },
 		{ "", 0 },
 	};
 	struct etcd_spec spec;
@@ -63,33 +79,39 @@ static void test_spec_syntax(void **unused)
 	check_eq(spec.count, 2);
 	check(strcmp(spec.prefix, "/ringlb/prod") == 0, "prefix without the trailing /: %s",
 	      spec.prefix);
+	check(strcmp(spec.endpoints[1], "http://b:2") == 0 && !spec.tls,
+	      "etcd:// is plain http: %s", spec.endpoints[1]);
+	assert_int_equal(etcd_spec_parse("https://a:1,https://b:2/r", &spec, &(const char *){ 0 }), 0);
+	check(spec.tls && spec.count == 2 && strcmp(spec.endpoints[1], "https://b:2") == 0 &&
+		      strcmp(spec.prefix, "/r") == 0,
+	      "https endpoints kept with their scheme: %s %s", spec.endpoints[1], spec.prefix);
 }
 
 static void test_write_holds_only_on_the_revision_read(void **unused)
 {
 	char why[ETCD_WHY_MAX] = "", *value = NULL;
-	struct etcd_spec spec;
+	struct etcd *spec;
 	__u64 rev0 = 1, rev1 = 0, rev2 = 0, after = 0;
 
 	(void)unused;
-	spec_of(&spec, "/test-cas", NULL);
-	check(etcd_get(&spec, "state", &value, &rev0, why) == 0, "get: %s", why);
+	spec = client_of("/test-cas", NULL);
+	check(etcd_get(spec, "state", &value, &rev0, why) == 0, "get: %s", why);
 	check(!value && rev0 == 0, "a key never written: no value, revision 0");
-	check(etcd_put_if(&spec, "state", "{\"v\":1}", 0, &after, why) == 0,
+	check(etcd_put_if(spec, "state", "{\"v\":1}", 0, &after, why) == 0,
 	      "created when it must not exist yet: %s", why);
-	check(etcd_put_if(&spec, "state", "{\"v\":9}", 0, NULL, why) == -ESTALE,
+	check(etcd_put_if(spec, "state", "{\"v\":9}", 0, NULL, why) == -ESTALE,
 	      "a second create finds it there: -ESTALE");
-	check(etcd_get(&spec, "state", &value, &rev1, why) == 0 && value &&
+	check(etcd_get(spec, "state", &value, &rev1, why) == 0 && value &&
 		      strcmp(value, "{\"v\":1}") == 0 && rev1 == after,
 	      "read back with the revision the write made: %s at %llu", value,
 	      (unsigned long long)rev1);
 	free(value);
 	/* Two writers read revision rev1; the first one's write holds, the second's does not. */
-	check(etcd_put_if(&spec, "state", "{\"v\":2}", rev1, &rev2, why) == 0, "first: %s", why);
-	check(etcd_put_if(&spec, "state", "{\"v\":3}", rev1, NULL, why) == -ESTALE,
+	check(etcd_put_if(spec, "state", "{\"v\":2}", rev1, &rev2, why) == 0, "first: %s", why);
+	check(etcd_put_if(spec, "state", "{\"v\":3}", rev1, NULL, why) == -ESTALE,
 	      "second, on the stale revision: -ESTALE");
 	check(strstr(why, "changed since it was read"), "and says so: %s", why);
-	check(etcd_get(&spec, "state", &value, &rev1, why) == 0 && strcmp(value, "{\"v\":2}") == 0,
+	check(etcd_get(spec, "state", &value, &rev1, why) == 0 && strcmp(value, "{\"v\":2}") == 0,
 	      "the first writer's value stands: %s", value);
 	free(value);
 }
@@ -97,20 +119,29 @@ static void test_write_holds_only_on_the_revision_read(void **unused)
 static void test_endpoints_fail_over(void **unused)
 {
 	char why[ETCD_WHY_MAX] = "", *value = NULL;
-	struct etcd_spec spec, dead;
+	struct etcd *spec, *dead;
 	__u64 rev = 0;
-	const char *problem = NULL;
 
 	(void)unused;
-	spec_of(&spec, "/test-failover", "127.0.0.1:1");
-	check(etcd_put_if(&spec, "k", "v", 0, NULL, why) == 0,
+	spec = client_of("/test-failover", "127.0.0.1:1");
+	check(etcd_put_if(spec, "k", "v", 0, NULL, why) == 0,
 	      "a dead first endpoint, a live second: written (%s)", why);
-	check(etcd_get(&spec, "k", &value, &rev, why) == 0 && value && strcmp(value, "v") == 0,
+	check(etcd_get(spec, "k", &value, &rev, why) == 0 && value && strcmp(value, "v") == 0,
 	      "and read");
 	free(value);
-	assert_int_equal(etcd_spec_parse("etcd://127.0.0.1:1/x", &dead, &problem), 0);
-	check(etcd_get(&dead, "k", &value, &rev, why) < 0 && strstr(why, "127.0.0.1:1"),
+	dead = client_of("/x", NULL);
+	etcd_close(dead);
+	{
+		static const struct etcd_opts none;
+		struct etcd_spec s;
+
+		assert_int_equal(etcd_spec_parse("etcd://127.0.0.1:1/x", &s, &(const char *){ 0 }), 0);
+		assert_int_equal(etcd_open(&s, &none, &dead, why), 0);
+	}
+	check(etcd_get(dead, "k", &value, &rev, why) < 0 && strstr(why, "127.0.0.1:1"),
 	      "no endpoint answers: an error naming it: %s", why);
+	etcd_close(dead);
+	etcd_close(spec);
 }
 
 int main(int argc, char **argv)

@@ -13,12 +13,15 @@
 
 #include "lb.h"
 
-int store_open(const char *spec, const char *state_path, struct store **out, struct fault *f)
+int store_open(const char *spec, const struct store_opts *opts, const char *state_path,
+	       struct store **out, struct fault *f)
 {
+	static const struct store_opts none;
+
 	*out = NULL;
 	if (!spec)
 		return store_file_open(state_path, out, f);
-	return store_etcd_open(spec, state_path, out, f);
+	return store_etcd_open(spec, opts ? opts : &none, state_path, out, f);
 }
 
 void store_close(struct store *st)

@@ -80,13 +80,36 @@ struct store {
 #define STORE_LEAD_RENEW_MS 1000
 
 /**
- * store_open() - the store @spec names: NULL for the state file at
- * @state_path alone, "etcd://HOST:PORT[,HOST:PORT...]/PREFIX" for etcd
- * (with this host's half in @state_path). Both strings must outlive it;
- * @state_path may be given later (st->state_path), before the first read.
- * Return: 0, or -EINVAL and why (class FAULT_USAGE) for a malformed @spec.
+ * struct store_opts - how this host proves itself to a shared store and
+ * whom it trusts (each NULL when not configured; --store-* options, or the
+ * configuration file's keys of the same names).
+ * @cacert: CA certificates the store's server certificate must chain to
+ * @cert: this host's client certificate
+ * @key: its private key
+ * @user: the store's user to authenticate as
+ * @password_file: that user's password (refused when others can read it)
+ * @proxy: a proxy to reach the store through; none when NULL
  */
-int store_open(const char *spec, const char *state_path, struct store **out, struct fault *f);
+struct store_opts {
+	const char *cacert;
+	const char *cert;
+	const char *key;
+	const char *user;
+	const char *password_file;
+	const char *proxy;
+};
+
+/**
+ * store_open() - the store @spec names: NULL for the state file at
+ * @state_path alone, "https://HOST:PORT[,https://HOST:PORT...]/PREFIX" (or
+ * http://, or etcd://HOST:PORT[,...]/PREFIX) for etcd, with @opts (NULL:
+ * none), and this host's half in @state_path. The strings must outlive it;
+ * @state_path may be given later (st->state_path), before the first read.
+ * Return: 0, or -EINVAL and why (class FAULT_USAGE) for a malformed @spec
+ * or options that do not go with it.
+ */
+int store_open(const char *spec, const struct store_opts *opts, const char *state_path,
+	       struct store **out, struct fault *f);
 
 /** store_close() - close a store (NULL: nothing). */
 void store_close(struct store *st);
@@ -122,8 +145,8 @@ static inline int store_shared(const struct store *st)
  * store_etcd_open() - etcd as the store.
  */
 int store_file_open(const char *state_path, struct store **out, struct fault *f);
-int store_etcd_open(const char *spec, const char *state_path, struct store **out,
-		    struct fault *f);
+int store_etcd_open(const char *spec, const struct store_opts *opts, const char *state_path,
+		    struct store **out, struct fault *f);
 
 /**
  * store_host_read() - this host's state file, as the state class reads it:

@@ -26,7 +26,7 @@
 
 /**
  * struct etcd_store - the store and what following it keeps.
- * @spec: the parsed --store
+ * @client: the etcd client (etcd.h)
  * @lease: this daemon's lease (0: none yet)
  * @leader: 1 while it holds PREFIX/health-leader
  * @watch_fd: the eventfd the watch thread wakes, -1 before store_watch()
@@ -35,7 +35,7 @@
  */
 struct etcd_store {
 	struct store store;
-	struct etcd_spec spec;
+	struct etcd *client;
 	__u64 lease;
 	int leader;
 	int watch_fd;
@@ -59,7 +59,7 @@ static int etcd_read(struct store *st, struct state *out, __u64 *revision, struc
 	err = store_host_read(st->state_path, &local, f);
 	if (err)
 		return err;
-	err = etcd_get(&e->spec, "state", &text, revision, ewhy);
+	err = etcd_get(e->client, "state", &text, revision, ewhy);
 	if (err) {
 		state_free(&local);
 		return fault_set(f, FAULT_STORE, err, "cannot read the state from the store: %s",
@@ -71,7 +71,7 @@ static int etcd_read(struct store *st, struct state *out, __u64 *revision, struc
 		if (err) {
 			state_free(&local);
 			return fault_set(f, FAULT_STORE, err, "the store's state %s/state: %s",
-					 e->spec.prefix, swhy);
+					 etcd_spec_of(e->client)->prefix, swhy);
 		}
 	}
 	/* This host's half is its own file's, whatever the store's value says of it. */
@@ -94,7 +94,7 @@ static int etcd_commit(struct store *st, const struct state *want, const struct 
 		return fault_set(f, FAULT_STORE, same, "out of memory");
 	if (!same) {
 		text = state_fleet_text(want, 1);
-		err = text ? etcd_put_if(&e->spec, "state", text, revision, NULL, ewhy) : -ENOMEM;
+		err = text ? etcd_put_if(e->client, "state", text, revision, NULL, ewhy) : -ENOMEM;
 		if (err)
 			fault_set(f, FAULT_STORE, err, "cannot write the state to the store: %s",
 				  text ? ewhy : "out of memory");
@@ -116,12 +116,12 @@ static int etcd_key_check(struct store *st, __u64 digest, struct fault *f)
 	int err;
 
 	snprintf(mine, sizeof(mine), "%016llx", (unsigned long long)digest);
-	err = etcd_get(&e->spec, "secret_digest", &fleet, &revision, ewhy);
+	err = etcd_get(e->client, "secret_digest", &fleet, &revision, ewhy);
 	/* The first host with a key gives the fleet its digest (never the key). */
 	if (!err && !fleet) {
-		err = etcd_put_if(&e->spec, "secret_digest", mine, 0, NULL, ewhy);
+		err = etcd_put_if(e->client, "secret_digest", mine, 0, NULL, ewhy);
 		if (err == -ESTALE) /* another host's came first */
-			err = etcd_get(&e->spec, "secret_digest", &fleet, &revision, ewhy);
+			err = etcd_get(e->client, "secret_digest", &fleet, &revision, ewhy);
 	}
 	if (err)
 		return fault_set(f, FAULT_STORE, err,
@@ -158,7 +158,7 @@ static void *watch_main(void *arg)
 	int i;
 
 	while (!e->stopping) {
-		etcd_watch(&e->spec, "state", watch_event, watch_stop, e, why);
+		etcd_watch(e->client, "state", watch_event, watch_stop, e, why);
 		for (i = 0; i < 10 && !e->stopping; i++)
 			usleep(100000);
 	}
@@ -190,20 +190,24 @@ static int etcd_lead(struct store *st, const char *identity, int *leader,
 	int err = 0;
 
 	/* Every daemon keeps a lease alive: a follower's is ready when the leader's goes. */
-	if (e->lease && (err = etcd_lease_keepalive(&e->spec, e->lease, ewhy))) {
+	if (e->lease && (err = etcd_lease_keepalive(e->client, e->lease, ewhy))) {
 		e->leader = 0;
 		e->lease = 0;
 	}
-	if (!e->leader) {
-		if (!e->lease && (err = etcd_lease_grant(&e->spec, STORE_LEAD_TTL_S, &e->lease, ewhy)))
-			e->lease = 0;
-		if (e->lease) {
-			err = etcd_campaign(&e->spec, "health-leader", identity, e->lease, &who, ewhy);
-			if (!err) {
-				e->leader = strcmp(who, identity) == 0;
-				snprintf(holder, STORE_HOLDER_MAX, "%s", who);
-			}
-		}
+	if (!e->lease && (err = etcd_lease_grant(e->client, STORE_LEAD_TTL_S, &e->lease, ewhy)))
+		e->lease = 0;
+	/*
+	 * The campaign every time, leader or not: the key's lease (not the name
+	 * in it) says who leads, so a leader whose key went (deleted, its lease
+	 * lost and another's put there) learns it at its next renewal.
+	 */
+	if (e->lease) {
+		int won = 0;
+
+		err = etcd_campaign(e->client, "health-leader", identity, e->lease, &won, &who, ewhy);
+		e->leader = !err && won;
+		if (!err)
+			snprintf(holder, STORE_HOLDER_MAX, "%s", who);
 		free(who);
 	}
 	*leader = e->leader;
@@ -212,7 +216,7 @@ static int etcd_lead(struct store *st, const char *identity, int *leader,
 	return err;
 }
 
-static void etcd_close(struct store *st)
+static void etcd_store_close(struct store *st)
 {
 	struct etcd_store *e = etcd_of(st);
 
@@ -221,6 +225,7 @@ static void etcd_close(struct store *st)
 		pthread_join(e->watcher, NULL);
 		close(e->watch_fd);
 	}
+	etcd_close(e->client);
 	free(e);
 	curl_global_cleanup();
 }
@@ -235,20 +240,32 @@ static const struct store_ops etcd_ops = {
 	.key_check = etcd_key_check,
 	.watch = etcd_watch_start,
 	.lead = etcd_lead,
-	.close = etcd_close,
+	.close = etcd_store_close,
 };
 
-int store_etcd_open(const char *spec, const char *state_path, struct store **out,
-		    struct fault *f)
+int store_etcd_open(const char *spec, const struct store_opts *opts, const char *state_path,
+		    struct store **out, struct fault *f)
 {
+	const struct etcd_opts eopts = {
+		.cacert = opts->cacert, .cert = opts->cert, .key = opts->key, .user = opts->user,
+		.password_file = opts->password_file, .proxy = opts->proxy,
+	};
 	struct etcd_store *e = calloc(1, sizeof(*e));
+	char why[ETCD_WHY_MAX] = "";
 	const char *problem = NULL;
+	struct etcd_spec parsed;
+	int err;
 
 	if (!e)
 		return fault_set(f, FAULT_STORE, -ENOMEM, "out of memory");
-	if (etcd_spec_parse(spec, &e->spec, &problem)) {
+	if (etcd_spec_parse(spec, &parsed, &problem)) {
 		free(e);
 		return fault_set(f, FAULT_USAGE, -EINVAL, "--store '%s': %s", spec, problem);
+	}
+	err = etcd_open(&parsed, &eopts, &e->client, why);
+	if (err) {
+		free(e);
+		return fault_set(f, FAULT_USAGE, err, "--store '%s': %s", spec, why);
 	}
 	e->store.ops = &etcd_ops;
 	e->store.state_path = state_path;

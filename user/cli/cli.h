@@ -60,6 +60,37 @@ struct cli {
 	int word_count;
 };
 
+/** CLI_CONFIG_DEFAULT - the configuration file read when --config does not name another. */
+#define CLI_CONFIG_DEFAULT "/etc/ringlb/ringlb.conf"
+
+/**
+ * struct cli_globals - the global options, from the command line or the
+ * configuration file (each NULL when not given).
+ * @state: --state
+ * @pin_dir: --pin-dir
+ * @store: --store
+ * @store_opts: --store-cacert, --store-cert, --store-key, --store-user,
+ *              --store-password-file, --store-proxy
+ */
+struct cli_globals {
+	const char *state;
+	const char *pin_dir;
+	const char *store;
+	struct store_opts store_opts;
+};
+
+/**
+ * cli_config_read() - the configuration file at @path into @g (its strings
+ * malloc()ed: cli_config_free()). A missing file is no configuration
+ * unless @must_exist. Return: 0, or -errno and why in @why (the file and
+ * the line).
+ */
+int cli_config_read(const char *path, int must_exist, struct cli_globals *g, char *why,
+		    size_t len);
+
+/** cli_config_free() - release what cli_config_read() gave @g. */
+void cli_config_free(struct cli_globals *g);
+
 /** enum cli_option_type - what an option's value is, and so how it is parsed. */
 enum cli_option_type {
 	CLI_OPT_FLAG,   /* no value: the field (an int) is set to 1 */

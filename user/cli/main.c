@@ -2,8 +2,11 @@
 /*
  * ringlb: the operator's command. Objects then verbs, like ip and bpftool:
  *
- *   ringlb [-v] [--state PATH] [--pin-dir PATH] [--json] OBJECT [VERB] ARGS...
+ *   ringlb [-v] [--config FILE] [--state PATH] [--pin-dir PATH] [--store URL]
+ *          [--store-* ...] [--json] OBJECT [VERB] ARGS...
  *
+ * The global options come from the command line, else the configuration
+ * file (config.c), else their defaults.
  * This file is the dispatcher: the global options, finding the command in
  * the table (table.c), parsing its options and operands from its own entry,
  * running it, and the one audit line of every attempted change. It also
@@ -176,7 +179,7 @@ static void print_help(FILE *out, const char *object)
 
 	if (!object)
 		fprintf(out,
-			"Usage: ringlb [-v] [--state PATH] [--pin-dir PATH] [--store URL] [--json] "
+			"Usage: ringlb [-v] [--config FILE] [--state PATH] [--pin-dir PATH] [--store URL] [--json] "
 			"COMMAND ...\n\n"
 			"ringlb balances TCP and UDP services (VIPs) over backends with a\n"
 			"consistent-hash ring per VIP, in an XDP program.\n\n"
@@ -196,9 +199,20 @@ static void print_help(FILE *out, const char *object)
 			"                  the secret, lock and audit log live beside it\n"
 			"  --pin-dir PATH  bpffs directory for maps and links (default "
 			LB_PIN_DIR_DEFAULT ")\n"
-			"  --store etcd://HOST:PORT[,HOST:PORT...]/PREFIX\n"
+			"  --store https://HOST:PORT[,https://HOST:PORT...]/PREFIX\n"
 			"                  the desired state in etcd (key PREFIX/state), shared by\n"
 			"                  every host; the lock and logs stay beside --state\n"
+			"                  (http:// and etcd://HOST:PORT,.../PREFIX: no TLS)\n"
+			"  --store-cacert FILE, --store-cert FILE, --store-key FILE\n"
+			"                  the CA the store's certificate must chain to, this\n"
+			"                  host's client certificate and key (as etcdctl's)\n"
+			"  --store-user NAME, --store-password-file FILE\n"
+			"                  etcd's user authentication (FILE: mode 0600)\n"
+			"  --store-proxy URL  reach the store through a proxy (default: none,\n"
+			"                  whatever *_proxy variables say)\n"
+			"  --config FILE   the global options' defaults (default\n"
+			"                  " CLI_CONFIG_DEFAULT ", or $RINGLB_CONFIG);\n"
+			"                  options on the command line override it\n"
 			"  --json          machine-readable output\n"
 			"  -v, --verbose   libbpf's and the verifier's messages (twice: libbpf's\n"
 			"                  debug messages too)\n"
@@ -339,68 +353,115 @@ static int dispatch(struct cli *c, int argc, char **argv)
 	return err == 0 ? 0 : c->usage ? EXIT_USAGE : 1;
 }
 
+/* @given's field where the command line gave it, else the configuration file's. */
+static void globals_merge(struct cli_globals *into, const struct cli_globals *given,
+			  const struct cli_globals *conf)
+{
+#define PICK(field) into->field = given->field ? given->field : conf->field
+	PICK(state);
+	PICK(pin_dir);
+	PICK(store);
+	PICK(store_opts.cacert);
+	PICK(store_opts.cert);
+	PICK(store_opts.key);
+	PICK(store_opts.user);
+	PICK(store_opts.password_file);
+	PICK(store_opts.proxy);
+#undef PICK
+}
+
+/*
+ * The site the command runs on: the command line's global options over the
+ * configuration file's (--config, else $RINGLB_CONFIG, else
+ * CLI_CONFIG_DEFAULT when it exists) over the defaults, and the store they
+ * name, opened. Return: 0, or an exit status (said).
+ */
+static int site_open(struct cli *c, const struct cli_globals *given, const char *config,
+		     struct cli_globals *conf)
+{
+	struct cli_globals g;
+	struct fault f = { 0 };
+	char why[FAULT_WHY_MAX];
+	int must = config != NULL;
+
+	if (!config)
+		config = getenv("RINGLB_CONFIG");
+	must |= config != NULL;
+	if (cli_config_read(config ? config : CLI_CONFIG_DEFAULT, must, conf, why, sizeof(why))) {
+		fprintf(stderr, "ringlb: configuration %s\n", why);
+		return EXIT_USAGE;
+	}
+	globals_merge(&g, given, conf);
+	c->site.state_path = g.state ? g.state : SITE_STATE_PATH_DEFAULT;
+	c->site.pin_dir = g.pin_dir ? g.pin_dir : LB_PIN_DIR_DEFAULT;
+	/* Without a store, the state file is the store. */
+	if (store_open(g.store, &g.store_opts, c->site.state_path, &c->site.store, &f)) {
+		fprintf(stderr, "ringlb: %s\n", f.why);
+		return f.class == FAULT_USAGE ? EXIT_USAGE : 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	enum {
+		OPT_CONFIG = 256, OPT_CACERT, OPT_CERT, OPT_KEY, OPT_USER, OPT_PASSWORD, OPT_PROXY,
+	};
 	static const struct option globals[] = {
 		{ "state", required_argument, NULL, 's' },
 		{ "pin-dir", required_argument, NULL, 'p' },
 		{ "store", required_argument, NULL, 'S' },
+		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "store-cacert", required_argument, NULL, OPT_CACERT },
+		{ "store-cert", required_argument, NULL, OPT_CERT },
+		{ "store-key", required_argument, NULL, OPT_KEY },
+		{ "store-user", required_argument, NULL, OPT_USER },
+		{ "store-password-file", required_argument, NULL, OPT_PASSWORD },
+		{ "store-proxy", required_argument, NULL, OPT_PROXY },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cli c = {
-		.site = { .state_path = SITE_STATE_PATH_DEFAULT, .pin_dir = LB_PIN_DIR_DEFAULT },
-		.name = "ringlb", .words = argv + 1, .word_count = argc - 1,
-	};
-	struct fault f = { 0 };
+	struct cli c = { .name = "ringlb", .words = argv + 1, .word_count = argc - 1 };
+	struct cli_globals given = { 0 }, conf = { 0 };
+	const char *config = NULL;
 	int opt, rc;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+hv", globals, NULL)) != -1) {
 		switch (opt) {
-		case 's': c.site.state_path = optarg; break;
-		case 'p': c.site.pin_dir = optarg; break;
-		case 'S':
-			/*
-			 * --store, parsed once, where it stands (a malformed one is refused
-			 * before anything else): every command and the daemon use the store
-			 * it names. Its host file is --state's, known after every option.
-			 */
-			store_close(c.site.store);
-			if (store_open(optarg, NULL, &c.site.store, &f)) {
-				fprintf(stderr, "ringlb: %s\n", f.why);
-				return EXIT_USAGE;
-			}
-			break;
+		case 's': given.state = optarg; break;
+		case 'p': given.pin_dir = optarg; break;
+		case 'S': given.store = optarg; break;
+		case OPT_CONFIG: config = optarg; break;
+		case OPT_CACERT: given.store_opts.cacert = optarg; break;
+		case OPT_CERT: given.store_opts.cert = optarg; break;
+		case OPT_KEY: given.store_opts.key = optarg; break;
+		case OPT_USER: given.store_opts.user = optarg; break;
+		case OPT_PASSWORD: given.store_opts.password_file = optarg; break;
+		case OPT_PROXY: given.store_opts.proxy = optarg; break;
 		case 'j': c.json = 1; break;
 		case 'v': c.verbose++; break;
-		case 'h': rc = 0; print_help(stdout, NULL); goto out;
-		case 'V': rc = 0; printf("ringlb %s\n", RINGLB_VERSION); goto out;
+		case 'h': print_help(stdout, NULL); return 0;
+		case 'V': printf("ringlb %s\n", RINGLB_VERSION); return 0;
 		default:
 			fprintf(stderr, "ringlb: unknown option '%s' (see ringlb --help)\n",
 				argv[optind - 1]);
-			rc = EXIT_USAGE;
-			goto out;
+			return EXIT_USAGE;
 		}
 	}
 	libbpf_log.verbose = c.verbose;
 	libbpf_set_print(libbpf_print);
 	if (optind >= argc) {
 		print_help(stderr, NULL);
-		rc = EXIT_USAGE;
-		goto out;
+		return EXIT_USAGE;
 	}
-	/* Without --store, the state file is the store. */
-	if (!c.site.store && store_open(NULL, NULL, &c.site.store, &f)) {
-		fprintf(stderr, "ringlb: %s\n", f.why);
-		return 1;
-	}
-	c.site.store->state_path = c.site.state_path;
-	rc = dispatch(&c, argc - optind, argv + optind);
-out:
+	rc = site_open(&c, &given, config, &conf);
+	if (!rc)
+		rc = dispatch(&c, argc - optind, argv + optind);
 	store_close(c.site.store);
+	cli_config_free(&conf);
 	return rc;
 }

@@ -12,7 +12,7 @@
 #define RINGLB_FAULT_H
 
 /** FAULT_WHY_MAX - room for the one line that says why something failed. */
-#define FAULT_WHY_MAX 256
+#define FAULT_WHY_MAX 512
 
 /** enum fault_class - where a failure happened. */
 enum fault_class {

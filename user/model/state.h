@@ -28,6 +28,12 @@ struct ring;
  * every JSON reader keeps exact (RFC 7493); jq, for one, rounds larger ones.
  */
 #define STATE_COOKIE_MAX ((1ull << 53) - 1)
+/**
+ * STATE_TEXT_MAX - the longest state text read or written: the largest
+ * valid state (every backend id taken, every field at its longest) is well
+ * under it (test_state measures one). A longer text is refused unread.
+ */
+#define STATE_TEXT_MAX (8u << 20)
 /** STATE_WHY_MAX - room for an explanation of a refused state. */
 #define STATE_WHY_MAX 256
 
