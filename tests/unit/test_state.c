@@ -153,6 +153,54 @@ static void sample_state(struct state *s)
 	s->fleet.generation = 7;
 }
 
+/*
+ * A host's membership of a fleet (which store, which revision its file
+ * holds) round-trips through its file, stays out of the fleet's half, and
+ * is validated.
+ */
+static void test_membership_round_trips_and_stays_out_of_the_fleet_half(void **state)
+{
+	struct state s, back;
+	char why[STATE_WHY_MAX] = "", *text, *fleet, *at, bad[8192];
+
+	(void)state;
+	sample_state(&s);
+	snprintf(s.host.member.store, sizeof(s.host.member.store), "%s",
+		 "https://198.18.20.5:2379,https://198.18.20.6:2379");
+	snprintf(s.host.member.prefix, sizeof(s.host.member.prefix), "%s", "/ringlb");
+	s.host.member.revision = 41;
+	s.host.member.followed = 1796000000;
+	s.host.member.key_digest = 0x1cfdb156fc8a0b2dull;
+	text = state_to_text(&s);
+	check(state_from_text(&back, text, why) == 0, "refused: %s", why);
+	check(strcmp(back.host.member.store, s.host.member.store) == 0 &&
+		      strcmp(back.host.member.prefix, "/ringlb") == 0 &&
+		      back.host.member.revision == 41 && back.host.member.followed == 1796000000 &&
+		      back.host.member.key_digest == 0x1cfdb156fc8a0b2dull,
+	      "membership: got %s %s %llu %llu %016llx", back.host.member.store,
+	      back.host.member.prefix, (unsigned long long)back.host.member.revision,
+	      (unsigned long long)back.host.member.followed,
+	      (unsigned long long)back.host.member.key_digest);
+	state_free(&back);
+	fleet = state_fleet_text(&s, 1);
+	check(strstr(fleet, "\"store\"") == NULL, "the fleet's half carries the membership: %s",
+	      fleet);
+	free(fleet);
+	at = strstr(text, "\"key_digest\": \"1cfdb156fc8a0b2d\"");
+	check(at != NULL, "no key_digest in %s", text);
+	snprintf(bad, sizeof(bad), "%.*s\"key_digest\": \"1cfdb156fc8a0b2\"%s", (int)(at - text), text,
+		 at + strlen("\"key_digest\": \"1cfdb156fc8a0b2d\""));
+	check(state_from_text(&back, bad, why) != 0 && strstr(why, "key_digest"),
+	      "a 15-digit key digest: '%s'", why);
+	at = strstr(text, "\"prefix\": \"/ringlb\"");
+	snprintf(bad, sizeof(bad), "%.*s\"prefix\": \"ringlb\"%s", (int)(at - text), text,
+		 at + strlen("\"prefix\": \"/ringlb\""));
+	check(state_from_text(&back, bad, why) != 0 && strstr(why, "$.store.prefix"),
+	      "a prefix without '/': '%s'", why);
+	free(text);
+	state_free(&s);
+}
+
 static void test_state_round_trips_through_its_file(void **state)
 {
 	char path[] = "/tmp/ringlb-test-state-XXXXXX", why[STATE_WHY_MAX] = "";
@@ -273,6 +321,12 @@ static void test_state_validation_refuses_every_bad_field(void **state)
 		{ "\"vnodes\": 1000", "\"vnodes\": 1000000", "ring points" },
 		{ "\"id\": 1,\n      \"vip\": \"[2001", "\"id\": 0,\n      \"vip\": \"[2001", "vips[1].id" },
 		{ "\"interfaces\": []", "\"interfaces\": {}", "arrays" },
+		/* A field a newer ringlb wrote, at every level: never dropped by a rewrite. */
+		{ "\"version\": 1,", "\"version\": 1, \"quic\": {},", "$.quic: a field this ringlb" },
+		{ "\"vnodes\": 100", "\"vnodes\": 100, \"lb_id\": 3", "vips[0].lb_id" },
+		{ "\"weight\": 3", "\"weight\": 3, \"zone\": \"a\"", "].zone: a field" },
+		{ "\"interfaces\": []", "\"interfaces\": [{\"name\": \"eth0\", \"mode\": \"native\", \"xsk\": 1}]",
+		  "interfaces[0].xsk" },
 	};
 	struct state s, back;
 	char why[STATE_WHY_MAX];
@@ -683,6 +737,7 @@ int main(void)
 		cmocka_unit_test(test_endpoint_parse_reads_clients),
 		cmocka_unit_test(test_state_round_trips_through_its_file),
 		cmocka_unit_test(test_state_validation_refuses_every_bad_field),
+		cmocka_unit_test(test_membership_round_trips_and_stays_out_of_the_fleet_half),
 		cmocka_unit_test(test_encapsulation_round_trips_and_is_validated),
 		cmocka_unit_test(test_backend_ids_are_unique_and_allocated_round_robin),
 		cmocka_unit_test(test_vip_ring_leaves_out_draining_backends),

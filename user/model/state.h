@@ -188,6 +188,30 @@ struct state_fleet {
 	struct state_vip *vips;
 };
 
+/** STATE_MEMBER_STORE_MAX - room for a fleet store's endpoints, comma-separated. */
+#define STATE_MEMBER_STORE_MAX 1400
+/** STATE_MEMBER_PREFIX_MAX - room for a fleet store's prefix. */
+#define STATE_MEMBER_PREFIX_MAX 128
+
+/**
+ * struct state_member - this host's membership of a fleet: which store it
+ * follows, and which of the store's states its file holds (the last it
+ * followed). Empty (@store "") for a host of its own.
+ * @store: the store's endpoints, comma-separated URLs (no credentials)
+ * @prefix: the store's prefix, "/NAME"
+ * @revision: the store's revision of the fleet half this file holds
+ *            (0: none followed yet)
+ * @followed: when this host followed it (Unix time, seconds)
+ * @key_digest: this host's flow hash key digest when it followed it
+ */
+struct state_member {
+	char store[STATE_MEMBER_STORE_MAX];
+	char prefix[STATE_MEMBER_PREFIX_MAX];
+	__u64 revision;
+	__u64 followed;
+	__u64 key_digest;
+};
+
 /**
  * struct state_host - this host's own facts: they stay in its state file
  * (never in a store), and a restore keeps them.
@@ -197,6 +221,7 @@ struct state_fleet {
  * @encap: how this host encapsulates
  * @drained: 1 when the operator drained this host (`ringlb host drain`):
  *           its daemon withdraws the VIPs' routes
+ * @member: the fleet it belongs to, if any
  */
 struct state_host {
 	__u32 flow_entries;
@@ -204,6 +229,7 @@ struct state_host {
 	struct state_iface *ifaces;
 	struct state_encap encap;
 	int drained;
+	struct state_member member;
 };
 
 /**

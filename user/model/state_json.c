@@ -176,6 +176,18 @@ char *state_to_text(const struct state *s)
 	json_object_set(root, "interfaces", ifaces);
 	if (s->host.drained)
 		json_object_set_new(root, "host", json_pack("{s:b}", "drained", 1));
+	if (s->host.member.store[0]) {
+		char digest[24];
+
+		snprintf(digest, sizeof(digest), "%016llx",
+			 (unsigned long long)s->host.member.key_digest);
+		json_object_set_new(root, "store",
+				    json_pack("{s:s, s:s, s:I, s:I, s:s}", "endpoints",
+					      s->host.member.store, "prefix", s->host.member.prefix,
+					      "revision", (json_int_t)s->host.member.revision,
+					      "followed", (json_int_t)s->host.member.followed,
+					      "key_digest", digest));
+	}
 	encap = encap_to_json(&s->host.encap);
 	if (encap)
 		json_object_set_new(root, "encap", encap);
@@ -243,6 +255,44 @@ static int refuse(char why[STATE_WHY_MAX], const char *fmt, ...)
 	return -EINVAL;
 }
 
+/*
+ * Refuse a key of @obj that is not in @keys (NULL-terminated): a field
+ * this ringlb does not define (a newer ringlb's) is never dropped silently
+ * by reading the state and writing it back.
+ */
+static int known_keys(json_t *obj, const char *const keys[], const char *where,
+		      char why[STATE_WHY_MAX])
+{
+	const char *key;
+	json_t *value;
+	size_t i;
+
+	json_object_foreach(obj, key, value) {
+		for (i = 0; keys[i] && strcmp(keys[i], key); i++)
+			;
+		if (!keys[i])
+			return refuse(why, "%s.%.40s: a field this ringlb does not know (written by "
+				      "a newer one?)", where, key);
+	}
+	return 0;
+}
+
+static const char *const root_keys[] = { "version", "generation", "flow_entries",
+					 "next_backend_id", "interfaces", "vips", "host",
+					 "encap", "store", "next_cookie", NULL };
+static const char *const iface_keys[] = { "name", "mode", NULL };
+static const char *const encap_keys[] = { "gue_port", "new_flows_max", "source4", "source6",
+					  NULL };
+static const char *const member_keys[] = { "endpoints", "prefix", "revision", "followed",
+					   "key_digest", NULL };
+static const char *const vip_keys[] = { "vip", "id", "vnodes", "forward", "flows",
+					"past_vnodes", "check", "backends", NULL };
+static const char *const backend_keys[] = { "name", "address", "mac", "state", "weight", "id",
+					    "cookie", "past_weights", "health", "held", "check",
+					    NULL };
+static const char *const check_keys[] = { "type", "target", "port", "interval_ms",
+					  "timeout_ms", "rise", "fall", "hold_ms", NULL };
+
 /* An integer member within [min, max]. */
 static int get_uint(json_t *obj, const char *key, json_int_t min, json_int_t max,
 		    json_int_t *out, const char *where, char why[STATE_WHY_MAX])
@@ -298,7 +348,8 @@ static int check_from_json(json_t *obj, struct state_check *c, const char *where
 
 	if (!json_is_object(obj))
 		return refuse(why, "%s.check: not an object", where);
-	err = get_string(obj, "type", &kind, where, why) ?:
+	err = known_keys(obj, check_keys, where, why) ?:
+	      get_string(obj, "type", &kind, where, why) ?:
 	      get_string(obj, "target", &target, where, why) ?:
 	      get_uint(obj, "port", 0, PORT_MAX, &port, where, why) ?:
 	      get_uint(obj, "interval_ms", 0, UINT32_MAX, &interval, where, why) ?:
@@ -334,7 +385,8 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const struct 
 
 	if (!json_is_object(obj))
 		return refuse(why, "%s: not an object", where);
-	err = get_string(obj, "name", &name, where, why) ?:
+	err = known_keys(obj, backend_keys, where, why) ?:
+	      get_string(obj, "name", &name, where, why) ?:
 	      get_string(obj, "address", &address, where, why) ?:
 	      (forward == LB_FORWARD_L2 ? get_string(obj, "mac", &mac, where, why) : 0) ?:
 	      get_string(obj, "state", &state, where, why) ?:
@@ -407,7 +459,8 @@ static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 
 	if (!json_is_object(obj))
 		return refuse(why, "%s: not an object", where);
-	err = get_string(obj, "vip", &spec, where, why) ?:
+	err = known_keys(obj, vip_keys, where, why) ?:
+	      get_string(obj, "vip", &spec, where, why) ?:
 	      get_uint(obj, "id", 0, LB_VIPS_MAX - 1, &id, where, why) ?:
 	      get_uint(obj, "vnodes", RING_VNODES_MIN, RING_VNODES_MAX, &vnodes, where, why);
 	if (err)
@@ -538,7 +591,8 @@ static int encap_from_json(json_t *obj, struct state_encap *e, char why[STATE_WH
 
 	if (!json_is_object(obj))
 		return refuse(why, "$.encap: not an object");
-	err = get_uint(obj, "gue_port", PORT_MIN, PORT_MAX, &port, "$.encap", why);
+	err = known_keys(obj, encap_keys, "$.encap", why) ?:
+	      get_uint(obj, "gue_port", PORT_MIN, PORT_MAX, &port, "$.encap", why);
 	if (err)
 		return err;
 	e->gue_port = (__u16)port;
@@ -568,6 +622,41 @@ static int encap_from_json(json_t *obj, struct state_encap *e, char why[STATE_WH
 	return 0;
 }
 
+/* The fleet this host follows ("store": {...}), as state_to_text() writes it. */
+static int member_from_json(json_t *obj, struct state_member *m, char why[STATE_WHY_MAX])
+{
+	const char *store = NULL, *prefix = NULL, *digest = NULL;
+	json_int_t revision = 0, followed = 0;
+	char *end;
+	int err;
+
+	if (!json_is_object(obj))
+		return refuse(why, "$.store: not an object");
+	err = known_keys(obj, member_keys, "$.store", why) ?:
+	      get_string(obj, "endpoints", &store, "$.store", why) ?:
+	      get_string(obj, "prefix", &prefix, "$.store", why) ?:
+	      get_uint(obj, "revision", 0, INT64_MAX, &revision, "$.store", why) ?:
+	      get_uint(obj, "followed", 0, INT64_MAX, &followed, "$.store", why) ?:
+	      get_string(obj, "key_digest", &digest, "$.store", why);
+	if (err)
+		return err;
+	if (!store[0] || strlen(store) >= sizeof(m->store))
+		return refuse(why, "$.store.endpoints: empty or longer than %zu bytes",
+			      sizeof(m->store) - 1);
+	if (prefix[0] != '/' || strlen(prefix) >= sizeof(m->prefix))
+		return refuse(why, "$.store.prefix: must be /NAME, at most %zu bytes",
+			      sizeof(m->prefix) - 1);
+	errno = 0;
+	m->key_digest = strtoull(digest, &end, 16);
+	if (strlen(digest) != 16 || *end || errno)
+		return refuse(why, "$.store.key_digest: must be 16 hex digits");
+	snprintf(m->store, sizeof(m->store), "%s", store);
+	snprintf(m->prefix, sizeof(m->prefix), "%s", prefix);
+	m->revision = (__u64)revision;
+	m->followed = (__u64)followed;
+	return 0;
+}
+
 int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 {
 	json_t *root, *vips, *ifaces, *item;
@@ -588,6 +677,8 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 	if (!err && version != STATE_VERSION)
 		err = refuse(why, "$.version: %lld, this ringlb reads version %d",
 			     (long long)version, STATE_VERSION);
+	if (!err)
+		err = known_keys(root, root_keys, "$", why);
 	if (!err)
 		err = get_uint(root, "generation", 0, INT64_MAX, &generation, "$", why) ?:
 		      get_uint(root, "flow_entries", FLOW_ENTRIES_MIN, FLOW_ENTRIES_MAX, &flows, "$",
@@ -617,7 +708,8 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 		char at[64];
 
 		snprintf(at, sizeof(at), "$.interfaces[%zu]", i);
-		err = get_string(item, "name", &name, at, why) ?:
+		err = (json_is_object(item) ? known_keys(item, iface_keys, at, why) : 0) ?:
+		      get_string(item, "name", &name, at, why) ?:
 		      get_string(item, "mode", &mode, at, why);
 		if (err)
 			goto out;
@@ -632,7 +724,8 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 	}
 	item = json_object_get(root, "host");
 	if (item) {
-		if (!json_is_object(item) || !json_is_boolean(json_object_get(item, "drained"))) {
+		if (!json_is_object(item) || !json_is_boolean(json_object_get(item, "drained")) ||
+		    json_object_size(item) != 1) {
 			err = refuse(why, "$.host: must be {\"drained\": true or false}");
 			goto out;
 		}
@@ -641,6 +734,12 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 	item = json_object_get(root, "encap");
 	if (item) {
 		err = encap_from_json(item, &s->host.encap, why);
+		if (err)
+			goto out;
+	}
+	item = json_object_get(root, "store");
+	if (item) {
+		err = member_from_json(item, &s->host.member, why);
 		if (err)
 			goto out;
 	}
