@@ -198,11 +198,23 @@ static int change_once(const struct site *site, unsigned int flags, __u32 flow_e
 		goto out;
 	}
 	err = step_commit(&c);
+	if (err == -EREMOTEIO) {
+		/* The store took it; this host's copy did not: the kernel follows all the same. */
+		struct fault kept = *f;
+
+		*f = (struct fault){ 0 };
+		if (step_follow(&c))
+			fault_append(&kept, "; the kernel could not follow either (%s)", f->why);
+		*f = kept;
+		goto out;
+	}
 	if (err) {
 		/* Another host's change came first: change_run() applies this one to it. */
 		if (err == -ESTALE)
 			c.logged = 0;
-		fault_append(f, "; nothing changed");
+		/* Unconfirmed: it may stand; the kernel stays on the old state until it is known. */
+		if (err != -EINPROGRESS)
+			fault_append(f, "; nothing changed");
 		undo_uncommitted(&c, 1);
 		goto out;
 	}

@@ -22,6 +22,12 @@ enum session_flags {
 	SESSION_NEEDS_MAPS = 1 << 0,    /* refuse when not attached */
 	SESSION_CREATE_MAPS = 1 << 1,   /* create and pin the maps when missing (attach) */
 	SESSION_SECRET_CHANGE = 1 << 2, /* secret set: the key is not checked against the store's */
+	/*
+	 * When the store cannot be read or holds no sane state, go on with this
+	 * host's copy of the last state it followed (the daemon, host drain and
+	 * undrain): the kernel keeps serving it. Changes of the fleet never ask.
+	 */
+	SESSION_FAIL_STATIC = 1 << 3,
 };
 
 /**
@@ -31,6 +37,8 @@ enum session_flags {
  * @flow_entries: with SESSION_CREATE_MAPS, the size of a flow table created
  *                now (0: the state's)
  * @note: on success, what the start had to repair (empty when nothing)
+ * @stale: with SESSION_FAIL_STATIC, 1 when @applied is this host's copy
+ *         because the store failed; @stale_why says how
  */
 struct session {
 	const struct site *site;
@@ -42,6 +50,8 @@ struct session {
 	struct lb_maps maps;
 	int have_maps;
 	char note[SESSION_NOTE_MAX];
+	int stale;
+	char stale_why[FAULT_WHY_MAX];
 };
 
 /**

@@ -63,6 +63,22 @@ int store_lead(struct store *st, const char *identity, int *leader,
 	return st->ops->lead(st, identity, leader, holder, f);
 }
 
+int store_copy_read(struct store *st, struct state *out, struct fault *f)
+{
+	int err;
+
+	state_init(out);
+	if (!st->ops->shared)
+		return fault_set(f, FAULT_STORE, -ENOENT, "a store of one host has no copy");
+	err = store_host_read(st->state_path, out, f);
+	if (!err && !out->host.member.revision) {
+		state_free(out);
+		return fault_set(f, FAULT_STORE, -ENOENT,
+				 "this host has no copy of a state it followed");
+	}
+	return err;
+}
+
 int store_host_read(const char *state_path, struct state *out, struct fault *f)
 {
 	char why[STATE_WHY_MAX] = "";

@@ -134,6 +134,14 @@ int store_watch(struct store *st, struct fault *f);
 int store_lead(struct store *st, const char *identity, int *leader,
 	       char holder[STORE_HOLDER_MAX], struct fault *f);
 
+/**
+ * store_copy_read() - this host's copy of the last state it followed from
+ * the shared store @st (its state file, both halves), for when the store
+ * cannot answer. Return: 0; -ENOENT (class FAULT_STORE) when @st is not
+ * shared or this host never followed it; a fault of the state file.
+ */
+int store_copy_read(struct store *st, struct state *out, struct fault *f);
+
 /** store_shared() - do other hosts serve what @st holds? */
 static inline int store_shared(const struct store *st)
 {

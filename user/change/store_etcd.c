@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -48,9 +49,51 @@ static struct etcd_store *etcd_of(struct store *st)
 	return (struct etcd_store *)st;
 }
 
+/* Does @m name this store (its prefix, and at least one endpoint in common)? */
+static int member_is(const struct etcd_store *e, const struct state_member *m)
+{
+	const struct etcd_spec *spec = etcd_spec_of(e->client);
+	char list[STATE_MEMBER_STORE_MAX + 2];
+	char one[ETCD_URL_MAX + 2];
+	size_t i;
+
+	if (strcmp(m->prefix, spec->prefix))
+		return 0;
+	snprintf(list, sizeof(list), ",%s,", m->store);
+	for (i = 0; i < spec->count; i++) {
+		snprintf(one, sizeof(one), ",%s,", spec->endpoints[i]);
+		if (strstr(list, one))
+			return 1;
+	}
+	return 0;
+}
+
+/* This store as a membership record names it (revision and the rest left as they are). */
+static void member_name(const struct etcd_store *e, struct state_member *m)
+{
+	const struct etcd_spec *spec = etcd_spec_of(e->client);
+	size_t i, n = 0;
+
+	m->store[0] = '\0';
+	for (i = 0; i < spec->count && n < sizeof(m->store); i++)
+		n += (size_t)snprintf(m->store + n, sizeof(m->store) - n, "%s%s", i ? "," : "",
+				      spec->endpoints[i]);
+	snprintf(m->prefix, sizeof(m->prefix), "%s", spec->prefix);
+}
+
+/*
+ * The fleet's half from PREFIX/state, this host's from its file. A host
+ * that follows another store is refused (no silent fork). A key that is
+ * not there is an empty new fleet only for a host that never followed
+ * this store and serves nothing of its own: for one that followed it, the
+ * key went (a deleterange, a data loss, an empty restore) and the host
+ * fails static; one that serves VIPs of its own moves in with `ringlb
+ * store import`, never by being emptied.
+ */
 static int etcd_read(struct store *st, struct state *out, __u64 *revision, struct fault *f)
 {
 	struct etcd_store *e = etcd_of(st);
+	const char *prefix = etcd_spec_of(e->client)->prefix;
 	char ewhy[ETCD_WHY_MAX] = "", swhy[STATE_WHY_MAX] = "", *text = NULL;
 	struct state local;
 	int err;
@@ -59,27 +102,65 @@ static int etcd_read(struct store *st, struct state *out, __u64 *revision, struc
 	err = store_host_read(st->state_path, &local, f);
 	if (err)
 		return err;
+	if (local.host.member.store[0] && !member_is(e, &local.host.member)) {
+		err = fault_set(f, FAULT_USAGE, -EXDEV,
+				"this host follows the fleet at %s (prefix %s), not %s: refusing to "
+				"fork it onto another store (`ringlb store leave` first)",
+				local.host.member.store, local.host.member.prefix, st->spec);
+		goto out;
+	}
 	err = etcd_get(e->client, "state", &text, revision, ewhy);
 	if (err) {
-		state_free(&local);
-		return fault_set(f, FAULT_STORE, err, "cannot read the state from the store: %s",
-				 ewhy);
+		fault_set(f, FAULT_STORE, err, "cannot read the state from the store: %s", ewhy);
+		goto out;
+	}
+	if (!text && local.host.member.revision) {
+		err = fault_set(f, FAULT_STORE, -ENODATA,
+				"the store has no state (%s/state is absent), but this host "
+				"followed its revision %llu: keeping that; `ringlb store import` "
+				"writes it back", prefix,
+				(unsigned long long)local.host.member.revision);
+		goto out;
+	}
+	if (!text && !local.host.member.store[0] && local.fleet.vip_count) {
+		err = fault_set(f, FAULT_USAGE, -ENODATA,
+				"the store at %s holds no state and this host serves %zu VIPs of "
+				"its own: `ringlb store import` makes them the fleet's (a change "
+				"here would start an empty fleet)", st->spec, local.fleet.vip_count);
+		goto out;
 	}
 	if (text) {
 		err = state_from_text(out, text, swhy);
 		free(text);
 		if (err) {
-			state_free(&local);
-			return fault_set(f, FAULT_STORE, err, "the store's state %s/state: %s",
-					 etcd_spec_of(e->client)->prefix, swhy);
+			fault_set(f, FAULT_STORE, err, "the store's state %s/state: %s", prefix, swhy);
+			goto out;
 		}
 	}
 	/* This host's half is its own file's, whatever the store's value says of it. */
 	state_host_free(&out->host);
 	out->host = local.host;
 	state_host_init(&local.host);
+	member_name(e, &out->host.member);
+out:
 	state_free(&local);
-	return 0;
+	return err;
+}
+
+/*
+ * After a write whose reply was lost: did it land? Read the key back: our
+ * text there means yes (@revision the one it made).
+ */
+static int commit_settle(struct etcd_store *e, const char *text, __u64 *revision,
+			 char ewhy[ETCD_WHY_MAX])
+{
+	char *now = NULL;
+	int err = etcd_get(e->client, "state", &now, revision, ewhy);
+
+	if (!err)
+		err = now && strcmp(now, text) == 0 ? 0 : -ESTALE;
+	free(now);
+	return err;
 }
 
 static int etcd_commit(struct store *st, const struct state *want, const struct state *applied,
@@ -88,13 +169,32 @@ static int etcd_commit(struct store *st, const struct state *want, const struct 
 	struct etcd_store *e = etcd_of(st);
 	char ewhy[ETCD_WHY_MAX] = "", *text;
 	int same = state_fleet_same(want, applied), err = 0;
+	__u64 now_revision = revision;
+	struct state copy;
 
 	/* A change of this host's facts alone (attach, detach) leaves the store alone. */
 	if (same < 0)
 		return fault_set(f, FAULT_STORE, same, "out of memory");
 	if (!same) {
 		text = state_fleet_text(want, 1);
-		err = text ? etcd_put_if(e->client, "state", text, revision, NULL, ewhy) : -ENOMEM;
+		err = text ? etcd_put_if(e->client, "state", text, revision, &now_revision, ewhy)
+			   : -ENOMEM;
+		/* The write went out and no answer came: settle it before saying anything. */
+		if (err == -EINPROGRESS) {
+			char swhy[ETCD_WHY_MAX] = "";
+
+			err = commit_settle(e, text, &now_revision, swhy);
+			if (err && err != -ESTALE) {
+				fault_set(f, FAULT_STORE, -EINPROGRESS,
+					  "the store did not confirm the change (%s) and cannot be "
+					  "asked whether it took it (%s): it may have; `ringlb show` "
+					  "tells, and the next command or the daemon settles this host",
+					  ewhy, swhy);
+				free(text);
+				return -EINPROGRESS;
+			}
+			/* -ESTALE: not written (or another host's write came first): try again. */
+		}
 		if (err)
 			fault_set(f, FAULT_STORE, err, "cannot write the state to the store: %s",
 				  text ? ewhy : "out of memory");
@@ -102,9 +202,20 @@ static int etcd_commit(struct store *st, const struct state *want, const struct 
 	}
 	if (err)
 		return err;
-	err = store_host_write(st->state_path, want, f);
-	if (err)
-		fault_append(f, " (the store holds the change)");
+	/* This host's copy: the state it follows now, at the revision the write made. */
+	if (state_clone(&copy, want))
+		return fault_set(f, FAULT_STATE, -EREMOTEIO, "committed to the store, but out of "
+				 "memory for this host's copy");
+	member_name(e, &copy.host.member);
+	copy.host.member.revision = now_revision;
+	copy.host.member.followed = (__u64)time(NULL);
+	err = store_host_write(st->state_path, &copy, f);
+	state_free(&copy);
+	if (err && !same) {
+		fault_prefix(f, "committed to the store (revision %llu), but this host's copy failed",
+			     (unsigned long long)now_revision);
+		return -EREMOTEIO;
+	}
 	return err;
 }
 

@@ -9,11 +9,27 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 
+/*
+ * The state file, whole. A file that records a fleet is that fleet's
+ * host: read as a store of its own, a change would fork it off the fleet
+ * silently, so every command without the fleet's store is refused.
+ */
 static int file_read(struct store *st, struct state *out, __u64 *revision, struct fault *f)
 {
+	int err;
+
 	*revision = 0;
-	return store_host_read(st->state_path, out, f);
+	err = store_host_read(st->state_path, out, f);
+	if (!err && out->host.member.store[0]) {
+		err = fault_set(f, FAULT_USAGE, -EXDEV,
+				"this host belongs to the fleet at %s (prefix %s): give --store (or "
+				"set store in the configuration file), or leave the fleet with "
+				"`ringlb store leave`", out->host.member.store, out->host.member.prefix);
+		state_free(out);
+	}
+	return err;
 }
 
 static int file_commit(struct store *st, const struct state *want, const struct state *applied,
