@@ -236,8 +236,12 @@ static int change_once(const struct site *site, unsigned int flags, __u32 flow_e
 out:
 	/* Still registered: the change stands (every failure that undoes it put it back). */
 	undo_outside(&c, 0);
-	if (!err) {
+	if (!err && c.ss.stale)
+		snprintf(out->note, sizeof(out->note), "done on this host's copy of the fleet's "
+			 "revision %llu: %s", (unsigned long long)c.ss.revision, c.ss.stale_why);
+	else if (!err)
 		snprintf(out->note, sizeof(out->note), "%s", c.ss.note);
+	if (!err) {
 		next_hops_refresh(&c.want);
 	}
 	if (c.logged) {

@@ -15,7 +15,7 @@
 #include "state.h"
 
 /** SESSION_NOTE_MAX - room for what a session had to repair. */
-#define SESSION_NOTE_MAX 192
+#define SESSION_NOTE_MAX 640
 
 /** enum session_flags - how a session treats the kernel. */
 enum session_flags {

@@ -167,6 +167,7 @@ enum cli_flags {
 	CLI_NEEDS_MAPS = SESSION_NEEDS_MAPS,    /* a change that refuses before attach */
 	CLI_CREATES_MAPS = SESSION_CREATE_MAPS, /* a change that creates the maps (attach) */
 	CLI_SECRET_CHANGE = SESSION_SECRET_CHANGE, /* secret set: not refused for the old key */
+	CLI_FAIL_STATIC = SESSION_FAIL_STATIC, /* a change of this host alone: runs on its copy when the store fails */
 	CLI_CHANGES = 1 << 8,  /* changes the state or the kernel: audited, made by change_run() */
 	CLI_DRY_RUN = 1 << 9,  /* its apply can run on a copy: plan measures it */
 	CLI_OUTPUT = 1 << 10,  /* prints a model, as a table or with --json */

@@ -93,7 +93,7 @@ int daemon_every(sd_event *loop, __u64 first_us, __u64 period_us, sd_event_time_
 
 void daemon_reload(struct daemon *d, const char *cause, int path_again)
 {
-	reconcile(d, cause);
+	reconcile(d, cause, strcmp(cause, "store change") == 0);
 	follow_read(d, FOLLOW_FORCE | FOLLOW_SYNCED);
 	probe_path_ensure(d, path_again);
 	routes_update(d);
@@ -181,7 +181,7 @@ static int daemon_start(struct daemon *d, struct fault *f)
 	err = translog_start(d);
 	if (err)
 		return fault_errno(f, FAULT_KERNEL, err, "cannot start the daemon");
-	reconcile(d, "start");
+	reconcile(d, "start", 0);
 	follow_read(d, FOLLOW_FORCE | FOLLOW_SYNCED);
 	probe_path_ensure(d, 0);
 	if (!d->attached)
@@ -212,10 +212,14 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 	lock = site_daemon_lock(&o->site, f);
 	if (lock < 0)
 		return lock;
-	/* A state file missing where the kernel serves: refused, as every command refuses it. */
+	/*
+	 * A state file missing where the kernel serves, a fleet host started
+	 * without its store (or with another): refused, as every command
+	 * refuses them. A store that fails is no reason not to start.
+	 */
 	err = site_state_read_shared(&o->site, &d.state, f);
 	state_free(&d.state);
-	if (err == -ENOENT && f->class == FAULT_STATE) {
+	if ((err == -ENOENT && f->class == FAULT_STATE) || (err && f->class == FAULT_USAGE)) {
 		close(lock);
 		return err;
 	}

@@ -48,6 +48,8 @@ struct daemon_follow {
 	__u64 synced;              /* the revision reconcile()'s session read */
 	__u64 next_ns;             /* when the store is asked next without a watch event */
 	int store_down;            /* the last ask failed */
+	int served;                /* something was served (from the store or this host's copy) */
+	char why[FAULT_WHY_MAX];   /* why the store fails, as last said ("" while it answers) */
 	int watch_fd;              /* the store's watch, -1 without */
 };
 
@@ -71,6 +73,7 @@ struct daemon_counts {
 	__u64 latency_over;
 	double latency_sum;
 	__u64 repairs;
+	__u64 follows;
 };
 
 /**
@@ -86,6 +89,7 @@ struct daemon_counts {
  * @targets: the health checks (owned by the probe thread)
  * @target_count: how many
  * @leader: it runs the health checks (always, without a shared store)
+ * @fail_static: the store fails and the kernel serves this host's copy
  * @path_ok: the clients' path for checks is set up
  * @source4: this host's IPv4 address on the attached interface (probes' source)
  * @source6: and IPv6
@@ -103,6 +107,7 @@ struct daemon {
 	size_t target_count;
 	struct daemon_counts counts;
 	int leader;
+	int fail_static;
 	int path_ok;
 	struct addr source4;
 	struct addr source6;
@@ -148,9 +153,12 @@ void daemon_reload(struct daemon *d, const char *cause, int path_again);
  * reconcile() - what session_begin() repairs (a change cut short, programs
  * on the wrong key), then a full comparison of the kernel with the state,
  * and a full sync when anything differs (a map written behind ringlb's
- * back). Sets @d->host from the outcome. Return: 0 or -errno.
+ * back). Sets @d->host from the outcome. When the store fails, the kernel
+ * is held to this host's copy of what it last followed (fail static).
+ * @following: the store moved (another host's change): the kernel made to
+ * hold it is following, not a repair of drift. Return: 0 or -errno.
  */
-int reconcile(struct daemon *d, const char *when);
+int reconcile(struct daemon *d, const char *when, int following);
 
 /**
  * daemon_withdraws() - does fault @f mean this host cannot serve the

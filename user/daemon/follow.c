@@ -127,6 +127,34 @@ static void serve(struct daemon *d, struct state *s, const struct stat *st, int 
 	routes_update(d);
 }
 
+/*
+ * The store failed (@why): serve this host's copy of what it last
+ * followed, which is what its kernel holds (a session wrote it when the
+ * kernel followed): at the start, with nothing served yet, and whenever
+ * this host's own half changed (host drain acts at once without a store).
+ */
+static int follow_copy(struct daemon *d, const struct stat *file, const struct fault *why,
+		       int force)
+{
+	struct fault f = { 0 };
+	struct state s;
+	int lock = site_lock(&d->o->site, 0, &f), err;
+
+	err = lock < 0 ? lock : store_copy_read(d->o->site.store, &s, &f);
+	if (lock >= 0)
+		close(lock);
+	if (!d->follow.store_down)
+		dlog("%s; %s", why->why, err ? "nothing followed to serve yet" :
+		     "serving this host's copy of the state it last followed");
+	d->follow.store_down = 1;
+	if (err)
+		return why->err;
+	d->follow.served = 1;
+	d->follow.revision = s.host.member.revision;
+	serve(d, &s, file, force);
+	return why->err;
+}
+
 int follow_read(struct daemon *d, unsigned int how)
 {
 	int force = how & FOLLOW_FORCE;
@@ -154,6 +182,8 @@ int follow_read(struct daemon *d, unsigned int how)
 	err = lock < 0 ? lock : site_state_read(site, &s, &revision, &f);
 	if (lock > 0)
 		close(lock);
+	if (err && f.class == FAULT_STORE && (!d->follow.served || file_changed))
+		return follow_copy(d, &file, &f, force);
 	if (err) {
 		if (!d->follow.store_down)
 			dlog("%s%s; serving generation %llu as before",
@@ -168,6 +198,7 @@ int follow_read(struct daemon *d, unsigned int how)
 	if (d->follow.store_down)
 		dlog("the store answers again (revision %llu)", (unsigned long long)revision);
 	d->follow.store_down = 0;
+	d->follow.served = 1;
 	if (!force && !file_changed && revision == d->follow.revision) {
 		state_free(&s);
 		return 0;
@@ -178,7 +209,7 @@ int follow_read(struct daemon *d, unsigned int how)
 	 * it, the revision recorded is the one its reconcile read, so a change
 	 * that landed in between is followed at the next look.
 	 */
-	if (!(how & FOLLOW_SYNCED) && revision != d->follow.revision && d->follow.revision) {
+	if (!(how & FOLLOW_SYNCED) && revision != d->follow.revision) {
 		state_free(&s);
 		return FOLLOW_MOVED;
 	}

@@ -246,8 +246,24 @@ static void changes(FILE *f, const struct metrics_input *in)
 	fprintf(f, "ringlb_change_duration_seconds_sum %.17g\n", in->latency_sum);
 	fprintf(f, "ringlb_change_duration_seconds_count %llu\n", (unsigned long long)cumulative);
 	family(f, "ringlb_kernel_repairs_total", "counter",
-	       "Times the daemon found the kernel differing from the state and repaired it.");
+	       "Times the daemon found the kernel differing from the state and repaired it "
+	       "(drift: following the store is not counted).");
 	sample(f, "ringlb_kernel_repairs_total", NULL, NULL, NULL, NULL, (double)in->repairs);
+	if (!in->shared)
+		return;
+	family(f, "ringlb_store_fail_static", "gauge",
+	       "1 while the store cannot be read or holds no sane state, and this host serves "
+	       "its copy of the last state it followed.");
+	sample(f, "ringlb_store_fail_static", NULL, NULL, NULL, NULL, in->fail_static);
+	family(f, "ringlb_store_revision", "gauge", "The store's revision this host serves.");
+	sample(f, "ringlb_store_revision", NULL, NULL, NULL, NULL, (double)in->revision);
+	family(f, "ringlb_store_followed_timestamp_seconds", "gauge",
+	       "When this host followed the revision it serves (Unix time).");
+	sample(f, "ringlb_store_followed_timestamp_seconds", NULL, NULL, NULL, NULL,
+	       (double)in->followed);
+	family(f, "ringlb_store_follows_total", "counter",
+	       "Changes of the store this host's kernel followed.");
+	sample(f, "ringlb_store_follows_total", NULL, NULL, NULL, NULL, (double)in->follows);
 }
 
 void metrics_render(FILE *f, const struct metrics_input *in)

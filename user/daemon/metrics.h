@@ -36,6 +36,11 @@ extern const double metrics_latency_bounds[METRICS_LATENCY_BUCKETS];
  * @latency_sum: seconds, all changes
  * @repairs: differences between kernel and state the daemon repaired
  * @attached: 1 when the data path's maps are there
+ * @shared: 1 with a shared store (the store's metrics are shown)
+ * @fail_static: 1 while the host serves its copy because the store failed
+ * @revision: the store's revision this host serves
+ * @followed: when it followed it (Unix time)
+ * @follows: store changes this host's kernel followed
  */
 struct metrics_input {
 	const struct state *state;
@@ -49,6 +54,11 @@ struct metrics_input {
 	double latency_sum;
 	__u64 repairs;
 	int attached;
+	int shared;
+	int fail_static;
+	__u64 revision;
+	__u64 followed;
+	__u64 follows;
 };
 
 /** metrics_render() - every metric of @in, in Prometheus' text format. */

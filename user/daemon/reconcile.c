@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "change.h"
 #include "kernel.h"
@@ -61,9 +62,34 @@ static int compare(struct daemon *d, struct session *ss, const char *when)
 	return 0;
 }
 
-int reconcile(struct daemon *d, const char *when)
+/* Say once what the store's failure is, and when it is over. */
+static void fail_static_say(struct daemon *d, const struct session *ss)
 {
-	struct session ss = { .flags = 0 };
+	if (ss->stale && strcmp(d->follow.why, ss->stale_why)) {
+		time_t at = (time_t)ss->applied.host.member.followed;
+		char when[32] = "?";
+		struct tm tm;
+
+		if (gmtime_r(&at, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+		dlog("failing static: %s; serving this host's copy of revision %llu (generation "
+		     "%llu, followed %s); changes are refused until the store is sane",
+		     ss->stale_why, (unsigned long long)ss->revision,
+		     (unsigned long long)ss->applied.fleet.generation, when);
+		snprintf(d->follow.why, sizeof(d->follow.why), "%s", ss->stale_why);
+	} else if (!ss->stale && d->fail_static) {
+		dlog("the store's state is sane again (revision %llu, generation %llu): following it",
+		     (unsigned long long)ss->revision, (unsigned long long)ss->applied.fleet.generation);
+		d->follow.why[0] = '\0';
+	}
+	pthread_mutex_lock(&d->lock);
+	d->fail_static = ss->stale;
+	pthread_mutex_unlock(&d->lock);
+}
+
+int reconcile(struct daemon *d, const char *when, int following)
+{
+	struct session ss = { .flags = SESSION_FAIL_STATIC };
 	struct fault f = { 0 };
 	int err;
 
@@ -72,16 +98,22 @@ int reconcile(struct daemon *d, const char *when)
 		dlog("%s: %s", when, f.why);
 		if (err == -EKEYREJECTED)
 			d->host.secret_bad = 1;
-		/* Before the first read of a shared store there is nothing it served to judge. */
-		else if (!store_shared(d->o->site.store) || d->follow.revision)
+		/* A store that fails with no copy to fall back on: nothing served to judge. */
+		else if (f.class != FAULT_STORE)
 			d->host.kernel_bad = daemon_withdraws(&f);
 		goto out;
 	}
+	fail_static_say(d, &ss);
 	d->host.secret_bad = 0;
 	d->host.kernel_bad = 0;
 	/* The kernel holds the state of this revision now (session_begin() repaired to it). */
 	d->follow.synced = ss.revision;
-	if (ss.note[0]) {
+	if (ss.note[0] && following) {
+		/* Another host's change followed: what every follower does, not drift. */
+		pthread_mutex_lock(&d->lock);
+		d->counts.follows++;
+		pthread_mutex_unlock(&d->lock);
+	} else if (ss.note[0]) {
 		dlog("%s: %s", when, ss.note);
 		pthread_mutex_lock(&d->lock);
 		d->counts.repairs++;

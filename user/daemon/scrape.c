@@ -41,6 +41,11 @@ char *scrape_page(void *arg, size_t *len)
 	in.latency_sum = d->counts.latency_sum;
 	in.repairs = d->counts.repairs;
 	in.attached = d->attached;
+	in.shared = store_shared(d->o->site.store);
+	in.fail_static = d->fail_static;
+	in.revision = d->state.host.member.revision;
+	in.followed = d->state.host.member.followed;
+	in.follows = d->counts.follows;
 	pthread_mutex_unlock(&d->lock);
 	in.state = &s;
 	in.targets = targets;
