@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -125,6 +126,47 @@ int site_state_read_shared(const struct site *site, struct state *s, struct faul
 		return lock;
 	}
 	err = site_state_read(site, s, NULL, f);
+	close(lock);
+	return err;
+}
+
+int site_state_answer(const struct site *site, struct state *s, __u64 *revision,
+		      char note[SITE_NOTE_MAX], struct fault *f)
+{
+	struct fault why = { 0 };
+	__u64 ignored, now = (__u64)time(NULL);
+	int err = site_state_read(site, s, revision ? revision : &ignored, &why);
+
+	note[0] = '\0';
+	if (!err || why.class != FAULT_STORE) {
+		*f = why;
+		return err;
+	}
+	state_free(s);
+	if (store_copy_read(site->store, s, f)) {
+		*f = why;
+		return why.err;
+	}
+	if (revision)
+		*revision = s->host.member.revision;
+	snprintf(note, SITE_NOTE_MAX, "%s; answering from this host's copy of revision %llu, "
+		 "followed %llu s ago", why.why, (unsigned long long)s->host.member.revision,
+		 (unsigned long long)(now > s->host.member.followed ?
+				      now - s->host.member.followed : 0));
+	return 0;
+}
+
+int site_state_answer_shared(const struct site *site, struct state *s,
+			     char note[SITE_NOTE_MAX], struct fault *f)
+{
+	int lock = site_lock(site, 0, f), err;
+
+	note[0] = '\0';
+	if (lock < 0) {
+		state_init(s);
+		return lock;
+	}
+	err = site_state_answer(site, s, NULL, note, f);
 	close(lock);
 	return err;
 }

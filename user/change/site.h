@@ -65,6 +65,23 @@ int site_state_read(const struct site *site, struct state *s, __u64 *revision, s
 /** site_state_read_shared() - the committed state, read under the shared lock. */
 int site_state_read_shared(const struct site *site, struct state *s, struct fault *f);
 
+/** SITE_NOTE_MAX - room for what an answer from this host's copy says of it. */
+#define SITE_NOTE_MAX (FAULT_WHY_MAX + 160)
+
+/**
+ * site_state_answer() - the committed state for a question (show, stats,
+ * lookup, verify, plan, save), read as site_state_read() reads it; when a
+ * shared store cannot be read or holds no sane state, this host's copy of
+ * the last state it followed, with @note saying so (its revision, its age
+ * and why; "" when the store answered). Under a lock the caller holds.
+ */
+int site_state_answer(const struct site *site, struct state *s, __u64 *revision,
+		      char note[SITE_NOTE_MAX], struct fault *f);
+
+/** site_state_answer_shared() - site_state_answer() under the shared lock. */
+int site_state_answer_shared(const struct site *site, struct state *s,
+			     char note[SITE_NOTE_MAX], struct fault *f);
+
 /** site_privileged() - 0 when this process may change the kernel, else -EPERM and why. */
 int site_privileged(struct fault *f);
 

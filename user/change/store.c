@@ -63,6 +63,14 @@ int store_lead(struct store *st, const char *identity, int *leader,
 	return st->ops->lead(st, identity, leader, holder, f);
 }
 
+int store_import(struct store *st, struct state *local, struct fault *f)
+{
+	if (!st->ops->import)
+		return fault_set(f, FAULT_USAGE, -EINVAL,
+				 "import writes to a shared store: give --store");
+	return st->ops->import(st, local, f);
+}
+
 int store_copy_read(struct store *st, struct state *out, struct fault *f)
 {
 	int err;

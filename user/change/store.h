@@ -46,6 +46,9 @@ struct store;
  * @lead: called every STORE_LEAD_RENEW_MS: keep this daemon's claim to the
  *        store's one lead (the fleet's health checks) alive, or campaign
  *        for it; @leader 1 when it holds it, @holder who does
+ * @import: make @local's fleet half the store's state where it holds none
+ *          (-EEXIST when it holds one), and @local (both halves, with its
+ *          membership named) this host's copy at the revision it made
  * @close: release everything (a watch stops)
  */
 struct store_ops {
@@ -59,6 +62,7 @@ struct store_ops {
 	int (*watch)(struct store *st, struct fault *f);
 	int (*lead)(struct store *st, const char *identity, int *leader,
 		    char holder[STORE_HOLDER_MAX], struct fault *f);
+	int (*import)(struct store *st, struct state *local, struct fault *f);
 	void (*close)(struct store *st);
 };
 
@@ -141,6 +145,14 @@ int store_lead(struct store *st, const char *identity, int *leader,
  * shared or this host never followed it; a fault of the state file.
  */
 int store_copy_read(struct store *st, struct state *out, struct fault *f);
+
+/**
+ * store_import() - this host's state becomes the fleet's, in a store that
+ * holds none (a standalone host moving into a fleet, or the state written
+ * back after the store lost it); nothing changes in the kernel. @local is
+ * this host's file, as read, and is written back as its copy.
+ */
+int store_import(struct store *st, struct state *local, struct fault *f);
 
 /** store_shared() - do other hosts serve what @st holds? */
 static inline int store_shared(const struct store *st)

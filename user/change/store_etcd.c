@@ -327,6 +327,40 @@ static int etcd_lead(struct store *st, const char *identity, int *leader,
 	return err;
 }
 
+static int etcd_import(struct store *st, struct state *local, struct fault *f)
+{
+	struct etcd_store *e = etcd_of(st);
+	char ewhy[ETCD_WHY_MAX] = "", *text;
+	__u64 revision = 0;
+	int err;
+
+	if (local->host.member.store[0] && !member_is(e, &local->host.member))
+		return fault_set(f, FAULT_USAGE, -EXDEV,
+				 "this host follows the fleet at %s (prefix %s), not %s",
+				 local->host.member.store, local->host.member.prefix, st->spec);
+	text = state_fleet_text(local, 1);
+	if (!text)
+		return fault_set(f, FAULT_STORE, -ENOMEM, "out of memory");
+	/* Only where there is no state: never over another host's. */
+	err = etcd_put_if(e->client, "state", text, 0, &revision, ewhy);
+	free(text);
+	if (err == -ESTALE)
+		return fault_set(f, FAULT_USAGE, -EEXIST,
+				 "the store holds a state already (%s/state): import writes only "
+				 "where there is none", etcd_spec_of(e->client)->prefix);
+	if (err)
+		return fault_set(f, FAULT_STORE, err, "cannot write the state to the store: %s",
+				 ewhy);
+	member_name(e, &local->host.member);
+	local->host.member.revision = revision;
+	local->host.member.followed = (__u64)time(NULL);
+	err = store_host_write(st->state_path, local, f);
+	if (err)
+		fault_prefix(f, "imported (revision %llu), but this host's copy failed",
+			     (unsigned long long)revision);
+	return err;
+}
+
 static void etcd_store_close(struct store *st)
 {
 	struct etcd_store *e = etcd_of(st);
@@ -351,6 +385,7 @@ static const struct store_ops etcd_ops = {
 	.key_check = etcd_key_check,
 	.watch = etcd_watch_start,
 	.lead = etcd_lead,
+	.import = etcd_import,
 	.close = etcd_store_close,
 };
 

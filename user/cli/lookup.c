@@ -184,6 +184,7 @@ static int lookup_run(struct cli *c, const void *args)
 	const struct lookup_args *a = args;
 	struct fault f = { 0 };
 	struct lookup_flow *flows;
+	char note[SITE_NOTE_MAX];
 	json_t *model = NULL;
 	struct state s;
 	int err = 0, i;
@@ -193,8 +194,10 @@ static int lookup_run(struct cli *c, const void *args)
 		return cli_report(c, "out of memory");
 	for (i = 0; i < a->count && !err; i++)
 		err = flow_parse(c, a->clients[i], &flows[i]);
-	if (!err && site_state_read_shared(&c->site, &s, &f))
+	if (!err && site_state_answer_shared(&c->site, &s, note, &f))
 		err = cli_fault(c, &f);
+	else if (!err && note[0])
+		fprintf(stderr, "ringlb: %s: %s\n", c->name, note);
 	if (err) {
 		free(flows);
 		return err;

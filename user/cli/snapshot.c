@@ -19,13 +19,16 @@ struct file_args {
 static int save_run(struct cli *c, const void *args)
 {
 	const struct file_args *a = args;
+	char note[SITE_NOTE_MAX];
 	struct fault f = { 0 };
 	struct state s;
 	int err;
 
-	err = site_state_read_shared(&c->site, &s, &f);
+	err = site_state_answer_shared(&c->site, &s, note, &f);
 	if (err)
 		return cli_fault(c, &f);
+	if (note[0])
+		fprintf(stderr, "ringlb: %s: %s\n", c->name, note);
 	err = state_save_new(&s, a->path);
 	state_free(&s);
 	if (err == -EEXIST)

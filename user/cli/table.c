@@ -30,6 +30,8 @@ const struct cli_command *const cli_commands[] = {
 	&cli_restore,
 	&cli_host_drain,
 	&cli_host_undrain,
+	&cli_store_import,
+	&cli_store_leave,
 	&cli_daemon,
 	NULL,
 };

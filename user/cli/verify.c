@@ -52,6 +52,7 @@ static void verify_text(const json_t *model)
 static int verify_run(struct cli *c, const void *args)
 {
 	struct fault f = { 0 };
+	char note[SITE_NOTE_MAX];
 	struct lb_maps maps;
 	struct state s;
 	json_t *lines, *model;
@@ -64,10 +65,12 @@ static int verify_run(struct cli *c, const void *args)
 	lock = site_lock(&c->site, 0, &f);
 	if (lock < 0)
 		return cli_fault(c, &f);
-	if (site_state_read(&c->site, &s, NULL, &f)) {
+	if (site_state_answer(&c->site, &s, NULL, note, &f)) {
 		close(lock);
 		return cli_fault(c, &f);
 	}
+	if (note[0])
+		fprintf(stderr, "ringlb: %s: %s\n", c->name, note);
 	if (site_maps_open(&c->site, &maps, &f)) {
 		state_free(&s);
 		close(lock);

@@ -228,16 +228,19 @@ static int show_run(struct cli *c, const void *args)
 	struct state s;
 	json_t *model, *vips, *v;
 	__u64 secret[2], revision = 0;
+	char note[SITE_NOTE_MAX];
 	size_t i;
 	int attached, lock, err = 0;
 
 	lock = site_lock(&c->site, 0, &f);
 	if (lock < 0)
 		return cli_fault(c, &f);
-	err = site_state_read(&c->site, &s, &revision, &f);
+	err = site_state_answer(&c->site, &s, &revision, note, &f);
 	close(lock);
 	if (err)
 		return cli_fault(c, &f);
+	if (note[0])
+		fprintf(stderr, "ringlb: %s: %s\n", c->name, note);
 	if (a->one && !(one = cli_vip_find(&s, &a->vip, &f))) {
 		state_free(&s);
 		return cli_fault(c, &f);
@@ -256,6 +259,9 @@ static int show_run(struct cli *c, const void *args)
 	/* Hosts of a fleet serve the same store revision and ring digests. */
 	if (store_shared(c->site.store))
 		json_object_set_new(model, "store_revision", json_integer((json_int_t)revision));
+	/* The store failed: the answer is this host's copy, and says so. */
+	if (note[0])
+		json_object_set_new(model, "store_fail_static", json_string(note));
 	if (s.host.drained)
 		json_object_set_new(model, "host_drained", json_true());
 	for (i = 0; i < s.fleet.vip_count && !err; i++) {
@@ -352,14 +358,17 @@ static void stats_text(const json_t *model)
 static int stats_run(struct cli *c, const void *args)
 {
 	const struct stats_args *a = args;
+	char note[SITE_NOTE_MAX];
 	struct fault f = { 0 };
 	struct lb_maps maps;
 	struct state s;
 	json_t *model = NULL;
 	int err;
 
-	if (site_privileged(&f) || site_state_read_shared(&c->site, &s, &f))
+	if (site_privileged(&f) || site_state_answer_shared(&c->site, &s, note, &f))
 		return cli_fault(c, &f);
+	if (note[0])
+		fprintf(stderr, "ringlb: %s: %s\n", c->name, note);
 	if (site_maps_open(&c->site, &maps, &f)) {
 		state_free(&s);
 		return cli_fault(c, &f);
