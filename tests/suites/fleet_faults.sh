@@ -1,0 +1,276 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The fleet of fleet.sh (three balancers, etcd, bird2, a router with ECMP,
+# GUE backends) with its store made to fail: etcd's key rewritten behind the
+# hosts' backs, and the fault proxy (tests/tools/faultproxy.py) between the
+# hosts and etcd. Every test sends real client traffic across the fault and
+# looks at the router's routes. Its tests (`fleet_faults.sh TEST...`):
+#
+#   deleted     PREFIX/state deleted: every host keeps serving and
+#               announcing, says why (log, show), refuses changes; the same
+#               value put back: followed again, a change serves everywhere
+#   import      (after deleted) deleted again: `ringlb store import` on one
+#               host writes its copy back, every host follows
+#   insane      a malformed value, a state of version 2, one with a field this
+#               ringlb does not know: each fails static, then followed again
+#   digest      the fleet's key digest overwritten: no host withdraws; put
+#               back, all sane
+#   restart     (after routes) the store down (connections refused): a daemon
+#               restarted keeps announcing from its copy; show, stats,
+#               lookup, verify answer from it (revision and age said);
+#               host drain withdraws within a second; the store back: a
+#               change serves on the restarted host
+#   fork        a command without the fleet's store, or with another, on a
+#               fleet host: refused in one line, nothing changed
+#   slow        every store request delayed 1.5 s (the timeout is 2 s) for
+#               SLOW_S seconds (60): no healthy backend marked down, clients
+#               served throughout, at most one daemon running checks
+#   alive       the three daemons ran through it all
+#
+# Needs root. Without it the script skips, except under CI=true.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/tests/suites/lib.sh"
+. "$ROOT/scripts/fleet.sh"
+. "$ROOT/tests/suites/faultproxy.sh"
+
+require_root fleet_faults
+
+TEST_NAME=fleet_faults
+P=rff$$
+W=$(mktemp -d)
+PIN=/sys/fs/bpf/ringlb-$P
+trap 'kill $(jobs -p) 2>/dev/null; fleet_down "$P" "$W"; rm -rf "$PIN"-* "$W"' EXIT
+# The hosts reach etcd through the proxy; the tests rewrite etcd directly.
+STORE="http://198.18.20.5:2381/ringlb-faults"
+KEY=/ringlb-faults/state
+CTL=127.0.0.1:2390
+VIP="$FLEET_VIP:80/tcp"
+SLOW_S=${SLOW_S:-60}
+# A short periodic comparison: a host that would withdraw does so within the wait.
+DAEMON_ARGS="--verify-interval 2"
+
+. "$ROOT/tests/suites/fleet_lib.sh"
+
+E() { ip netns exec "${P}etcd" etcdctl --endpoints 198.18.20.5:2379 "$@"; }
+# served N: how many of N connections through the router a backend answered.
+served() {
+	local k
+	for k in $(seq 1 "$1"); do client curl -s -m 2 "http://$FLEET_VIP/"; done | grep -c '^b'
+}
+# stays WHAT: after 3 s (more than a periodic comparison) the router still has
+# three paths and 20 of 20 connections are served.
+stays() {
+	local got
+	sleep 3
+	got=$(served 20)
+	[ "$(paths)" = 3 ] && [ "$got" -eq 20 ] && return 0
+	fail "$1: $(paths) paths, $got of 20 served; lb1: $(tail -2 "$W/lb1/daemon.log" | tr '\n' ' ')"
+	return 1
+}
+# refuses_change HOST WANT: a change on HOST fails in one line matching WANT.
+refuses_change() {
+	local out rc
+	out=$(on "$1" backend weight "$VIP" b1 3 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -qE "$2" && return 0
+	fail "a change on lb$1: exit $rc, '$out' (want /$2/)"
+	return 1
+}
+# logged_all WHAT: each daemon's log says WHAT (within 5 s).
+logged_all() {
+	local i t
+	for i in 1 2 3; do
+		for t in $(seq 1 50); do grep -q "$1" "$W/lb$i/daemon.log" && break; sleep 0.1; done
+		grep -q "$1" "$W/lb$i/daemon.log" || { fail "lb$i does not say '$1': $(tail -2 "$W/lb$i/daemon.log")"; return 1; }
+	done
+}
+# converged: the three hosts serve the store's state (verify clean on each, digests equal).
+converged() {
+	local t want
+	for t in $(seq 1 50); do
+		want=$(digest 1)
+		[ -n "$want" ] && [ "$(digest 2)" = "$want" ] && [ "$(digest 3)" = "$want" ] &&
+			on 1 verify >/dev/null 2>&1 && on 2 verify >/dev/null 2>&1 && on 3 verify >/dev/null 2>&1 &&
+			return 0
+		sleep 0.1
+	done
+	return 1
+}
+# mark: the line each daemon log is at now, for since().
+mark() { local i; for i in 1 2 3; do wc -l <"$W/lb$i/daemon.log" >"$W/lb$i/mark"; done; }
+since() { tail -n +"$(($(cat "$W/lb$1/mark") + 1))" "$W/lb$1/daemon.log"; }
+
+setup() {
+	etcd_start() {
+		mkdir -p "$W/etcd"
+		etcd_up "${P}etcd" 198.18.20.5:2379 2380 "$W/etcd"
+		[ -n "${FAULTPROXY_PID:-}" ] ||
+			faultproxy_up "${P}etcd" 198.18.20.5:2381 198.18.20.5:2379 "$CTL" "$W/proxy"
+	}
+	fleet_setup
+	wait_paths 3 || die "routes: $(ip -n "${P}r1" route show "$FLEET_VIP")"
+}
+
+t_deleted() {
+	local value out
+	value=$(E get --print-value-only "$KEY")
+	mark
+	E del "$KEY" >/dev/null
+	logged_all "the store has no state" &&
+		stays "the key deleted" && refuses_change 1 "absent" &&
+		out=$(on 2 show --json 2>/dev/null) && echo "$out" | jq -e '.store_fail_static | test("absent")' >/dev/null &&
+		[ "$(echo "$out" | jq '.vips | length')" = 1 ] &&
+		pass "$KEY deleted: 3 paths and 20 of 20 served after 3 s, every host says why ('$(grep -m1 -o 'the store has no state.*' "$W/lb1/daemon.log" | cut -c1-110)...'), show answers from the copy, a change refused" ||
+		fail "deleted: show $(on 2 show --json 2>&1 | head -c 300)"
+	for i in 1 2 3; do
+		since "$i" | grep -q "routes withdrawn" && fail "lb$i withdrew its routes: $(since "$i" | grep -m1 'routes withdrawn')"
+	done
+	# A backup restore: the same value, a new revision.
+	E put "$KEY" "$value" >/dev/null
+	converged && on 2 backend weight "$VIP" b2 2 >/dev/null && converged && [ "$(served 10)" -eq 10 ] &&
+		[ "$(paths)" = 3 ] &&
+		pass "the same state put back: the three hosts follow it (verify clean on each), a change on lb2 serves on all three, 10 of 10 served" ||
+		fail "put back: digests $(digests 1 2 3 | tr '\n' ' '); lb1 verify: $(on 1 verify 2>&1 | head -3)"
+}
+
+t_import() {
+	local out
+	E del "$KEY" >/dev/null
+	logged_all "the store has no state" >/dev/null
+	sleep 1
+	out=$(on 3 store import 2>&1) && E get "$KEY" | grep -q '"vips"' && converged &&
+		[ "$(served 10)" -eq 10 ] &&
+		pass "deleted again: 'ringlb store import' on lb3 wrote its copy back ('$out'); the three hosts follow it, 10 of 10 served" ||
+		fail "import: '$out'; lb1 verify: $(on 1 verify 2>&1 | head -2)"
+	out=$(on 3 store import 2>&1)
+	[ $? -ne 0 ] && echo "$out" | grep -q "holds a state already" &&
+		pass "a second import is refused in one line ('$out')" || fail "second import: '$out'"
+}
+
+t_insane() {
+	local value bad what
+	value=$(E get --print-value-only "$KEY")
+	for what in malformed version unknown; do
+		case $what in
+		malformed) bad='{"version": 1, "vips": [' ;;
+		version) bad=$(echo "$value" | jq -c '.version = 2') ;;
+		unknown) bad=$(echo "$value" | jq -c '.quic = {"lb_id": 1}') ;;
+		esac
+		mark
+		E put "$KEY" "$bad" >/dev/null
+		for i in 1 2 3; do
+			for t in $(seq 1 30); do since "$i" | grep -q "the store's state $KEY" && break; sleep 0.1; done
+		done
+		stays "a $what state" && refuses_change 2 "the store's state" &&
+			! since 1 | grep -q "routes withdrawn" && ! since 2 | grep -q "routes withdrawn" &&
+			! since 3 | grep -q "routes withdrawn" &&
+			pass "a $what state in the store: routes stay (3 paths), 20 of 20 served, a change refused ('$(since 1 | grep -m1 -o "the store's state.*" | cut -c1-100)')" ||
+			fail "a $what state: lb1 $(since 1 | tail -3 | tr '\n' ' ')"
+		E put "$KEY" "$value" >/dev/null
+		converged || fail "after the $what state was repaired: not converged"
+	done
+}
+
+t_digest() {
+	local value
+	value=$(E get --print-value-only /ringlb-faults/secret_digest)
+	mark
+	E put /ringlb-faults/secret_digest 0123456789abcdef >/dev/null
+	logged_all "key digest in the store changed" && stays "the key digest overwritten" &&
+		! since 1 | grep -q "routes withdrawn" && ! since 2 | grep -q "routes withdrawn" &&
+		! since 3 | grep -q "routes withdrawn" &&
+		pass "the fleet's key digest overwritten: no host withdraws (3 paths, 20 of 20 served), each says why" ||
+		fail "digest: $(since 2 | tail -3 | tr '\n' ' ')"
+	E put /ringlb-faults/secret_digest "$value" >/dev/null
+	logged_all "sane again" && converged &&
+		pass "the digest put back: every host says its store is sane again, verify clean" ||
+		fail "digest back: $(tail -2 "$W/lb2/daemon.log")"
+}
+
+t_restart() {
+	local t out got before
+	fault "${P}etcd" "$CTL" '*' down >/dev/null
+	kill "$(cat "$W/lb2/daemon.pid")"
+	wait "$(cat "$W/lb2/daemon.pid")" 2>/dev/null
+	: >"$W/lb2/mark.log"
+	before=$(wc -l <"$W/lb2/daemon.log")
+	daemon_on 2
+	for t in $(seq 1 50); do grep -q "ready: serving" <(tail -n +"$before" "$W/lb2/daemon.log") && break; sleep 0.1; done
+	stays "lb2 restarted without the store" &&
+		ip -n "${P}r1" route show "$FLEET_VIP" | grep -q "$(fleet_lb 2) " &&
+		tail -n +"$before" "$W/lb2/daemon.log" | grep -q "failing static" &&
+		pass "the store down, lb2's daemon restarted: it announces from its copy (3 paths, 20 of 20 served) and says so ('$(tail -n +"$before" "$W/lb2/daemon.log" | grep -m1 -o 'failing static.*' | cut -c1-120)...')" ||
+		fail "restart: $(tail -n +"$before" "$W/lb2/daemon.log" | tail -4 | tr '\n' ' ')"
+	out=$(on 2 show --json 2>/dev/null | jq -r .store_fail_static)
+	on 2 stats >/dev/null 2>&1 && on 2 lookup "$VIP" 198.18.10.2:4242 >/dev/null 2>&1 &&
+		on 2 verify >/dev/null 2>&1 && echo "$out" | grep -q "answering from this host's copy of revision [0-9]*, followed [0-9]* s ago" &&
+		pass "show, stats, lookup and verify answer without the store ('$(echo "$out" | grep -o "answering.*")')" ||
+		fail "questions without the store: show '$out'; verify $(on 2 verify 2>&1 | tail -2)"
+	refuses_change 2 "cannot read the state from the store" &&
+		pass "a change without the store fails in one line"
+	start=$(date +%s%N)
+	on 2 host drain >/dev/null 2>&1 && wait_paths 2 &&
+		pass "host drain without the store: lb2's route withdrawn after $(( ($(date +%s%N) - start) / 1000000 )) ms" ||
+		fail "drain without the store: $(paths) paths; $(tail -2 "$W/lb2/daemon.log")"
+	on 2 host undrain >/dev/null 2>&1 && wait_paths 3 || fail "undrain without the store: $(paths) paths"
+	fault_clear "${P}etcd" "$CTL" >/dev/null
+	on 3 backend weight "$VIP" b3 2 >/dev/null && converged &&
+		pass "the store back: a change on lb3 serves on the restarted lb2 (verify clean on all three)" ||
+		fail "store back: $(tail -3 "$W/lb2/daemon.log" | tr '\n' ' ')"
+}
+
+t_fork() {
+	local out rc
+	out=$(nsenter --net="/run/netns/${P}lb1" "$ROOT/build/ringlb" --state "$W/lb1/state.json" \
+		--pin-dir "$PIN-lb1" vip add 198.18.100.2:80/tcp 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "belongs to the fleet at" &&
+		pass "a command without --store on a fleet host: refused in one line ('$out')" ||
+		fail "no --store: exit $rc '$out'"
+	out=$(nsenter --net="/run/netns/${P}lb1" "$ROOT/build/ringlb" --state "$W/lb1/state.json" \
+		--pin-dir "$PIN-lb1" --store http://198.18.20.5:2379/another vip add 198.18.100.2:80/tcp 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "refusing to fork" &&
+		converged &&
+		pass "with another store: refused in one line ('$out'); the fleet is as it was (verify clean)" ||
+		fail "another store: exit $rc '$out'"
+}
+
+t_slow() {
+	local end got=0 sent=0 downs leaders
+	mark
+	fault "${P}etcd" "$CTL" '*' delay ms=1500 >/dev/null
+	end=$(($(date +%s) + SLOW_S))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		client curl -s -m 2 "http://$FLEET_VIP/" | grep -q '^b' && got=$((got + 1))
+		sent=$((sent + 1))
+		sleep 0.5
+	done
+	fault_clear "${P}etcd" "$CTL" >/dev/null
+	downs=$(for i in 1 2 3; do since "$i"; done | grep -c "marked down\|is down")
+	leaders=$(for i in 1 2 3; do since "$i" | grep -c "runs the fleet's health checks"; done | paste -sd+ | bc)
+	[ "$downs" -eq 0 ] && [ "$got" -eq "$sent" ] &&
+		[ "$(E get --print-value-only "$KEY" | jq '[.vips[].backends[] | select(.health == "down")] | length')" = 0 ] &&
+		pass "every store request delayed 1.5 s for $SLOW_S s: no backend marked down, $got of $sent connections served, $leaders lead changes logged" ||
+		fail "slow store: $downs down verdicts, $got of $sent served; $(for i in 1 2 3; do since "$i" | grep -m2 'down'; done)"
+}
+
+t_alive() {
+	local i alive=0
+	for i in 1 2 3; do kill -0 "$(cat "$W/lb$i/daemon.pid")" 2>/dev/null && alive=$((alive + 1)); done
+	[ "$alive" -eq 3 ] && pass "the three daemons ran through it all" ||
+		fail "$((3 - alive)) daemons died: $(grep -h -i -e 'free()' -e 'abort' -e 'segmentation' "$W"/lb*/daemon.log | head -3)"
+}
+
+suite_test deleted
+suite_test import deleted
+suite_test insane
+suite_test digest
+suite_test restart
+suite_test fork
+suite_test slow
+suite_test alive
+suite_main "$@"
