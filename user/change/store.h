@@ -79,7 +79,7 @@ struct store {
 };
 
 /** STORE_LEAD_TTL_S - a lead not renewed for this long passes to another daemon. */
-#define STORE_LEAD_TTL_S 3
+#define STORE_LEAD_TTL_S 5
 /** STORE_LEAD_RENEW_MS - how often a daemon renews its claim (store_lead()). */
 #define STORE_LEAD_RENEW_MS 1000
 

@@ -196,6 +196,28 @@ static int daemon_start(struct daemon *d, struct fault *f)
 	return 0;
 }
 
+/*
+ * The daemon's name for the store's lead, unique per daemon: two daemons
+ * that share a hostname and a pid (containers, pid namespaces) differ by
+ * their machine id or their pin directory, and a restarted daemon by its
+ * start time: HOST/MACHINE-ID(8)/PIN-DIR/PID.START.
+ */
+static void daemon_identity(struct daemon *d, const char *host)
+{
+	char machine[40] = "nomachineid";
+	FILE *f = fopen("/etc/machine-id", "re");
+
+	if (f) {
+		if (!fgets(machine, sizeof(machine), f))
+			snprintf(machine, sizeof(machine), "nomachineid");
+		machine[strcspn(machine, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(d->identity, sizeof(d->identity), "%s/%.8s%s/%d.%llu", host, machine,
+		 d->o->site.pin_dir, (int)getpid(),
+		 (unsigned long long)(daemon_now_ns() / 1000000 % 1000000));
+}
+
 int daemon_run(const struct daemon_opts *o, struct fault *f)
 {
 	struct daemon d = { .o = o, .lock = PTHREAD_MUTEX_INITIALIZER, .verdict_fd = -1 };
@@ -244,7 +266,7 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 		}
 	}
 	gethostname(host, sizeof(host) - 1);
-	snprintf(d.identity, sizeof(d.identity), "%s/%d", host, (int)getpid());
+	daemon_identity(&d, host);
 	dlog("starting on %s (pins in %s)%s%s%s", o->site.store->spec ? o->site.store->spec :
 	     o->site.state_path, o->site.pin_dir, metrics ? "; metrics on http://" : "",
 	     metrics ? where : "", metrics ? "/metrics" : "");
@@ -261,6 +283,7 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 	else
 		err = 0;
 out:
+	leader_stop(&d);
 	probes_stop(&d);
 	metrics_stop(metrics);
 	probe_path_drop(&d);

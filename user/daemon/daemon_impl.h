@@ -88,7 +88,8 @@ struct daemon_counts {
  * @rings: per VIP its ring's points and shares, for the metrics
  * @targets: the health checks (owned by the probe thread)
  * @target_count: how many
- * @leader: it runs the health checks (always, without a shared store)
+ * @leader: it holds the store's lead (always, without a shared store)
+ * @lead_until_ns: until when that lead is proven (the fence: daemon_leads())
  * @fail_static: the store fails and the kernel serves this host's copy
  * @path_ok: the clients' path for checks is set up
  * @source4: this host's IPv4 address on the attached interface (probes' source)
@@ -107,6 +108,7 @@ struct daemon {
 	size_t target_count;
 	struct daemon_counts counts;
 	int leader;
+	__u64 lead_until_ns;
 	int fail_static;
 	int path_ok;
 	struct addr source4;
@@ -122,6 +124,9 @@ struct daemon {
 	char path_iface[IF_NAMESIZE];
 	struct daemon_probes *probes;
 	int verdict_fd;
+	pthread_t lead_thread;
+	int lead_running;
+	volatile int lead_stopping;
 };
 
 /** dlog() - one line on stderr (the journal): "ringlb daemon: ...". */
@@ -223,8 +228,18 @@ int verdicts_start(struct daemon *d);
 
 /* --- leader.c, routes.c, translog.c, scrape.c ---------------------------------------- */
 
-/** leader_start() - ask the store for the lead every STORE_LEAD_RENEW_MS. */
+/** leader_start() - a thread that asks the store for the lead every STORE_LEAD_RENEW_MS. */
 int leader_start(struct daemon *d);
+
+/** leader_stop() - stop that thread. */
+void leader_stop(struct daemon *d);
+
+/**
+ * daemon_leads() - may this daemon run the fleet's checks at @now: it
+ * holds the lead, and its last renewal proves the lease alive until past
+ * @now (under @d->lock).
+ */
+int daemon_leads(struct daemon *d, __u64 now);
 
 /** routes_start() - look at what to announce every tick (bird retried after a failure). */
 int routes_start(struct daemon *d);

@@ -193,7 +193,7 @@ static void timer_update(struct daemon_probes *p, __u64 now)
 {
 	struct daemon *d = p->d;
 	__u64 next = now + 1000000000ull;
-	int starting = d->attached && d->leader;
+	int starting = d->attached && daemon_leads(d, now);
 	size_t i;
 
 	for (i = 0; i < d->target_count; i++) {
@@ -214,7 +214,7 @@ static void verdicts_check(struct daemon_probes *p, __u64 now)
 	__u64 one = 1;
 	size_t i;
 
-	for (i = 0; d->leader && i < d->target_count; i++)
+	for (i = 0; daemon_leads(d, now) && i < d->target_count; i++)
 		if (health_due(&d->targets[i], now)) {
 			if (write(d->verdict_fd, &one, sizeof(one)) < 0) {
 				/* Full: the main loop has a wake-up pending anyway. */
@@ -233,7 +233,8 @@ static void probes_run(struct daemon_probes *p, __u64 now)
 		struct health_target *t = &d->targets[i];
 
 		health_probe_step(t, 0, now);
-		if (t->phase != HEALTH_IDLE || now < t->next_ns || !d->attached || !d->leader)
+		if (t->phase != HEALTH_IDLE || now < t->next_ns || !d->attached ||
+		    !daemon_leads(d, now))
 			continue;
 		/*
 		 * Without the path, a marked packet following the host's own routes
@@ -314,13 +315,13 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	p->built = 1;
 	p->digest = digest;
 	/* A follower neither probes nor judges; a new leader starts from the store's verdicts. */
-	if (p->leader != d->leader)
+	if (p->leader != daemon_leads(d, now))
 		for (i = 0; i < d->target_count; i++) {
 			health_probe_stop(&d->targets[i]);
 			d->targets[i].seen_up = d->targets[i].verdict_up;
 			d->targets[i].ok_run = d->targets[i].fail_run = 0;
 		}
-	p->leader = d->leader;
+	p->leader = daemon_leads(d, now);
 	probes_run(p, now);
 	settle(p, now);
 	pthread_mutex_unlock(&d->lock);

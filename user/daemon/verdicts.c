@@ -52,7 +52,7 @@ static struct health_target *verdicts_due(struct daemon *d, __u64 now, size_t *n
 	*n = 0;
 	pthread_mutex_lock(&d->lock);
 	due = calloc(d->target_count + 1, sizeof(*due));
-	for (i = 0; due && d->leader && i < d->target_count; i++)
+	for (i = 0; due && daemon_leads(d, now) && i < d->target_count; i++)
 		if (health_due(&d->targets[i], now))
 			due[(*n)++] = d->targets[i];
 	pthread_mutex_unlock(&d->lock);
