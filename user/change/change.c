@@ -65,7 +65,7 @@ static int converge(const struct site *site, const struct lb_maps *maps,
  * FIB lookup uses them but never refreshes them, and drops a packet that
  * finds none. Best effort, no wait: done after every change.
  */
-static void next_hops_refresh(const struct state *s)
+void change_next_hops_refresh(const struct state *s)
 {
 	size_t i, j;
 
@@ -242,7 +242,7 @@ out:
 	else if (!err)
 		snprintf(out->note, sizeof(out->note), "%s", c.ss.note);
 	if (!err) {
-		next_hops_refresh(&c.want);
+		change_next_hops_refresh(&c.want);
 	}
 	if (c.logged) {
 		char outcome[FAULT_WHY_MAX + 16];

@@ -105,4 +105,13 @@ int change_run(const struct site *site, unsigned int flags, __u32 flow_entries,
 	       change_apply_fn apply, const void *args, const char *cause,
 	       struct change_outcome *out);
 
+/**
+ * change_next_hops_refresh() - a datagram to each backend of @s's
+ * encapsulated VIPs, so the kernel resolves (or refreshes) the neighbour
+ * entries of their next hops, which the program's FIB lookup needs but
+ * never refreshes. Best effort, no wait: after every change, and on every
+ * host that follows one through the store.
+ */
+void change_next_hops_refresh(const struct state *s);
+
 #endif /* RINGLB_CHANGE_H */

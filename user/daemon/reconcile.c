@@ -119,6 +119,13 @@ int reconcile(struct daemon *d, const char *when, int following)
 		d->counts.repairs++;
 		pthread_mutex_unlock(&d->lock);
 	}
+	/*
+	 * Backends that came through the store (or whose neighbour entries went
+	 * stale since): their next hops resolved here too, as the host that
+	 * made the change resolved them.
+	 */
+	if (ss.have_maps)
+		change_next_hops_refresh(&ss.applied);
 	if (ss.have_maps)
 		err = compare(d, &ss, when);
 out:
