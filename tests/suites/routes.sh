@@ -1,0 +1,244 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The daemon's routes (--bgp-routes, --birdc-socket) against a birdc that
+# hangs or answers. A birdc first in the daemon's PATH (a script this suite
+# writes: it records each call, then hangs with a child of its own or exits
+# 0, as $W/birdc.mode says) stands in for bird's: what is under test is the
+# daemon's handling of its child; tests/suites/fleet.sh runs a real bird2.
+# Its tests (tests/suites/lib.sh runs them; `routes.sh TEST...` runs some):
+#
+#   hung       a birdc that never answers: the daemon keeps serving (a change
+#              made meanwhile reaches /metrics), starts no second birdc,
+#              kills the first and its child after 5 s, says so once, and
+#              asks again 2 s later
+#   announce   (after hung) a birdc that answers: the routes are announced,
+#              and birdc runs once for each change of what is announced,
+#              never for a change that leaves it as it is
+#   sigterm    (after announce) SIGTERM while a birdc hangs stops the daemon
+#              within 2 s, and the birdc with it
+#
+# Runs in a private network namespace with one veth pair. Needs root; skips
+# without it, except under CI=true. DEBUG=1 prints the daemon's log at the end.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/tests/suites/lib.sh"
+
+require_root routes
+
+VIP=198.18.0.100:80/tcp
+METRICS=127.0.0.1:9479
+ROUTES_DIR=
+
+# Whatever the script ends in: the daemon, every birdc stand-in and its child
+# (by the pids they recorded), the namespace.
+cleanup() {
+	local pid
+	[ "${DEBUG:-}" = 1 ] && [ -f "$W/daemon.log" ] && cat "$W/daemon.log" >&2
+	[ -n "${DPID:-}" ] && kill -9 "$DPID" 2>/dev/null
+	for pid in $(cat "$W/birdc.pids" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+	ip netns del "$NS" 2>/dev/null
+	rm -rf "$PIN" "$W"
+}
+
+in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
+
+# alive PID: PID runs (a zombie does not count: whoever reaps it, it is gone).
+alive() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
+
+# calls: how many times birdc was run so far.
+calls() { wc -l <"$W/birdc.calls"; }
+# call_field N FIELD: field FIELD of call N (1: the birdc's pid, 2: its child's, 3: when).
+call_field() { sed -n "${1}p" "$W/birdc.calls" | cut -d' ' -f"$2"; }
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds (polled every 20 ms); 1 on time out.
+wait_for() {
+	local end
+	end=$(($(date +%s%N) + $1 * 1000000000))
+	until "${@:2}"; do
+		[ "$(date +%s%N)" -lt "$end" ] || return 1
+		sleep 0.02
+	done
+}
+calls_at_least() { [ "$(calls)" -ge "$1" ]; }
+logged() { [ "$(grep -c -- "$1" "$W/daemon.log")" -ge "${2:-1}" ]; }
+
+# daemon_start ROUTES_FILE: the daemon in the namespace, the stand-in first in its PATH.
+daemon_start() {
+	# nsenter execs env, which execs ringlb: $! is the daemon itself.
+	nsenter --net="/run/netns/$NS" env PATH="$W/bin:$PATH" "$ROOT/build/ringlb" \
+		--state "$W/state.json" --pin-dir "$PIN" daemon --metrics "$METRICS" \
+		--verify-interval 3600 --bgp-routes "$1" --birdc-socket "$W/bird.ctl" \
+		>>"$W/daemon.log" 2>&1 &
+	DPID=$!
+}
+
+# daemon_kill: the daemon gone, however it was (a test that failed may leave it running).
+daemon_kill() {
+	[ -n "${DPID:-}" ] || return 0
+	kill -9 "$DPID" 2>/dev/null
+	wait "$DPID" 2>/dev/null
+	DPID=
+}
+
+# generation: the committed state's; served: the one the daemon's /metrics says it serves.
+generation() { jq .generation "$W/state.json"; }
+served() {
+	local page
+	page=$(in_ns curl -s -m 1 "http://$METRICS/metrics")
+	awk '$1 == "ringlb_state_generation" { print $2 }' <<<"$page"
+}
+serves() { [ "$(served)" = "$1" ]; }
+
+# follow: until the daemon serves the committed state (5 s at most).
+follow() { wait_for 5 serves "$(generation)"; }
+
+# now: seconds since the epoch, to the nanosecond.
+now() { date +%s.%N; }
+since() { echo "$1 $2" | awk '{ printf "%.3f", $2 - $1 }'; }
+
+setup() {
+	TEST_NAME=routes
+	veth_session rrt
+	trap cleanup EXIT
+	ringlb attach eth0 >/dev/null || die "attach"
+	mkdir -p "$W/bin" "$W/routes"
+	ROUTES_DIR=$W/routes
+	: >"$W/birdc.calls"
+	echo hang >"$W/birdc.mode"
+	cat >"$W/bin/birdc" <<EOF
+#!/bin/sh
+# A stand-in for birdc (tests/suites/routes.sh): it records the call (its pid,
+# its child's, when, its arguments), then hangs with a child or exits 0.
+if [ "\$(cat "$W/birdc.mode")" = hang ]; then
+	sleep 1000 &
+	echo "\$\$ \$! \$(date +%s.%N) \$*" >>"$W/birdc.calls"
+	echo "\$\$ \$!" >>"$W/birdc.pids"
+	wait
+fi
+echo "\$\$ - \$(date +%s.%N) \$*" >>"$W/birdc.calls"
+exit 0
+EOF
+	chmod 755 "$W/bin/birdc"
+}
+
+# --- a birdc that hangs -------------------------------------------------------------------------
+t_hung() {
+	local t0 gen t_change t_killed t2 kills
+	daemon_start "$ROUTES_DIR/routes.conf"
+	if ! wait_for 5 calls_at_least 1; then
+		fail "no birdc run within 5 s of the daemon's start: $(tail -3 "$W/daemon.log")"
+		return
+	fi
+	t0=$(call_field 1 3)
+	# A change while the first birdc hangs: the daemon's loop must follow it.
+	ringlb vip add "$VIP" --vnodes 64 || fail "vip add"
+	gen=$(generation)
+	t_change=$(now)
+	if wait_for 3 serves "$gen" && alive "$(call_field 1 1)" && [ "$(calls)" -eq 1 ]; then
+		pass "birdc hangs (pid $(call_field 1 1)): generation $gen, committed $(since "$t0" "$t_change") s into the hang, served on /metrics $(since "$t_change" "$(now)") s later; no second birdc"
+	else
+		fail "while birdc hangs: /metrics says generation '$(served)', committed $gen; $(calls) birdc runs"
+	fi
+	if wait_for 8 logged "birdc configure did not answer in 5 s; killed"; then
+		t_killed=$(now)
+		# Killed: the birdc and its child are gone within a moment.
+		wait_for 1 eval '! alive "$(call_field 1 1)" && ! alive "$(call_field 1 2)"'
+		if ! alive "$(call_field 1 1)" && ! alive "$(call_field 1 2)" && [ "$(calls)" -eq 1 ] &&
+			awk -v d="$(since "$t0" "$t_killed")" 'BEGIN { exit !(d >= 4.9 && d <= 6.5) }'; then
+			pass "after $(since "$t0" "$t_killed") s: '$(grep -m1 'did not answer' "$W/daemon.log" | cut -c16-)'; birdc and its child gone, no other started"
+		else
+			fail "the kill: after $(since "$t0" "$t_killed") s, birdc $(alive "$(call_field 1 1)" && echo alive || echo gone), its child $(alive "$(call_field 1 2)" && echo alive || echo gone), $(calls) runs"
+		fi
+	else
+		fail "no kill within 8 s of birdc's start: $(tail -3 "$W/daemon.log")"
+		return
+	fi
+	# The next one answers: the announcement is recorded only now.
+	echo ok >"$W/birdc.mode"
+	logged "routes announced" && fail "routes announced while birdc hung"
+	if wait_for 5 calls_at_least 2; then
+		t2=$(call_field 2 3)
+		awk -v d="$(since "$t_killed" "$t2")" 'BEGIN { exit !(d >= 1.5 && d <= 3.5) }' &&
+			pass "asked again $(since "$t_killed" "$t2") s after the kill (BIRD_RETRY_NS: 2 s)" ||
+			fail "asked again $(since "$t_killed" "$t2") s after the kill"
+	else
+		fail "birdc not asked again within 5 s of the kill"
+	fi
+	kills=$(grep -c "did not answer" "$W/daemon.log")
+	[ "$kills" -eq 1 ] && pass "the kill logged once" || fail "the kill logged $kills times"
+}
+
+# --- a birdc that answers -----------------------------------------------------------------------
+# change_calls WHAT WANT COMMAND...: COMMAND ran birdc WANT times (0 or 1) once the daemon follows it.
+change_calls() {
+	local what=$1 want=$2 before after
+	shift 2
+	before=$(calls)
+	"$@" >/dev/null || fail "$what: the change failed"
+	follow || fail "$what: the daemon does not serve generation $(generation)"
+	# What announces runs in the daemon's next tick (100 ms): give it three.
+	[ "$want" -eq 0 ] && sleep 0.3 || wait_for 2 calls_at_least $((before + want))
+	sleep 0.2
+	after=$(calls)
+	CHANGES_SEEN+="$what: $((after - before)); "
+	[ $((after - before)) -eq "$want" ] || CHANGES_BAD+="$what: $((after - before)) runs, not $want; "
+}
+
+t_announce() {
+	local want
+	CHANGES_SEEN= CHANGES_BAD=
+	wait_for 3 logged "routes announced: 1 VIP addresses" && grep -q "route 198.18.0.100/32 blackhole;" \
+		"$ROUTES_DIR/routes.conf" && pass "birdc answered: 'routes announced: 1 VIP addresses', the file has the route" ||
+		fail "no announcement: $(tail -3 "$W/daemon.log")"
+	change_calls "same address, another port" 0 ringlb vip add 198.18.0.100:443/tcp --vnodes 64
+	change_calls "backend add" 0 ringlb backend add "$VIP" b1 198.18.0.11 --mac 02:00:00:00:00:11
+	change_calls "IPv6 VIP add" 1 ringlb vip add "[2001:db8::100]:80/tcp" --vnodes 64
+	change_calls "another IPv4 address" 1 ringlb vip add 198.18.0.101:80/tcp --vnodes 64
+	change_calls "its VIP deleted" 1 ringlb vip del 198.18.0.101:80/tcp
+	want="route 198.18.0.100/32 blackhole;route 2001:db8::100/128 blackhole;"
+	if [ -z "$CHANGES_BAD" ] && [ "$(calls)" -eq 5 ] &&
+		[ "$(grep -o 'route [^ ]* blackhole;' "$ROUTES_DIR/routes.conf" | tr -d '\n')" = "$want" ] &&
+		[ "$(grep -c 'routes announced' "$W/daemon.log")" -eq 4 ]; then
+		pass "birdc runs per change: ${CHANGES_SEEN%; }; 5 in all, 4 announcements, the file has both routes"
+	else
+		fail "birdc runs per change: ${CHANGES_BAD:-$CHANGES_SEEN} $(calls) in all; file: $(grep route "$ROUTES_DIR/routes.conf" | tr '\n' ' ')"
+	fi
+}
+
+t_sigterm() {
+	local n t_term took rc
+	echo hang >"$W/birdc.mode"
+	n=$(($(calls) + 1))
+	ringlb vip add 198.18.0.102:80/tcp --vnodes 64 >/dev/null || fail "vip add"
+	if ! wait_for 3 calls_at_least "$n"; then
+		fail "no birdc for the change: $(tail -3 "$W/daemon.log")"
+		return
+	fi
+	sleep 0.3
+	t_term=$(now)
+	kill -TERM "$DPID"
+	wait_for 10 eval '! alive "$DPID"'
+	took=$(since "$t_term" "$(now)")
+	if alive "$DPID"; then
+		fail "SIGTERM while birdc hangs: the daemon still runs after $took s"
+		daemon_kill
+		return
+	fi
+	wait "$DPID"
+	rc=$?
+	DPID=
+	if awk -v d="$took" 'BEGIN { exit !(d <= 2) }' && [ "$rc" -eq 0 ] &&
+		! alive "$(call_field "$n" 1)" && ! alive "$(call_field "$n" 2)" &&
+		tail -1 "$W/daemon.log" | grep -q stopped; then
+		pass "SIGTERM while birdc hangs: stopped in $took s, exit 0, birdc and its child gone"
+	else
+		fail "SIGTERM: $took s, exit $rc, birdc $(alive "$(call_field "$n" 1)" && echo alive || echo gone), child $(alive "$(call_field "$n" 2)" && echo alive || echo gone); $(tail -1 "$W/daemon.log")"
+	fi
+}
+
+suite_test hung
+suite_test announce hung
+suite_test sigterm announce
+suite_main "$@"
