@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The daemon's routes (--bgp-routes, --birdc-socket) against a birdc that
-# hangs or answers. A birdc first in the daemon's PATH (a script this suite
-# writes: it records each call, then hangs with a child of its own or exits
-# 0, as $W/birdc.mode says) stands in for bird's: what is under test is the
-# daemon's handling of its child; tests/suites/fleet.sh runs a real bird2.
+# hangs or answers, and the routes file's temp file. A birdc first in the
+# daemon's PATH (a script this suite writes: it records each call, then
+# hangs with a child of its own or exits 0, as $W/birdc.mode says) stands in
+# for bird's: what is under test is the daemon's handling of its child;
+# tests/suites/fleet.sh runs a real bird2.
 # Its tests (tests/suites/lib.sh runs them; `routes.sh TEST...` runs some):
 #
 #   hung       a birdc that never answers: the daemon keeps serving (a change
@@ -15,8 +16,13 @@
 #   announce   (after hung) a birdc that answers: the routes are announced,
 #              and birdc runs once for each change of what is announced,
 #              never for a change that leaves it as it is
+#   symlink    (after announce) a symlink planted at the old temp name
+#              (FILE.tmp -> a victim) was not followed: the victim is as it
+#              was, the routes file a regular file with the routes
 #   sigterm    (after announce) SIGTERM while a birdc hangs stops the daemon
 #              within 2 s, and the birdc with it
+#   no_temp    a routes file that cannot be renamed into place (a directory
+#              holds its name) leaves no temp file behind
 #
 # Runs in a private network namespace with one veth pair. Needs root; skips
 # without it, except under CI=true. DEBUG=1 prints the daemon's log at the end.
@@ -121,6 +127,10 @@ echo "\$\$ - \$(date +%s.%N) \$*" >>"$W/birdc.calls"
 exit 0
 EOF
 	chmod 755 "$W/bin/birdc"
+	# The symlink test's trap, planted before the daemon writes anything.
+	echo "not for the daemon to write" >"$W/victim"
+	sha256sum <"$W/victim" >"$W/victim.sha"
+	ln -s "$W/victim" "$ROUTES_DIR/routes.conf.tmp"
 }
 
 # --- a birdc that hangs -------------------------------------------------------------------------
@@ -207,6 +217,20 @@ t_announce() {
 	fi
 }
 
+# --- the temp file ---------------------------------------------------------------------------
+t_symlink() {
+	local left
+	left=$(find "$ROUTES_DIR" -name 'routes.conf.tmp?*' | wc -l)
+	if sha256sum -c --status "$W/victim.sha" <"$W/victim" 2>/dev/null && [ -f "$ROUTES_DIR/routes.conf" ] &&
+		[ ! -L "$ROUTES_DIR/routes.conf" ] && [ -L "$ROUTES_DIR/routes.conf.tmp" ] &&
+		grep -q "route 198.18.0.100/32 blackhole;" "$ROUTES_DIR/routes.conf" && [ "$left" -eq 0 ] &&
+		[ "$(stat -c %a "$ROUTES_DIR/routes.conf")" = 644 ]; then
+		pass "routes.conf.tmp -> victim planted: the victim unchanged, routes.conf a regular file (mode 644) with the routes, no temp file left"
+	else
+		fail "symlink: victim '$(head -c 80 "$W/victim" | tr '\n' ' ')', routes.conf $(stat -c '%F %a' "$ROUTES_DIR/routes.conf"), $left temp files"
+	fi
+}
+
 t_sigterm() {
 	local n t_term took rc
 	echo hang >"$W/birdc.mode"
@@ -238,7 +262,26 @@ t_sigterm() {
 	fi
 }
 
+t_no_temp() {
+	local left rc
+	daemon_kill
+	echo ok >"$W/birdc.mode"
+	mkdir -p "$W/isdir"
+	daemon_start "$W/isdir"
+	wait_for 5 logged "cannot write $W/isdir" || fail "no 'cannot write': $(tail -3 "$W/daemon.log")"
+	kill -TERM "$DPID"
+	wait "$DPID"
+	rc=$?
+	DPID=
+	left=$(find "$W" -maxdepth 1 -name 'isdir.tmp*' | wc -l)
+	[ "$left" -eq 0 ] && [ "$rc" -eq 0 ] &&
+		pass "'$(grep -m1 "cannot write $W/isdir" "$W/daemon.log" | cut -c16- | sed "s|$W/||")': no temp file left" ||
+		fail "a routes file that cannot be renamed into place left $left temp files (exit $rc)"
+}
+
 suite_test hung
 suite_test announce hung
+suite_test symlink announce
 suite_test sigterm announce
+suite_test no_temp
 suite_main "$@"

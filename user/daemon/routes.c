@@ -3,21 +3,25 @@
  * Routes (daemon_impl.h): with --bgp-routes the daemon decides whether this
  * host announces the VIPs. It writes the bird2 fragment (static protocols
  * ringlb_vips4 and ringlb_vips6, a blackhole route per VIP address, or
- * none) beside its final name and renames it, and runs `birdc configure`
- * when what it says changed. birdc runs beside the loop, never in it: its
- * exit is a child source, and one that has not answered in BIRDC_TIMEOUT_MS
- * is killed; one runs at a time, and only a fragment bird took counts as
- * announced. A bird that did not take it is asked again every BIRD_RETRY_NS.
+ * none) into a new temp file beside its final name and renames it, and runs
+ * `birdc configure` when what it says changed. birdc runs beside the loop,
+ * never in it: its exit is a child source, and one that has not answered in
+ * BIRDC_TIMEOUT_MS is killed; one runs at a time, and only a fragment bird
+ * took counts as announced. A bird that did not take it is asked again
+ * every BIRD_RETRY_NS.
  */
+#define _GNU_SOURCE
 #include "daemon_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,6 +82,46 @@ static char *fragment(const struct daemon *d, const char *reason, size_t *routes
 	}
 	fclose(f);
 	return text;
+}
+
+/*
+ * Write @text to @path: into a new file of its own beside it (mkostemp:
+ * O_EXCL, so nothing planted under a temp name, a symlink least of all, is
+ * followed or reused), synced, mode 0644 (bird reads it), renamed over @path.
+ * The temp file goes on any failure. Return: 0 or -errno.
+ */
+static int routes_write(const char *path, const char *text)
+{
+	size_t len = strlen(text), done = 0;
+	char tmp[PATH_MAX];
+	int fd, err = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (!err && done < len) {
+		ssize_t n = write(fd, text + done, len - done);
+
+		if (n < 0) {
+			if (errno != EINTR)
+				err = -errno;
+		} else if (n == 0) {
+			err = -EIO;
+		} else {
+			done += (size_t)n;
+		}
+	}
+	if (!err && (fchmod(fd, 0644) || fsync(fd)))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
 }
 
 /* The birdc that ran is done with: its sources, its pid. Return: its fragment (the caller's). */
@@ -217,10 +261,9 @@ static int birdc_start(struct daemon *d, char *text, size_t routes, const char *
 void routes_update(struct daemon *d)
 {
 	const char *reason = routes_withdraw_reason(d);
-	char tmp[PATH_MAX], *text;
+	char *text;
 	size_t n;
-	FILE *f;
-	int bad, err;
+	int err;
 
 	/* One birdc at a time: what changed meanwhile goes when it is done. */
 	if (!d->o->bgp_routes || d->routes.birdc.pid || daemon_now_ns() < d->routes.retry_ns)
@@ -230,13 +273,9 @@ void routes_update(struct daemon *d)
 		free(text);
 		return;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp", d->o->bgp_routes);
-	f = fopen(tmp, "we");
-	bad = !f || fputs(text, f) < 0;
-	if (f && fclose(f))
-		bad = 1;
-	if (bad || rename(tmp, d->o->bgp_routes)) {
-		dlog("cannot write %s: %s", d->o->bgp_routes, strerror(errno));
+	err = routes_write(d->o->bgp_routes, text);
+	if (err) {
+		dlog("cannot write %s: %s", d->o->bgp_routes, strerror(-err));
 		free(text);
 		return;
 	}
