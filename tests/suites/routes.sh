@@ -9,10 +9,10 @@
 # tests/suites/fleet.sh runs a real bird2.
 # Its tests (tests/suites/lib.sh runs them; `routes.sh TEST...` runs some):
 #
-#   hung       a birdc that never answers: the daemon keeps serving (a change
-#              made meanwhile reaches /metrics), starts no second birdc,
-#              kills the first and its child after 5 s, says so once, and
-#              asks again 2 s later
+#   hung       a birdc that never answers (started with no signal blocked):
+#              the daemon keeps serving (a change made meanwhile reaches
+#              /metrics), starts no second birdc, kills the first and its
+#              child after 5 s, says so once, and asks again 2 s later
 #   announce   (after hung) a birdc that answers: the routes are announced,
 #              and birdc runs once for each change of what is announced,
 #              never for a change that leaves it as it is
@@ -135,13 +135,17 @@ EOF
 
 # --- a birdc that hangs -------------------------------------------------------------------------
 t_hung() {
-	local t0 gen t_change t_killed t2 kills
+	local t0 blocked gen t_change t_killed t2 kills
 	daemon_start "$ROUTES_DIR/routes.conf"
 	if ! wait_for 5 calls_at_least 1; then
 		fail "no birdc run within 5 s of the daemon's start: $(tail -3 "$W/daemon.log")"
 		return
 	fi
 	t0=$(call_field 1 3)
+	# It runs as a new process would: no signal blocked (the daemon blocks its own for its loop).
+	blocked=$(awk '$1 == "SigBlk:" { print $2 }' "/proc/$(call_field 1 2)/status")
+	[ "$blocked" = 0000000000000000 ] && pass "birdc's child runs with no signal blocked (SigBlk $blocked)" ||
+		fail "birdc's child runs with signals blocked: SigBlk $blocked"
 	# A change while the first birdc hangs: the daemon's loop must follow it.
 	ringlb vip add "$VIP" --vnodes 64 || fail "vip add"
 	gen=$(generation)
