@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The daemon's routes (--bgp-routes, --birdc-socket) against a birdc that
-# hangs or answers, and the routes file's temp file. A birdc first in the
-# daemon's PATH (a script this suite writes: it records each call, then
-# hangs with a child of its own or exits 0, as $W/birdc.mode says) stands in
-# for bird's: what is under test is the daemon's handling of its child;
-# tests/suites/fleet.sh runs a real bird2.
+# hangs or answers, the routes file's temp file, and the audit log's copy in
+# the system journal. A birdc first in the daemon's PATH (a script this
+# suite writes: it records each call, then hangs with a child of its own or
+# exits 0, as $W/birdc.mode says) stands in for bird's: what is under test
+# is the daemon's handling of its child; tests/suites/fleet.sh runs a real
+# bird2.
 # Its tests (tests/suites/lib.sh runs them; `routes.sh TEST...` runs some):
 #
 #   hung       a birdc that never answers (started with no signal blocked):
@@ -23,6 +24,10 @@
 #              within 2 s, and the birdc with it
 #   no_temp    a routes file that cannot be renamed into place (a directory
 #              holds its name) leaves no temp file behind
+#   journal    under a journald of the suite's own (in a private mount
+#              namespace, whether or not the host runs one), a change's audit
+#              line, accepted or refused, is also a journal entry with its
+#              fields; with no journald a change is made all the same
 #
 # Runs in a private network namespace with one veth pair. Needs root; skips
 # without it, except under CI=true. DEBUG=1 prints the daemon's log at the end.
@@ -36,16 +41,21 @@ require_root routes
 VIP=198.18.0.100:80/tcp
 METRICS=127.0.0.1:9479
 ROUTES_DIR=
+JPID=
+MADE_DIRS=
 
 # Whatever the script ends in: the daemon, every birdc stand-in and its child
-# (by the pids they recorded), the namespace.
+# (by the pids they recorded), the suite's journald, the namespace.
 cleanup() {
 	local pid
 	[ "${DEBUG:-}" = 1 ] && [ -f "$W/daemon.log" ] && cat "$W/daemon.log" >&2
 	[ -n "${DPID:-}" ] && kill -9 "$DPID" 2>/dev/null
+	[ -n "$JPID" ] && kill "$JPID" 2>/dev/null
 	for pid in $(cat "$W/birdc.pids" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
 	ip netns del "$NS" 2>/dev/null
 	rm -rf "$PIN" "$W"
+	# shellcheck disable=SC2086
+	[ -z "$MADE_DIRS" ] || rmdir $MADE_DIRS
 }
 
 in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
@@ -283,9 +293,92 @@ t_no_temp() {
 		fail "a routes file that cannot be renamed into place left $left temp files (exit $rc)"
 }
 
+# --- the audit line in the journal -----------------------------------------------------------------
+# A journald of the suite's own: /run/systemd, /run/log and (when there)
+# /var/log/journal are tmpfs in a mount namespace of its own, so the host's
+# journal, if it has one, is neither read nor written. JPID is the journald
+# (unshare and sh exec it); its namespace is /proc/$JPID/ns/mnt. A host
+# without /run/systemd or /run/log gets them, empty, for the mounts, and they
+# go again after (MADE_DIRS).
+journal_up() {
+	local jd t
+	for jd in /usr/lib/systemd/systemd-journald /lib/systemd/systemd-journald; do
+		[ -x "$jd" ] && break
+	done
+	[ -x "$jd" ] || die "no systemd-journald (Debian's systemd package)"
+	for t in /run/systemd /run/log; do
+		[ -d "$t" ] || { mkdir "$t" && MADE_DIRS+=" $t"; } || die "cannot make $t"
+	done
+	unshare --mount --propagation private sh -c '
+		mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/journal &&
+		mount -t tmpfs tmpfs /run/log &&
+		{ [ ! -d /var/log/journal ] || mount -t tmpfs tmpfs /var/log/journal; } &&
+		exec "$0"' "$jd" >"$W/journald.log" 2>&1 &
+	JPID=$!
+	wait_for 5 test -S "/proc/$JPID/root/run/systemd/journal/socket" ||
+		die "the suite's journald did not start: $(cat "$W/journald.log")"
+}
+in_journal() { nsenter --mount="/proc/$JPID/ns/mnt" "$@"; }
+ringlb_journal() {
+	in_journal nsenter --net="/run/netns/$NS" "$ROOT/build/ringlb" --state "$W/state.json" \
+		--pin-dir "$PIN" "$@"
+}
+
+t_journal() {
+	local t entries ok err audit_ok audit_err lines rc rc2
+	journal_up
+	SUDO_USER=alice ringlb_journal vip add 198.18.0.110:80/tcp --vnodes 64 >/dev/null || fail "vip add"
+	ringlb_journal vip add 198.18.0.110:80/tcp --vnodes 64 2>/dev/null && fail "a duplicate VIP accepted"
+	audit_ok=$(tail -2 "$W/audit.log" | head -1)
+	audit_err=$(tail -1 "$W/audit.log")
+	for t in $(seq 1 50); do
+		entries=$(in_journal journalctl --no-pager SYSLOG_IDENTIFIER=ringlb -o json 2>/dev/null)
+		[ "$(jq -s length <<<"$entries")" -ge 2 ] && break
+		sleep 0.1
+	done
+	ok=$(jq -c 'select(.RINGLB_RESULT == "ok")' <<<"$entries" | tail -1)
+	err=$(jq -c 'select(.RINGLB_RESULT == "error")' <<<"$entries" | tail -1)
+	# Each entry carries the audit line's fields, word for word.
+	if [ -n "$ok" ] && jq -e --argjson a "$audit_ok" '.PRIORITY == "5" and
+		.RINGLB_USER == $a.user and .RINGLB_UID == ($a.uid | tostring) and
+		.RINGLB_SUDO_USER == "alice" and $a.sudo_user == "alice" and
+		.RINGLB_TIME == $a.time and (.RINGLB_COMMAND | fromjson) == $a.command and
+		$a.result == "ok" and (.MESSAGE | contains($a.command | join(" "))) and
+		(has("RINGLB_ERROR") | not)' <<<"$ok" >/dev/null; then
+		pass "journal, accepted: '$(jq -r .MESSAGE <<<"$ok" | sed "s|$W/||; s|$PIN|PIN|")', PRIORITY 5, $(jq -r '[keys[] | select(startswith("RINGLB_"))] | join(" ")' <<<"$ok"), each as audit.log says"
+	else
+		fail "journal, accepted: '$ok' for audit line $audit_ok"
+	fi
+	if [ -n "$err" ] && jq -e --argjson a "$audit_err" '.PRIORITY == "4" and
+		.RINGLB_RESULT == $a.result and .RINGLB_ERROR == $a.error and
+		.RINGLB_ERROR_CLASS == $a.error_class and .RINGLB_TIME == $a.time and
+		(.RINGLB_COMMAND | fromjson) == $a.command and (.MESSAGE | contains($a.error))' \
+		<<<"$err" >/dev/null; then
+		pass "journal, refused: '$(jq -r .MESSAGE <<<"$err" | sed "s|$W/||; s|$PIN|PIN|")', PRIORITY 4, RINGLB_ERROR_CLASS $(jq -r .RINGLB_ERROR_CLASS <<<"$err"), each field as audit.log says"
+	else
+		fail "journal, refused: '$err' for audit line $audit_err"
+	fi
+	# No journald: an empty /run/systemd/journal of its own, no socket in it.
+	kill "$JPID"
+	wait "$JPID" 2>/dev/null
+	JPID=
+	lines=$(wc -l <"$W/audit.log")
+	unshare --mount --propagation private sh -c 'mount -t tmpfs tmpfs /run/systemd &&
+		mkdir /run/systemd/journal && exec "$@"' sh nsenter --net="/run/netns/$NS" "$ROOT/build/ringlb" --state "$W/state.json" \
+		--pin-dir "$PIN" vip add 198.18.0.111:80/tcp --vnodes 64 >/dev/null 2>"$W/nojournal.err"
+	rc=$?
+	ringlb show --json | jq -e '.vips | map(.vip) | index("198.18.0.111:80/tcp")' >/dev/null
+	rc2=$?
+	[ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ] && [ ! -s "$W/nojournal.err" ] &&
+		[ "$(wc -l <"$W/audit.log")" -eq $((lines + 1)) ] &&
+		pass "with no journald socket the change is made (exit 0, nothing on stderr) and audit.log has its line" ||
+		fail "without a journald: exit $rc, VIP there: $rc2, stderr '$(cat "$W/nojournal.err")'"
+}
+
 suite_test hung
 suite_test announce hung
 suite_test symlink announce
 suite_test sigterm announce
 suite_test no_temp
+suite_test journal
 suite_main "$@"
