@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The audit log (audit.h): one JSON line in audit.log beside the state for
- * every attempted change, safe whatever bytes a command line holds.
+ * every attempted change, safe whatever bytes a command line holds, and the
+ * same as an entry of the system journal, its fields as journal fields.
  */
 #define _GNU_SOURCE
 #include "audit.h"
@@ -10,6 +11,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +21,18 @@
 #include <time.h>
 #include <unistd.h>
 #include <pwd.h>
+#include <sys/uio.h>
 
 #include <jansson.h>
+#include <systemd/sd-journal.h>
 
 #include "site.h"
 
-
+/* The journal's priorities of an audit entry: notice for a change made, warning for a refusal. */
+#define AUDIT_PRIORITY_OK 5
+#define AUDIT_PRIORITY_ERROR 4
+/* Fields of an audit entry, at most. */
+#define AUDIT_JOURNAL_FIELDS 12
 
 /* The login uid the kernel keeps for this session (set at login, kept by sudo), or -1. */
 static long login_uid(void)
@@ -68,6 +76,79 @@ static json_t *audit_word(const char *word)
 	return j;
 }
 
+/* One FIELD=value of @iov[*n] (skipped when out of memory). */
+static void journal_field(struct iovec *iov, size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void journal_field(struct iovec *iov, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	char *text;
+	int len;
+
+	if (*n >= AUDIT_JOURNAL_FIELDS)
+		return;
+	va_start(ap, fmt);
+	len = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return;
+	iov[*n].iov_base = text;
+	iov[*n].iov_len = (size_t)len;
+	(*n)++;
+}
+
+/*
+ * The audit line @line (its fields already escaped, @command its words as
+ * JSON) to the system journal: MESSAGE a one-line summary, each field of the
+ * line a RINGLB_ field. Best effort: a journal that is not there (no
+ * journald socket) loses the entry, never the change.
+ */
+static void audit_journal(const json_t *line, const char *command)
+{
+	const json_t *words = json_object_get(line, "command"), *v;
+	const char *result = json_string_value(json_object_get(line, "result"));
+	const char *error = json_string_value(json_object_get(line, "error"));
+	const char *user = json_string_value(json_object_get(line, "user"));
+	const char *sudo = json_string_value(json_object_get(line, "sudo_user"));
+	int ok = result && strcmp(result, "ok") == 0;
+	struct iovec iov[AUDIT_JOURNAL_FIELDS];
+	char *said = NULL;
+	size_t n = 0, len = 0, i;
+	FILE *f;
+
+	/* The words as the audit line has them, one space apart. */
+	f = open_memstream(&said, &len);
+	if (!f)
+		return;
+	json_array_foreach(words, i, v)
+		fprintf(f, "%s%s", i ? " " : "", json_string_value(v));
+	fclose(f);
+	journal_field(iov, &n, "MESSAGE=ringlb %s by %s%s%s%s: %s%s%s", said ? said : "?",
+		      user ? user : "?", sudo ? " (sudo: " : "", sudo ? sudo : "", sudo ? ")" : "",
+		      ok ? "ok" : "error", error ? ": " : "", error ? error : "");
+	free(said);
+	journal_field(iov, &n, "PRIORITY=%d", ok ? AUDIT_PRIORITY_OK : AUDIT_PRIORITY_ERROR);
+	journal_field(iov, &n, "SYSLOG_IDENTIFIER=ringlb");
+	journal_field(iov, &n, "RINGLB_TIME=%s", json_string_value(json_object_get(line, "time")));
+	journal_field(iov, &n, "RINGLB_UID=%lld",
+		      (long long)json_integer_value(json_object_get(line, "uid")));
+	journal_field(iov, &n, "RINGLB_USER=%s", user ? user : "?");
+	if (sudo)
+		journal_field(iov, &n, "RINGLB_SUDO_USER=%s", sudo);
+	if ((v = json_object_get(line, "login_uid")))
+		journal_field(iov, &n, "RINGLB_LOGIN_UID=%lld", (long long)json_integer_value(v));
+	journal_field(iov, &n, "RINGLB_COMMAND=%s", command);
+	journal_field(iov, &n, "RINGLB_RESULT=%s", result ? result : "?");
+	if (error)
+		journal_field(iov, &n, "RINGLB_ERROR=%s", error);
+	if ((v = json_object_get(line, "error_class")))
+		journal_field(iov, &n, "RINGLB_ERROR_CLASS=%s", json_string_value(v));
+	/* Its answer is not looked at: without journald the entry is lost, nothing else. */
+	(void)sd_journal_sendv(iov, (int)n);
+	for (i = 0; i < n; i++)
+		free(iov[i].iov_base);
+}
+
 void audit_write(const struct site *site, char *const *words, int count, int ok,
 		 const char *error, const char *error_class)
 {
@@ -77,8 +158,8 @@ void audit_write(const struct site *site, char *const *words, int count, int ok,
 	time_t now = time(NULL);
 	json_t *line, *jwords;
 	long luid = login_uid();
+	char *text, *command;
 	struct tm tm;
-	char *text;
 	int fd, i;
 
 	jwords = json_array();
@@ -100,6 +181,10 @@ void audit_write(const struct site *site, char *const *words, int count, int ok,
 	if (!ok && error_class)
 		json_object_set_new(line, "error_class", json_string(error_class));
 	text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	command = json_dumps(jwords, JSON_COMPACT);
+	if (text && command)
+		audit_journal(line, command);
+	free(command);
 	json_decref(line);
 	if (!text)
 		return;

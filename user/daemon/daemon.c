@@ -136,7 +136,11 @@ static int on_verify(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* SIGTERM, SIGINT and SIGHUP, blocked before any thread starts so only the loop sees them. */
+/*
+ * SIGTERM, SIGINT and SIGHUP, blocked before any thread starts so only the
+ * loop sees them. SIGCHLD blocked too: sd-event watches a child (birdc,
+ * routes.c) only while it is, and reaps it itself.
+ */
 static int signals_open(struct daemon *d)
 {
 	static const int signals[] = { SIGTERM, SIGINT, SIGHUP };
@@ -145,6 +149,7 @@ static int signals_open(struct daemon *d)
 	int err;
 
 	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
 	for (i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
 		sigaddset(&set, signals[i]);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL))
@@ -284,6 +289,7 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 		err = 0;
 out:
 	leader_stop(&d);
+	routes_stop(&d);
 	probes_stop(&d);
 	metrics_stop(metrics);
 	probe_path_drop(&d);

@@ -28,6 +28,7 @@
 #include <net/if.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 #include <systemd/sd-event.h>
@@ -59,11 +60,27 @@ struct daemon_host {
 	int kernel_bad; /* its kernel does not serve the committed state */
 };
 
+/**
+ * struct daemon_birdc - the one `birdc configure` under way (routes.c), on
+ * the main loop: its exit and its deadline are event sources.
+ */
+struct daemon_birdc {
+	pid_t pid;                 /* 0: none runs */
+	sd_event_source *exit;     /* its exit (a child source) */
+	sd_event_source *deadline; /* BIRDC_TIMEOUT_MS after its start */
+	int killed;                /* it did not answer in time */
+	char *text;                /* the fragment it has bird read */
+	size_t routes;             /* how many routes that holds */
+	const char *reason;        /* why none (routes_withdraw_reason()), or NULL */
+};
+
 /** struct daemon_routes - what this host announces (routes.c). */
 struct daemon_routes {
 	char *announced;           /* the fragment bird has */
 	int failing;               /* birdc configure failed */
+	int hung;                  /* and one was killed, since bird last took a fragment */
 	__u64 retry_ns;            /* when to try bird again */
+	struct daemon_birdc birdc;
 };
 
 /** struct daemon_counts - what the metrics count (under the lock). */
@@ -244,8 +261,15 @@ int daemon_leads(struct daemon *d, __u64 now);
 /** routes_start() - look at what to announce every tick (bird retried after a failure). */
 int routes_start(struct daemon *d);
 
-/** routes_update() - write and announce what this host should, when it changed. */
+/**
+ * routes_update() - write and announce what this host should, when it
+ * changed: the fragment written, then `birdc configure` started; its
+ * outcome comes later, on the loop. Nothing while one runs.
+ */
 void routes_update(struct daemon *d);
+
+/** routes_stop() - a birdc still running killed and reaped (a clean stop). */
+void routes_stop(struct daemon *d);
 
 /** routes_withdraw_reason() - why this host should not announce, or NULL when it should. */
 const char *routes_withdraw_reason(const struct daemon *d);
