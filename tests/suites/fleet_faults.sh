@@ -26,6 +26,8 @@
 #   slow        every store request delayed 1.5 s (the timeout is 2 s) for
 #               SLOW_S seconds (60): no healthy backend marked down, clients
 #               served throughout, at most one daemon running checks
+#   lost_reply  a commit whose reply the proxy drops: the change settles by
+#               reading the key back, and says nothing false
 #   alive       the three daemons ran through it all
 #
 # Needs root. Without it the script skips, except under CI=true.
@@ -258,6 +260,21 @@ t_slow() {
 		fail "slow store: $downs down verdicts, $got of $sent served; $(for i in 1 2 3; do since "$i" | grep -m2 'down'; done)"
 }
 
+# A commit whose reply is lost: the write went out, etcd took it, the host never heard.
+t_lost_reply() {
+	local out rc before
+	before=$(E get --print-value-only "$KEY" | jq .generation)
+	fault "${P}etcd" "$CTL" /v3/kv/txn lost count=1 >/dev/null
+	out=$(on 1 backend weight "$VIP" b1 4 2>&1)
+	rc=$?
+	fault_clear "${P}etcd" "$CTL" >/dev/null
+	[ $rc -eq 0 ] && [ "$(E get --print-value-only "$KEY" | jq .generation)" = $((before + 1)) ] &&
+		[ "$(E get --print-value-only "$KEY" | jq -r '.vips[0].backends[] | select(.name == "b1") | .weight')" = 4 ] &&
+		converged && ! grep -q "nothing changed" <<<"$out" &&
+		pass "a commit whose reply was lost: settled by reading the key back (exit 0, generation $before to $((before + 1))), served on all three" ||
+		fail "lost reply: exit $rc, '$out'; store generation $(E get --print-value-only "$KEY" | jq .generation) (was $before)"
+}
+
 t_alive() {
 	local i alive=0
 	for i in 1 2 3; do kill -0 "$(cat "$W/lb$i/daemon.pid")" 2>/dev/null && alive=$((alive + 1)); done
@@ -272,5 +289,6 @@ suite_test digest
 suite_test restart
 suite_test fork
 suite_test slow
+suite_test lost_reply
 suite_test alive
 suite_main "$@"
