@@ -78,7 +78,8 @@ static void member_name(const struct etcd_store *e, struct state_member *m)
 	for (i = 0; i < spec->count && n < sizeof(m->store); i++)
 		n += (size_t)snprintf(m->store + n, sizeof(m->store) - n, "%s%s", i ? "," : "",
 				      spec->endpoints[i]);
-	snprintf(m->prefix, sizeof(m->prefix), "%s", spec->prefix);
+	/* store_etcd_open() refused a longer prefix. */
+	snprintf(m->prefix, sizeof(m->prefix), "%.*s", (int)sizeof(m->prefix) - 1, spec->prefix);
 }
 
 /*
@@ -407,6 +408,11 @@ int store_etcd_open(const char *spec, const struct store_opts *opts, const char 
 	if (etcd_spec_parse(spec, &parsed, &problem)) {
 		free(e);
 		return fault_set(f, FAULT_USAGE, -EINVAL, "--store '%s': %s", spec, problem);
+	}
+	if (strlen(parsed.prefix) >= STATE_MEMBER_PREFIX_MAX) {
+		free(e);
+		return fault_set(f, FAULT_USAGE, -EINVAL, "--store '%s': a prefix of at most %d bytes",
+				 spec, STATE_MEMBER_PREFIX_MAX - 1);
 	}
 	err = etcd_open(&parsed, &eopts, &e->client, why);
 	if (err) {
