@@ -28,6 +28,11 @@
 #               served throughout, at most one daemon running checks
 #   lost_reply  a commit whose reply the proxy drops: the change settles by
 #               reading the key back, and says nothing false
+#   lead        the daemons' check counters sampled every 0.5 s: one runs
+#               checks at a time (lb2 and lb3 are both pid 1, in pid
+#               namespaces, on one hostname); through a failed keepalive on
+#               each, and the leader cut off from etcd alone (a partial
+#               partition): never two at once, no backend marked down
 #   alive       the three daemons ran through it all
 #
 # Needs root. Without it the script skips, except under CI=true.
@@ -51,8 +56,12 @@ KEY=/ringlb-faults/state
 CTL=127.0.0.1:2390
 VIP="$FLEET_VIP:80/tcp"
 SLOW_S=${SLOW_S:-60}
-# A short periodic comparison: a host that would withdraw does so within the wait.
-DAEMON_ARGS="--verify-interval 2"
+# A short periodic comparison: a host that would withdraw does so within the wait;
+# metrics on each balancer's own loopback (its check counters say who runs checks).
+DAEMON_ARGS="--verify-interval 2 --metrics 127.0.0.1:9477"
+# lb2's and lb3's daemons in pid namespaces of their own: both are pid 1 on one
+# hostname, the two daemons that shared one identity before it named more.
+daemon_wrap() { [ "$1" = 1 ] || echo unshare --pid --fork --kill-child; }
 
 . "$ROOT/tests/suites/fleet_lib.sh"
 
@@ -275,6 +284,67 @@ t_lost_reply() {
 		fail "lost reply: exit $rc, '$out'; store generation $(E get --print-value-only "$KEY" | jq .generation) (was $before)"
 }
 
+# checks I: balancer I's health checks run so far (its metrics), or "-" when it does not answer.
+checks() {
+	ip netns exec "${P}lb$1" curl -s -m 1 http://127.0.0.1:9477/metrics 2>/dev/null |
+		awk '/^ringlb_check_results_total/ {s += $NF; n++} END {print n ? s : "-"}'
+}
+# lead_watch SECONDS: sample every daemon's check count every 0.5 s; LEAD_BOTH: the
+# windows in which more than one daemon ran checks; LEAD_NONE: those with none;
+# LEAD_WHO: who ran them, window by window (1, 2, 3, or . for nobody).
+lead_watch() {
+	local end i c prev=() now=() who n
+	LEAD_BOTH=0 LEAD_NONE=0 LEAD_WHO=""
+	for i in 1 2 3; do prev[$i]=$(checks "$i"); done
+	end=$(($(date +%s) + $1))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		sleep 0.5
+		who="" n=0
+		for i in 1 2 3; do
+			c=$(checks "$i")
+			if [ "$c" != - ] && [ "${prev[$i]}" != - ] && [ "${c%.*}" -gt "${prev[$i]%.*}" ]; then
+				who="$who$i" n=$((n + 1))
+			fi
+			prev[$i]=$c
+		done
+		[ "$n" -gt 1 ] && LEAD_BOTH=$((LEAD_BOTH + 1))
+		[ "$n" -eq 0 ] && LEAD_NONE=$((LEAD_NONE + 1))
+		LEAD_WHO="$LEAD_WHO${who:-.}"
+	done
+}
+# downs: backends the store holds as down.
+downs() { E get --print-value-only "$KEY" | jq '[.vips[].backends[] | select(.health == "down")] | length'; }
+
+t_lead() {
+	local leader others ids i
+	lead_watch 4
+	ids=$(for i in 2 3; do grep -m1 -o "its name for the lead: .*" "$W/lb$i/daemon.log" | cut -d' ' -f6; done)
+	[ "$LEAD_BOTH" -eq 0 ] && [ "$(echo "$ids" | sort -u | wc -l)" -eq 2 ] &&
+		[ "$(echo "$ids" | grep -c '/1\.[0-9]*$')" -eq 2 ] &&
+		pass "one daemon runs the checks (windows of 0.5 s, who: $LEAD_WHO); lb2 and lb3 are both pid 1, their names differ: $(echo $ids)" ||
+		fail "lead: $LEAD_BOTH windows with two, who $LEAD_WHO, names $(echo $ids)"
+	# One failed keepalive for each daemon.
+	fault "${P}etcd" "$CTL" /v3/lease/keepalive status status=503 count=3 >/dev/null
+	lead_watch 10
+	fault_clear "${P}etcd" "$CTL" >/dev/null
+	[ "$LEAD_BOTH" -eq 0 ] && [ "$(downs)" = 0 ] &&
+		pass "a failed keepalive on each daemon: never two running checks (who: $LEAD_WHO), no backend down" ||
+		fail "failed keepalive: $LEAD_BOTH windows with two ($LEAD_WHO), $(downs) down"
+	# A partial partition: the leader cut off from etcd alone.
+	leader=$(echo "$LEAD_WHO" | grep -o '[123]' | tail -1)
+	[ -n "$leader" ] || { fail "no leader to cut off ($LEAD_WHO)"; return; }
+	ip -n "${P}lb$leader" route add blackhole 198.18.20.5/32
+	lead_watch 14
+	ip -n "${P}lb$leader" route del blackhole 198.18.20.5/32
+	others=$(echo "$LEAD_WHO" | tr -d ".$leader" | grep -o '[123]' | sort -u | tr -d '\n')
+	[ "$LEAD_BOTH" -eq 0 ] && [ -n "$others" ] && [ "$(downs)" = 0 ] &&
+		pass "lb$leader, the leader, cut off from etcd alone: it stopped its checks and lb$others took them, never two at once (who: $LEAD_WHO), no backend down" ||
+		fail "partition of lb$leader: $LEAD_BOTH windows with two, who $LEAD_WHO, $(downs) down; $(tail -3 "$W/lb$leader/daemon.log" | tr '\n' ' ')"
+	lead_watch 6
+	[ "$LEAD_BOTH" -eq 0 ] && pass "lb$leader back: still one at a time (who: $LEAD_WHO)" ||
+		fail "after the partition: $LEAD_BOTH windows with two ($LEAD_WHO)"
+}
+
 t_alive() {
 	local i alive=0
 	for i in 1 2 3; do kill -0 "$(cat "$W/lb$i/daemon.pid")" 2>/dev/null && alive=$((alive + 1)); done
@@ -290,5 +360,6 @@ suite_test restart
 suite_test fork
 suite_test slow
 suite_test lost_reply
+suite_test lead
 suite_test alive
 suite_main "$@"

@@ -15,8 +15,12 @@ on() {
 		--pin-dir "$PIN-lb$i" --store "$STORE" "$@"
 }
 # be I ARGS and client ARGS come from tests/lib.sh (the same names and paths).
+# daemon_on I: balancer I's daemon; a suite's daemon_wrap I (when defined) says what
+# command it runs under (unshare, for one).
 daemon_on() {
-	nsenter --net="/run/netns/${P}lb$1" "$ROOT/build/ringlb" --state "$W/lb$1/state.json" \
+	# shellcheck disable=SC2046
+	nsenter --net="/run/netns/${P}lb$1" $(type -t daemon_wrap >/dev/null && daemon_wrap "$1") \
+		"$ROOT/build/ringlb" --state "$W/lb$1/state.json" \
 		--pin-dir "$PIN-lb$1" --store "$STORE" daemon --metrics none \
 		--bgp-routes "$W/lb$1/routes.conf" --birdc-socket "$W/lb$1/bird.ctl" ${DAEMON_ARGS:-} \
 		>>"$W/lb$1/daemon.log" 2>&1 &

@@ -272,9 +272,11 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 	}
 	gethostname(host, sizeof(host) - 1);
 	daemon_identity(&d, host);
-	dlog("starting on %s (pins in %s)%s%s%s", o->site.store->spec ? o->site.store->spec :
+	dlog("starting on %s (pins in %s)%s%s%s%s%s", o->site.store->spec ? o->site.store->spec :
 	     o->site.state_path, o->site.pin_dir, metrics ? "; metrics on http://" : "",
-	     metrics ? where : "", metrics ? "/metrics" : "");
+	     metrics ? where : "", metrics ? "/metrics" : "",
+	     store_shared(o->site.store) ? "; its name for the lead: " : "",
+	     store_shared(o->site.store) ? d.identity : "");
 	err = daemon_start(&d, f);
 	if (err)
 		goto out;
