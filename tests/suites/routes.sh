@@ -203,7 +203,11 @@ change_calls() {
 	"$@" >/dev/null || fail "$what: the change failed"
 	follow || fail "$what: the daemon does not serve generation $(generation)"
 	# What announces runs in the daemon's next tick (100 ms): give it three.
-	[ "$want" -eq 0 ] && sleep 0.3 || wait_for 2 calls_at_least $((before + want))
+	if [ "$want" -eq 0 ]; then
+		sleep 0.3
+	else
+		wait_for 2 calls_at_least $((before + want))
+	fi
 	sleep 0.2
 	after=$(calls)
 	CHANGES_SEEN+="$what: $((after - before)); "
@@ -212,7 +216,7 @@ change_calls() {
 
 t_announce() {
 	local want
-	CHANGES_SEEN= CHANGES_BAD=
+	CHANGES_SEEN='' CHANGES_BAD=''
 	wait_for 3 logged "routes announced: 1 VIP addresses" && grep -q "route 198.18.0.100/32 blackhole;" \
 		"$ROUTES_DIR/routes.conf" && pass "birdc answered: 'routes announced: 1 VIP addresses', the file has the route" ||
 		fail "no announcement: $(tail -3 "$W/daemon.log")"
