@@ -33,6 +33,8 @@
 #               namespaces, on one hostname); through a failed keepalive on
 #               each, and the leader cut off from etcd alone (a partial
 #               partition): never two at once, no backend marked down
+#   drift       the followers' ringlb_kernel_repairs_total stayed 0 through
+#               every change they followed (ringlb_store_follows_total)
 #   alive       the three daemons ran through it all
 #
 # Needs root. Without it the script skips, except under CI=true.
@@ -345,6 +347,27 @@ t_lead() {
 		fail "after the partition: $LEAD_BOTH windows with two ($LEAD_WHO)"
 }
 
+# metric I NAME: balancer I's metric NAME (summed over its labels).
+metric() {
+	ip netns exec "${P}lb$1" curl -s -m 1 http://127.0.0.1:9477/metrics 2>/dev/null |
+		awk -v m="$2" '$1 == m || index($1, m "{") == 1 {s += $NF} END {print s + 0}'
+}
+
+# Following the store is not drift: the followers' repairs stay at 0 through every
+# change they followed, and the drift alert's expression says nothing.
+t_drift() {
+	local i repairs follows ok=1 line=""
+	for i in 2 3; do
+		repairs=$(metric "$i" ringlb_kernel_repairs_total)
+		follows=$(metric "$i" ringlb_store_follows_total)
+		line="$line lb$i: $follows follows, $repairs repairs;"
+		[ "$repairs" = 0 ] && [ "$follows" -ge 5 ] || ok=0
+	done
+	[ "$ok" = 1 ] && [ "$(metric 2 ringlb_store_fail_static)" = 0 ] &&
+		pass "following is not counted as a repair:$line ringlb_store_fail_static 0 after the faults" ||
+		fail "drift:$line fail_static $(metric 2 ringlb_store_fail_static)"
+}
+
 t_alive() {
 	local i alive=0
 	for i in 1 2 3; do kill -0 "$(cat "$W/lb$i/daemon.pid")" 2>/dev/null && alive=$((alive + 1)); done
@@ -361,5 +384,6 @@ suite_test fork
 suite_test slow
 suite_test lost_reply
 suite_test lead
+suite_test drift
 suite_test alive
 suite_main "$@"

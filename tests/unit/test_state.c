@@ -201,6 +201,74 @@ static void test_membership_round_trips_and_stays_out_of_the_fleet_half(void **s
 	state_free(&s);
 }
 
+/*
+ * The largest valid state: every VIP slot (IPv6, gue, three previous rings,
+ * an HTTP check of the longest path), every backend slot (names of 63
+ * characters, IPv6 addresses, a check of its own, down) is well under
+ * STATE_TEXT_MAX, the bound every reader of a state text (etcd's replies
+ * included) refuses beyond.
+ */
+static void test_the_largest_state_fits_its_bound(void **state)
+{
+	struct state s, back;
+	char why[STATE_WHY_MAX] = "", text_spec[64], path[STATE_CHECK_PATH_MAX + 1];
+	const char *problem = NULL;
+	size_t len, backends = 0;
+	char *text;
+	int i, j, k;
+
+	(void)state;
+	state_init(&s);
+	memset(path, 'p', sizeof(path) - 1);
+	path[0] = '/';
+	path[sizeof(path) - 1] = '\0';
+	for (i = 0; i < LB_VIPS_MAX; i++) {
+		struct vip_spec spec;
+		struct state_vip *v;
+
+		snprintf(text_spec, sizeof(text_spec), "[2001:db8:ffff:ffff:ffff:ffff:ffff:%x]:65535/tcp",
+			 i + 0x1000);
+		assert_int_equal(vip_parse(text_spec, &spec, &problem), 0);
+		assert_int_equal(state_vip_add(&s, &spec, 6, &v), 0);
+		v->forward = LB_FORWARD_GUE;
+		v->history_count = LB_RING_HISTORY;
+		for (k = 0; k < LB_RING_HISTORY; k++)
+			v->past_vnodes[k] = 6;
+		v->check.kind = STATE_CHECK_HTTP;
+		snprintf(v->check.path, sizeof(v->check.path), "%s", path);
+		for (j = 0; backends < LB_BACKENDS_MAX - 1 && j < (LB_BACKENDS_MAX - 1) / LB_VIPS_MAX + 1;
+		     j++, backends++) {
+			struct state_backend b = { 0 };
+			char addr[64];
+
+			snprintf(b.name, sizeof(b.name), "%0*d", NAME_MAX_LEN, (int)backends);
+			snprintf(addr, sizeof(addr), "2001:db8:ffff:ffff:ffff:ffff:%x:%x", i + 0x1000,
+				 j + 0x1000);
+			assert_int_equal(addr_parse(addr, &b.addr, &problem), 0);
+			b.weight = 10000;
+			b.down = 1;
+			b.check_set = 1;
+			b.check = v->check;
+			for (k = 0; k < LB_RING_HISTORY; k++)
+				b.past_weight[k] = 10000;
+			assert_int_equal(state_backend_add(&s, v, &b), 0);
+			v = &s.fleet.vips[i];
+		}
+	}
+	s.fleet.generation = (1ull << 62);
+	text = state_to_text(&s);
+	assert_non_null(text);
+	len = strlen(text);
+	print_message("the largest state: %d VIPs, %zu backends, %zu bytes of text (bound %u)\n",
+		      LB_VIPS_MAX, backends, len, STATE_TEXT_MAX);
+	check(backends == LB_BACKENDS_MAX - 1, "%zu backends", backends);
+	check(len < STATE_TEXT_MAX / 2, "%zu bytes: the bound leaves less than twice the room", len);
+	check(state_from_text(&back, text, why) == 0, "the largest state is refused: %s", why);
+	state_free(&back);
+	free(text);
+	state_free(&s);
+}
+
 static void test_state_round_trips_through_its_file(void **state)
 {
 	char path[] = "/tmp/ringlb-test-state-XXXXXX", why[STATE_WHY_MAX] = "";
@@ -738,6 +806,7 @@ int main(void)
 		cmocka_unit_test(test_state_round_trips_through_its_file),
 		cmocka_unit_test(test_state_validation_refuses_every_bad_field),
 		cmocka_unit_test(test_membership_round_trips_and_stays_out_of_the_fleet_half),
+		cmocka_unit_test(test_the_largest_state_fits_its_bound),
 		cmocka_unit_test(test_encapsulation_round_trips_and_is_validated),
 		cmocka_unit_test(test_backend_ids_are_unique_and_allocated_round_robin),
 		cmocka_unit_test(test_vip_ring_leaves_out_draining_backends),

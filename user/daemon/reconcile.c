@@ -108,6 +108,12 @@ int reconcile(struct daemon *d, const char *when, int following)
 	d->host.kernel_bad = 0;
 	/* The kernel holds the state of this revision now (session_begin() repaired to it). */
 	d->follow.synced = ss.revision;
+	/*
+	 * The kernel made to hold a revision other than the one served: the
+	 * store moved (whichever duty noticed first), so it followed.
+	 */
+	if (store_shared(d->o->site.store) && ss.revision != d->follow.revision)
+		following = 1;
 	if (ss.note[0] && following) {
 		/* Another host's change followed: what every follower does, not drift. */
 		pthread_mutex_lock(&d->lock);

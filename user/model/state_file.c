@@ -56,6 +56,14 @@ int state_load(struct state *s, const char *path, char why[STATE_WHY_MAX])
 		len += got;
 		if (got == 0)
 			break;
+		/* Larger than any valid state: refused unread (a /dev/zero, a wrong file). */
+		if (len > STATE_TEXT_MAX) {
+			fclose(f);
+			free(text);
+			snprintf(why, STATE_WHY_MAX, "larger than %u bytes, which no valid state is",
+				 STATE_TEXT_MAX);
+			return -EFBIG;
+		}
 	}
 	err = ferror(f) ? -EIO : 0;
 	fclose(f);

@@ -666,6 +666,8 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 	int err;
 
 	state_init(s);
+	if (strlen(text) > STATE_TEXT_MAX)
+		return refuse(why, "larger than %u bytes, which no valid state is", STATE_TEXT_MAX);
 	root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
 		return refuse(why, "line %d: %s", jerr.line, jerr.text);
