@@ -260,6 +260,8 @@ fuzz: $(addprefix $(OUTPUT)/,$(FUZZERS))
 LANES ?= 3
 CHANGES ?= 500
 CRASHES ?= 100
+# fleet_faults.sh's slow store: seconds of it in make test (make soak: 60).
+SLOW_S ?= 30
 CHECKS_DIR := $(OUTPUT)/checks
 # Every suite but those that touch the host, longest first (figures: docs/testing.md).
 SUITES := reliability daemon fleet fleet_faults second_chance e2e integrity cli picture encap store routes store_tls completion faultproxy_selftest
@@ -279,7 +281,7 @@ timed = mkdir -p $(CHECKS_DIR); start=$$(date +%s); ( $(2) ) >$(CHECKS_DIR)/$(1)
 
 $(addprefix check-,$(SUITES) $(SUITES_ALONE)): check-%:
 	$(Q)$(call timed,$*,$(if $(filter reliability,$*),CHANGES=$(CHANGES) CRASHES=$(CRASHES)) \
-		tests/suites/$*.sh $(TEST))
+		$(if $(filter fleet_faults,$*),SLOW_S=$(SLOW_S)) tests/suites/$*.sh $(TEST))
 
 $(addprefix check-,$(UNIT_TESTS) test_xdp test_hostile): check-%:
 	$(Q)$(call timed,$*,TEST='$(TEST)' $(OUTPUT)/$*)
@@ -319,6 +321,8 @@ soak: deps
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=300
 	$(Q)echo "== reliability.sh (10,000 changes, 2,000 crashes)"; \
 		CHANGES=10000 CRASHES=2000 tests/suites/reliability.sh
+	$(Q)echo "== fleet_faults.sh slow (every store request 1.5 s late for 60 s)"; \
+		SLOW_S=60 tests/suites/fleet_faults.sh slow
 
 # --- benchmark ----------------------------------------------------------------
 $(eval $(call program,bench_ring,tests/bench/bench_ring.c $(RING_SRCS),$(LDLIBS_RING)))

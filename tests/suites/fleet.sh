@@ -172,8 +172,7 @@ t_etcd_back() {
 t_other_key() {
 	local t
 	wait_paths 3 || true
-	kill "$(cat "$W/lb2/daemon.pid")"
-	wait "$(cat "$W/lb2/daemon.pid")" 2>/dev/null
+	daemon_stop 2
 	secret_file "$W/lb2/secret"
 	daemon_on 2
 	for t in $(seq 1 100); do grep -q "routes withdrawn: its flow hash key is not the fleet's" "$W/lb2/daemon.log" && break; sleep 0.1; done

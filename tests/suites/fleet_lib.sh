@@ -24,7 +24,21 @@ daemon_on() {
 		--pin-dir "$PIN-lb$1" --store "$STORE" daemon --metrics none \
 		--bgp-routes "$W/lb$1/routes.conf" --birdc-socket "$W/lb$1/bird.ctl" ${DAEMON_ARGS:-} \
 		>>"$W/lb$1/daemon.log" 2>&1 &
-	echo $! >"$W/lb$1/daemon.pid"
+	local pid=$! t
+	# Under a wrapper that forks (unshare), the daemon is its child: the pid to signal.
+	if type -t daemon_wrap >/dev/null && [ -n "$(daemon_wrap "$1")" ]; then
+		for t in $(seq 1 50); do [ -n "$(pgrep -P "$pid")" ] && break; sleep 0.02; done
+		pid=$(pgrep -P "$pid" | head -1)
+	fi
+	echo "$pid" >"$W/lb$1/daemon.pid"
+}
+# daemon_stop I: balancer I's daemon stopped (SIGTERM), waited for (it may be no child).
+daemon_stop() {
+	local pid t
+	pid=$(cat "$W/lb$1/daemon.pid")
+	kill "$pid" 2>/dev/null
+	for t in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	wait "$pid" 2>/dev/null
 }
 etcd_start() { mkdir -p "$W/etcd"; etcd_up "${P}etcd" 198.18.20.5:2379 2380 "$W/etcd"; }
 digest() { on "$1" show --json | jq -r '[.vips[].kernel_ring_digest] | join(" ")'; }
