@@ -204,7 +204,7 @@ t_digest() {
 }
 
 t_restart() {
-	local t out got before
+	local t out got before start
 	fault "${P}etcd" "$CTL" '*' down >/dev/null
 	daemon_stop 2
 	: >"$W/lb2/mark.log"
