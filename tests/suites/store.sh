@@ -29,6 +29,8 @@
 #   etcd_back    (after etcd_down) etcd back: changes commit again, the
 #                daemon says the store answers
 #   stop         (after daemon) the daemon stops cleanly
+#   big_reply    a store that answers 64 MiB: refused past ETCD_REPLY_MAX in one
+#                line, the command's heap held under 48 MiB (RLIMIT_DATA)
 #
 # Needs root. Without it the script skips, except under CI=true.
 set -uo pipefail
@@ -270,6 +272,41 @@ t_stop() {
 	wait "$DPID" || fail "the daemon did not stop cleanly"
 }
 
+# --- a store that answers without end ------------------------------------------------------------
+t_big_reply() {
+	local out rc
+	cat >"$W/big.py" <<-'EOF'
+		import http.server
+		SIZE = 64 << 20
+		class H(http.server.BaseHTTPRequestHandler):
+		    def do_POST(self):
+		        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+		        self.send_response(200)
+		        self.send_header("Content-Type", "application/json")
+		        self.send_header("Content-Length", str(SIZE))
+		        self.end_headers()
+		        try:
+		            for _ in range(SIZE >> 16):
+		                self.wfile.write(b" " * 65536)
+		        except OSError:
+		            pass
+		    def log_message(self, *args):
+		        pass
+		http.server.HTTPServer(("127.0.0.1", 23799), H).serve_forever()
+	EOF
+	mkdir -p "$W/big"
+	ip netns exec "$NS" python3 "$W/big.py" &
+	local server=$! t
+	for t in $(seq 1 50); do ip netns exec "$NS" curl -s -o /dev/null -m 1 -X POST http://127.0.0.1:23799/ -d x && break; sleep 0.1; done
+	out=$(prlimit --data=$((48 << 20)) nsenter --net="/run/netns/$NS" "$ROOT/build/ringlb" \
+		--state "$W/big/state.json" --pin-dir "$PIN-big" --store http://127.0.0.1:23799/big show 2>&1)
+	rc=$?
+	kill "$server"
+	[ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "a reply larger than [0-9]* bytes, refused" &&
+		pass "a store answering 64 MiB: refused in one line under a 48 MiB heap limit ('$out')" ||
+		fail "big reply: exit $rc, '$out'"
+}
+
 suite_test etcd_client
 suite_test commits
 suite_test view commits
@@ -282,4 +319,5 @@ suite_test other_key commits
 suite_test etcd_down daemon
 suite_test etcd_back etcd_down
 suite_test stop daemon
+suite_test big_reply
 suite_main "$@"
