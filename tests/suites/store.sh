@@ -29,6 +29,9 @@
 #   etcd_back    (after etcd_down) etcd back: changes commit again, the
 #                daemon says the store answers
 #   stop         (after daemon) the daemon stops cleanly
+#   empty        (after commits; last) the last VIP removed: an empty fleet on
+#                purpose is a state like any other (not a missing key):
+#                show answers it from the store, a VIP can be added again
 #   big_reply    a store that answers 64 MiB: refused past ETCD_REPLY_MAX in one
 #                line, the command's heap held under 48 MiB (RLIMIT_DATA)
 #
@@ -307,6 +310,18 @@ t_big_reply() {
 		fail "big reply: exit $rc, '$out'"
 }
 
+# --- an empty fleet on purpose --------------------------------------------------------------------
+t_empty() {
+	local got
+	sringlb vip del "$VIP" >/dev/null 2>&1 || fail "vip del"
+	got=$(sringlb show --json 2>"$W/empty.err")
+	[ "$(stored | jq '.vips | length')" = 0 ] && [ "$(echo "$got" | jq '.vips | length')" = 0 ] &&
+		[ "$(echo "$got" | jq 'has("store_fail_static")')" = false ] && [ ! -s "$W/empty.err" ] &&
+		sringlb vip add "$VIP" --check none && sringlb verify >/dev/null &&
+		pass "the last VIP removed: the store holds an empty fleet (vips []), show answers it with no fail-static note, a VIP is added again (verify clean)" ||
+		fail "empty fleet: '$(cat "$W/empty.err")', show $(echo "$got" | head -c 200)"
+}
+
 suite_test etcd_client
 suite_test commits
 suite_test view commits
@@ -320,4 +335,5 @@ suite_test etcd_down daemon
 suite_test etcd_back etcd_down
 suite_test stop daemon
 suite_test big_reply
+suite_test empty commits
 suite_main "$@"
