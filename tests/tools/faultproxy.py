@@ -37,7 +37,8 @@
 #                  (new connections refused, ECONNREFUSED) until /clear;
 #                  connections already open are left alone.
 #     "count": N applies the fault to the next N matching requests only, then
-#     clears it. Unknown fields are refused (a typo is not a silent no-op).
+#     clears it. "body": S matches only requests whose body contains the
+#     text S (etcd's keys are base64: a txn on one key, not another's). Unknown fields are refused (a typo is not a silent no-op).
 #     Answers {"ok": true, "path": P, "fault": {...}}.
 #   POST /clear [{"path": P}]: every fault (and down), or P's only ("*"
 #       clears down too). Answers {"ok": true, "cleared": [paths]}.
@@ -333,12 +334,14 @@ class Proxy:
             self.server = None
 
     # --- faults ---------------------------------------------------------------------------
-    def take_fault(self, path):
+    def take_fault(self, path, body=b""):
         """The fault for a request to PATH, its count spent (cleared at 0)."""
         key = path if path in self.faults else "*" if "*" in self.faults else None
         if key is None:
             return None
         f = self.faults[key]
+        if f.get("body") and f["body"].encode() not in (body or b""):
+            return None
         if f["count"] is not None:
             f["count"] -= 1
             if f["count"] <= 0:
@@ -355,10 +358,14 @@ class Proxy:
             raise ValueError('"path" must be "*" or a path starting with "/"')
         if kind not in FIELDS:
             raise ValueError(f"unknown fault {kind!r} (faults: {', '.join(FIELDS)})")
-        extra = set(spec) - {"path", "fault", "count"} - FIELDS[kind]
+        extra = set(spec) - {"path", "fault", "count", "body"} - FIELDS[kind]
         if extra:
             raise ValueError(f"{kind} takes no field {', '.join(sorted(extra))}")
         fault = {"fault": kind, "count": None}
+        if "body" in spec:
+            if not isinstance(spec["body"], str) or not spec["body"] or kind == "down":
+                raise ValueError('"body" must be a non-empty string (not with down)')
+            fault["body"] = spec["body"]
         count = spec.get("count")
         if count is not None:
             if kind == "down":
@@ -424,7 +431,7 @@ class Proxy:
         """Serve one request; whether the connection goes on."""
         st = self.stats.setdefault(req.path, Stats())
         st.requests += 1
-        fault = self.take_fault(req.path)
+        fault = self.take_fault(req.path, req.body)
         kind = fault["fault"] if fault else None
         if fault:
             st.faulted += 1

@@ -239,6 +239,10 @@ out:
 	if (!err && c.ss.stale)
 		snprintf(out->note, sizeof(out->note), "done on this host's copy of the fleet's "
 			 "revision %llu: %s", (unsigned long long)c.ss.revision, c.ss.stale_why);
+	else if (!err && c.ss.copy_why[0])
+		snprintf(out->note, sizeof(out->note), "%.200s%sthis host's copy of the state it "
+			 "follows could not be written: %.300s", c.ss.note, c.ss.note[0] ? "; " : "",
+			 c.ss.copy_why);
 	else if (!err)
 		snprintf(out->note, sizeof(out->note), "%s", c.ss.note);
 	if (!err) {

@@ -41,6 +41,7 @@ struct etcd {
 	char password[ETCD_PASSWORD_MAX + 1];
 	pthread_mutex_t lock;
 	char token[ETCD_TOKEN_MAX];
+	size_t preferred;
 };
 
 /*
@@ -193,6 +194,12 @@ int etcd_open(const struct etcd_spec *spec, const struct etcd_opts *opts, struct
 	}
 	if (!opts->user != !opts->password_file) {
 		snprintf(why, ETCD_WHY_MAX, "--store-user and --store-password-file go together");
+		return -EINVAL;
+	}
+	/* A password (and the token it buys) never crosses the network in the clear. */
+	if (!spec->tls && opts->user) {
+		snprintf(why, ETCD_WHY_MAX, "--store-user needs https:// endpoints: its password "
+			 "would travel in the clear");
 		return -EINVAL;
 	}
 	e = calloc(1, sizeof(*e));
@@ -403,6 +410,8 @@ static int post_one(struct etcd *e, size_t i, const char *path, const char *text
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, reply_add);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)ETCD_TIMEOUT_MS);
+	/* A member that does not accept is left quickly for the next. */
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)ETCD_CONNECT_TIMEOUT_MS);
 	/* curl's own words name a TLS alert ("certificate required"); its code's do not. */
 	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
 	rc = curl_easy_perform(curl);
@@ -425,8 +434,16 @@ static int post_one(struct etcd *e, size_t i, const char *path, const char *text
 	} else if (status != 200) {
 		snprintf(why, ETCD_WHY_MAX, "etcd at %s answered HTTP %ld%s", at, status,
 			 refusal(&r, words, sizeof(words)));
-		/* 401: the token (expired, or none given); 403: the user may not. */
-		err = status == 401 ? -EKEYEXPIRED : status == 403 ? -EACCES : -EPROTO;
+		/*
+		 * 401: the token (expired, or none given), as is a JWT minted before
+		 * the last change of etcd's users and roles (400, "revision of auth
+		 * store is old"); 403: the user may not. A write answered 5xx may
+		 * have landed (etcd's "request timed out" still commits).
+		 */
+		err = status == 401 || (status == 400 && r.data &&
+					strstr(r.data, "revision of auth store is old")) ? -EKEYEXPIRED :
+		      status == 403 ? -EACCES :
+		      flags & REQUEST_WRITE && status >= 500 ? -EINPROGRESS : -EPROTO;
 	} else if (!(*out = json_loads(r.data ? r.data : "", 0, NULL))) {
 		snprintf(why, ETCD_WHY_MAX, "etcd at %s: not JSON", at);
 		err = -EPROTO;
@@ -445,7 +462,7 @@ static int request(struct etcd *e, const char *path, json_t *body, unsigned int 
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	int auth = e->opts.user && !(flags & REQUEST_NO_AUTH), fresh = 0, err = 0;
-	size_t i;
+	size_t i, k, first;
 
 	*out = NULL;
 	json_decref(body);
@@ -456,7 +473,12 @@ static int request(struct etcd *e, const char *path, json_t *body, unsigned int 
 		err = authenticate(e, why);
 		fresh = 1;
 	}
-	for (i = 0; !err && i < e->spec.count && !*out; i++) {
+	pthread_mutex_lock(&e->lock);
+	first = e->preferred;
+	pthread_mutex_unlock(&e->lock);
+	for (k = 0; !err && k < e->spec.count && !*out; k++) {
+		/* The member that answered last first: a hung one costs one timeout, not one a request. */
+		i = (first + k) % e->spec.count;
 		err = post_one(e, i, path, text, flags, out, why);
 		/* An expired token: a new one, and this endpoint again (once). */
 		if (err == -EKEYEXPIRED && auth && !fresh) {
@@ -464,10 +486,15 @@ static int request(struct etcd *e, const char *path, json_t *body, unsigned int 
 			fresh = 1;
 			err = authenticate(e, why) ?: post_one(e, i, path, text, flags, out, why);
 		}
+		if (*out && i != first) {
+			pthread_mutex_lock(&e->lock);
+			e->preferred = i;
+			pthread_mutex_unlock(&e->lock);
+		}
 		/* What every endpoint would say alike, or a write that may have landed: no more. */
 		if (err == -EINPROGRESS || err == -EACCES || err == -EKEYEXPIRED || err == -EMSGSIZE)
 			break;
-		if (err && i + 1 < e->spec.count)
+		if (err && k + 1 < e->spec.count)
 			err = 0;
 	}
 	free(text);

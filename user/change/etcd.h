@@ -25,6 +25,8 @@
 
 /** ETCD_WHY_MAX - room for why a request failed. */
 #define ETCD_WHY_MAX 384
+/** ETCD_CONNECT_TIMEOUT_MS - how long a member may take to accept a connection. */
+#define ETCD_CONNECT_TIMEOUT_MS 500
 /** ETCD_ENDPOINTS_MAX - endpoints in one --store. */
 #define ETCD_ENDPOINTS_MAX 8
 /** ETCD_URL_MAX - room for one endpoint, "https://HOST:PORT". */

@@ -65,7 +65,7 @@ static int key_check(struct session *ss, const __u64 secret[2], struct fault *f)
 	__u64 mine = lb_secret_digest(secret);
 	int err;
 
-	if (ss->stale) {
+	if (ss->stale || ss->local) {
 		if (m->key_digest && m->key_digest != mine)
 			return fault_set(f, FAULT_STATE, -EKEYREJECTED,
 					 "this host's flow hash key (digest %016llx) is not the one "
@@ -74,6 +74,9 @@ static int key_check(struct session *ss, const __u64 secret[2], struct fault *f)
 		return 0;
 	}
 	err = store_key_check(ss->site->store, secret, f);
+	/* The store failed between reading the state and the digest: as for the state. */
+	if (err && err != -EKEYREJECTED && f->class == FAULT_STORE && m->revision)
+		return fail_static(ss, f);
 	if (err == -EKEYREJECTED && m->revision && m->key_digest == mine) {
 		fault_set(f, FAULT_STORE, -EKEYREJECTED,
 			  "the fleet's key digest in the store changed under this host (it followed "
@@ -94,7 +97,7 @@ static int copy_write(struct session *ss, __u64 digest, struct fault *f)
 {
 	struct state_member *m = &ss->applied.host.member;
 
-	if (!store_shared(ss->site->store) || ss->stale ||
+	if (!store_shared(ss->site->store) || ss->stale || ss->local ||
 	    (m->revision == ss->revision && m->key_digest == digest))
 		return 0;
 	m->revision = ss->revision;
@@ -114,7 +117,9 @@ int session_begin(const struct site *site, struct session *ss, struct fault *f)
 	ss->have_maps = 0;
 	ss->note[0] = '\0';
 	ss->stale = 0;
+	ss->local = 0;
 	ss->stale_why[0] = '\0';
+	ss->copy_why[0] = '\0';
 	lb_maps_init(&ss->maps);
 	state_init(&ss->applied);
 	err = site_privileged(f) ?: site_dir_ensure(site, f);
@@ -126,9 +131,16 @@ int session_begin(const struct site *site, struct session *ss, struct fault *f)
 	state_tmp_sweep(site->state_path);
 	site_path(site, "secret", secret_path, sizeof(secret_path));
 	state_tmp_sweep(secret_path);
-	err = site_state_read(site, &ss->applied, &ss->revision, f);
-	if (err && fail_static(ss, f))
-		return err;
+	if ((ss->flags & SESSION_LOCAL) && store_shared(site->store) &&
+	    !store_copy_read(site->store, &ss->applied, f)) {
+		ss->local = 1;
+		ss->revision = ss->applied.host.member.revision;
+	} else {
+		*f = (struct fault){ 0 };
+		err = site_state_read(site, &ss->applied, &ss->revision, f);
+		if (err && fail_static(ss, f))
+			return err;
+	}
 	pinned = site_maps_pinned(site);
 	if (pinned == 0 && (ss->flags & SESSION_CREATE_MAPS)) {
 		err = maps_create(ss, f);
@@ -160,9 +172,17 @@ int session_begin(const struct site *site, struct session *ss, struct fault *f)
 		fault_prefix(f, "the kernel does not hold the committed state and repairing it failed");
 		return fault_append(f, "; nothing changed (ringlb verify shows what differs)");
 	}
-	/* Without a key yet (before the first attach) there is nothing followed to record. */
-	if (have_secret && (err = copy_write(ss, digest, f)))
-		return err;
+	/*
+	 * Without a key yet (before the first attach) there is nothing followed
+	 * to record. A copy that cannot be written (a full disk) costs a restart
+	 * without the store its newest state, not the traffic: said, not fatal.
+	 */
+	if (have_secret) {
+		struct fault copy = { 0 };
+
+		if (copy_write(ss, digest, &copy))
+			snprintf(ss->copy_why, sizeof(ss->copy_why), "%s", copy.why);
+	}
 	/* Maps just created are filled from the state: no repair to speak of. */
 	if ((repaired && !created) || fixed)
 		snprintf(ss->note, sizeof(ss->note),

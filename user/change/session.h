@@ -28,6 +28,12 @@ enum session_flags {
 	 * undrain): the kernel keeps serving it. Changes of the fleet never ask.
 	 */
 	SESSION_FAIL_STATIC = 1 << 3,
+	/*
+	 * A change of this host's half alone (host drain, undrain): on this
+	 * host's copy of the fleet's state, which is what its kernel serves, with
+	 * no store I/O at all, so it acts at once however the store is.
+	 */
+	SESSION_LOCAL = 1 << 4,
 };
 
 /**
@@ -39,6 +45,10 @@ enum session_flags {
  * @note: on success, what the start had to repair (empty when nothing)
  * @stale: with SESSION_FAIL_STATIC, 1 when @applied is this host's copy
  *         because the store failed; @stale_why says how
+ * @local: with SESSION_LOCAL, 1 when @applied is this host's copy (no store
+ *         I/O was needed)
+ * @copy_why: why this host's copy of the followed state could not be
+ *            written ("" when it was, or did not need to be)
  */
 struct session {
 	const struct site *site;
@@ -51,7 +61,9 @@ struct session {
 	int have_maps;
 	char note[SESSION_NOTE_MAX];
 	int stale;
+	int local;
 	char stale_why[FAULT_WHY_MAX];
+	char copy_why[FAULT_WHY_MAX];
 };
 
 /**

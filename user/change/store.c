@@ -71,6 +71,13 @@ int store_import(struct store *st, struct state *local, struct fault *f)
 	return st->ops->import(st, local, f);
 }
 
+int store_join(struct store *st, struct state *local, struct fault *f)
+{
+	if (!st->ops->join)
+		return fault_set(f, FAULT_USAGE, -EINVAL, "join follows a shared store: give --store");
+	return st->ops->join(st, local, f);
+}
+
 int store_copy_read(struct store *st, struct state *out, struct fault *f)
 {
 	int err;

@@ -49,6 +49,8 @@ struct store;
  * @import: make @local's fleet half the store's state where it holds none
  *          (-EEXIST when it holds one), and @local (both halves, with its
  *          membership named) this host's copy at the revision it made
+ * @join: record in @local's file that this host follows the store (its
+ *        next session follows the store's state, whatever it served)
  * @close: release everything (a watch stops)
  */
 struct store_ops {
@@ -63,6 +65,7 @@ struct store_ops {
 	int (*lead)(struct store *st, const char *identity, int *leader,
 		    char holder[STORE_HOLDER_MAX], struct fault *f);
 	int (*import)(struct store *st, struct state *local, struct fault *f);
+	int (*join)(struct store *st, struct state *local, struct fault *f);
 	void (*close)(struct store *st);
 };
 
@@ -153,6 +156,13 @@ int store_copy_read(struct store *st, struct state *out, struct fault *f);
  * this host's file, as read, and is written back as its copy.
  */
 int store_import(struct store *st, struct state *local, struct fault *f);
+
+/**
+ * store_join() - this host follows @st from now on, whatever it served
+ * (its VIPs give way to the fleet's at its next session). @local is its
+ * file, as read.
+ */
+int store_join(struct store *st, struct state *local, struct fault *f);
 
 /** store_shared() - do other hosts serve what @st holds? */
 static inline int store_shared(const struct store *st)

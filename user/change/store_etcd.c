@@ -49,21 +49,36 @@ static struct etcd_store *etcd_of(struct store *st)
 	return (struct etcd_store *)st;
 }
 
-/* Does @m name this store (its prefix, and at least one endpoint in common)? */
+/* @url without its scheme: "HOST:PORT". */
+static const char *host_port(const char *url)
+{
+	const char *sep = strstr(url, "://");
+
+	return sep ? sep + 3 : url;
+}
+
+/*
+ * Does @m name this store: its prefix, and at least one member in common
+ * (HOST:PORT, whatever the scheme: a fleet moving to TLS stays itself)?
+ */
 static int member_is(const struct etcd_store *e, const struct state_member *m)
 {
 	const struct etcd_spec *spec = etcd_spec_of(e->client);
-	char list[STATE_MEMBER_STORE_MAX + 2];
-	char one[ETCD_URL_MAX + 2];
+	char list[STATE_MEMBER_STORE_MAX + 2], one[ETCD_URL_MAX + 2], *at, *next;
 	size_t i;
 
 	if (strcmp(m->prefix, spec->prefix))
 		return 0;
-	snprintf(list, sizeof(list), ",%s,", m->store);
-	for (i = 0; i < spec->count; i++) {
-		snprintf(one, sizeof(one), ",%s,", spec->endpoints[i]);
-		if (strstr(list, one))
-			return 1;
+	snprintf(list, sizeof(list), "%s", m->store);
+	for (at = list; at; at = next) {
+		next = strchr(at, ',');
+		if (next)
+			*next++ = '\0';
+		for (i = 0; i < spec->count; i++) {
+			snprintf(one, sizeof(one), "%s", host_port(spec->endpoints[i]));
+			if (strcmp(host_port(at), one) == 0)
+				return 1;
+		}
 	}
 	return 0;
 }
@@ -80,6 +95,32 @@ static void member_name(const struct etcd_store *e, struct state_member *m)
 				      spec->endpoints[i]);
 	/* store_etcd_open() refused a longer prefix. */
 	snprintf(m->prefix, sizeof(m->prefix), "%.*s", (int)sizeof(m->prefix) - 1, spec->prefix);
+}
+
+/*
+ * A host that records no fleet yet follows this store's state only when
+ * that drops nothing it serves: it serves no VIP, or only VIPs the store's
+ * state has (a fleet host's file from before membership was recorded). A
+ * standalone host with VIPs of its own is never emptied by a --store typed
+ * once: `ringlb store join` follows the store on purpose.
+ */
+static int join_check(struct store *st, const struct state *local, const struct state *fleet,
+		      __u64 revision, struct fault *f)
+{
+	char spec[ADDR_TEXT_MAX];
+	size_t i;
+
+	for (i = 0; i < local->fleet.vip_count; i++)
+		if (!state_vip_find(fleet, &local->fleet.vips[i].spec))
+			break;
+	if (i == local->fleet.vip_count)
+		return 0;
+	vip_format(&local->fleet.vips[i].spec, spec);
+	return fault_set(f, FAULT_USAGE, -EXDEV,
+			 "this host serves %zu VIPs of its own and the store at %s holds another "
+			 "state (revision %llu) without VIP %s: following it would drop that; "
+			 "`ringlb store join` follows it on purpose", local->fleet.vip_count,
+			 st->spec, (unsigned long long)revision, spec);
 }
 
 /*
@@ -138,6 +179,8 @@ static int etcd_read(struct store *st, struct state *out, __u64 *revision, struc
 			goto out;
 		}
 	}
+	if (!local.host.member.store[0] && (err = join_check(st, &local, out, *revision, f)))
+		goto out;
 	/* This host's half is its own file's, whatever the store's value says of it. */
 	state_host_free(&out->host);
 	out->host = local.host;
@@ -362,6 +405,22 @@ static int etcd_import(struct store *st, struct state *local, struct fault *f)
 	return err;
 }
 
+static int etcd_join(struct store *st, struct state *local, struct fault *f)
+{
+	struct etcd_store *e = etcd_of(st);
+
+	if (local->host.member.store[0] && !member_is(e, &local->host.member))
+		return fault_set(f, FAULT_USAGE, -EXDEV,
+				 "this host follows the fleet at %s (prefix %s), not %s",
+				 local->host.member.store, local->host.member.prefix, st->spec);
+	if (local->host.member.store[0])
+		return fault_set(f, FAULT_STATE, -EALREADY, "this host follows %s already",
+				 st->spec);
+	member_name(e, &local->host.member);
+	local->host.member.revision = 0;
+	return store_host_write(st->state_path, local, f);
+}
+
 static void etcd_store_close(struct store *st)
 {
 	struct etcd_store *e = etcd_of(st);
@@ -387,6 +446,7 @@ static const struct store_ops etcd_ops = {
 	.watch = etcd_watch_start,
 	.lead = etcd_lead,
 	.import = etcd_import,
+	.join = etcd_join,
 	.close = etcd_store_close,
 };
 

@@ -167,7 +167,7 @@ enum cli_flags {
 	CLI_NEEDS_MAPS = SESSION_NEEDS_MAPS,    /* a change that refuses before attach */
 	CLI_CREATES_MAPS = SESSION_CREATE_MAPS, /* a change that creates the maps (attach) */
 	CLI_SECRET_CHANGE = SESSION_SECRET_CHANGE, /* secret set: not refused for the old key */
-	CLI_FAIL_STATIC = SESSION_FAIL_STATIC, /* a change of this host alone: runs on its copy when the store fails */
+	CLI_LOCAL = SESSION_LOCAL, /* a change of this host alone: on its copy, no store I/O */
 	CLI_CHANGES = 1 << 8,  /* changes the state or the kernel: audited, made by change_run() */
 	CLI_DRY_RUN = 1 << 9,  /* its apply can run on a copy: plan measures it */
 	CLI_OUTPUT = 1 << 10,  /* prints a model, as a table or with --json */
@@ -216,7 +216,7 @@ extern const struct cli_command cli_decap_attach, cli_decap_detach, cli_decap_st
 	cli_decap_drained;
 extern const struct cli_command cli_show, cli_stats, cli_lookup, cli_plan, cli_verify;
 extern const struct cli_command cli_save, cli_restore;
-extern const struct cli_command cli_store_import, cli_store_leave;
+extern const struct cli_command cli_store_import, cli_store_join, cli_store_leave;
 extern const struct cli_command cli_daemon;
 extern const struct cli_command cli_host_drain, cli_host_undrain;
 

@@ -38,7 +38,7 @@ static int host_drain_parse(struct cli *c, void *args, char **operands, int coun
 const struct cli_command cli_host_drain = {
 	.object = "host", .verb = "drain", .args_size = sizeof(struct host_args),
 	.parse = host_drain_parse, .apply = host_drain_apply,
-	.flags = CLI_CHANGES | CLI_FAIL_STATIC,
+	.flags = CLI_CHANGES | CLI_LOCAL,
 	.help = "    Take this host out of the VIPs' routes: its daemon withdraws them (BGP),\n"
 		"    so the router sends their flows to the other hosts of the fleet, which\n"
 		"    pick the same backends. The data path keeps serving what still comes.",
@@ -47,7 +47,7 @@ const struct cli_command cli_host_drain = {
 const struct cli_command cli_host_undrain = {
 	.object = "host", .verb = "undrain", .args_size = sizeof(struct host_args),
 	.parse = host_drain_parse, .apply = host_drain_apply,
-	.flags = CLI_CHANGES | CLI_FAIL_STATIC,
+	.flags = CLI_CHANGES | CLI_LOCAL,
 	.help = "    Put this host back into the VIPs' routes (its daemon announces them\n"
 		"    again when the kernel serves the fleet's state).",
 };

@@ -126,7 +126,7 @@ int cli_change(struct cli *c, const void *args, __u32 flow_entries)
 	change_cause(c, cause, sizeof(cause));
 	err = change_run(&c->site,
 			 c->cmd->flags & (CLI_NEEDS_MAPS | CLI_CREATES_MAPS | CLI_SECRET_CHANGE |
-					  CLI_FAIL_STATIC),
+					  CLI_LOCAL),
 			 flow_entries, c->cmd->apply, args, cause, &out);
 	if (err) {
 		if (!out.fault.err)

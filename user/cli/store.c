@@ -52,19 +52,56 @@ static int import_run(struct cli *c, const void *args)
 	return 0;
 }
 
-static int leave_run(struct cli *c, const void *args)
+static int join_run(struct cli *c, const void *args)
 {
 	struct state local;
 	struct fault f = { 0 };
-	char was[STATE_MEMBER_STORE_MAX];
 	int lock, err;
 
 	(void)args;
+	if (!store_shared(c->site.store))
+		return cli_usage(c, "store join follows the fleet's store: give --store (or set "
+				 "store in the configuration file)");
 	if (site_privileged(&f))
 		return cli_fault(c, &f);
 	lock = site_lock(&c->site, 1, &f);
 	if (lock < 0)
 		return cli_fault(c, &f);
+	err = store_host_read(c->site.state_path, &local, &f) ?:
+	      store_join(c->site.store, &local, &f);
+	close(lock);
+	if (err) {
+		state_free(&local);
+		return cli_fault(c, &f);
+	}
+	printf("joined the fleet at %s: the next command, or the daemon, makes this host serve "
+	       "its state in place of its own %zu VIPs\n", c->site.store->spec,
+	       local.fleet.vip_count);
+	state_free(&local);
+	return 0;
+}
+
+static int leave_run(struct cli *c, const void *args)
+{
+	struct state local;
+	struct fault f = { 0 };
+	char was[STATE_MEMBER_STORE_MAX];
+	int lock, daemon, err;
+
+	(void)args;
+	if (site_privileged(&f))
+		return cli_fault(c, &f);
+	/* A daemon on the store would write the membership back at its next look. */
+	daemon = site_daemon_lock(&c->site, &f);
+	if (daemon < 0) {
+		fault_append(&f, ": stop it first (it follows the store)");
+		return cli_fault(c, &f);
+	}
+	lock = site_lock(&c->site, 1, &f);
+	if (lock < 0) {
+		close(daemon);
+		return cli_fault(c, &f);
+	}
 	err = store_host_read(c->site.state_path, &local, &f);
 	if (!err && !local.host.member.store[0])
 		err = fault_set(&f, FAULT_STATE, -EALREADY, "this host belongs to no fleet");
@@ -74,6 +111,7 @@ static int leave_run(struct cli *c, const void *args)
 		err = store_host_write(c->site.state_path, &local, &f);
 	}
 	close(lock);
+	close(daemon);
 	if (err) {
 		state_free(&local);
 		return cli_fault(c, &f);
@@ -91,6 +129,14 @@ const struct cli_command cli_store_import = {
 		"    none: a standalone host moving into a fleet, or the state written back\n"
 		"    after the store lost it. The kernel keeps serving what it serves; a\n"
 		"    store that holds a state already is refused.",
+};
+
+const struct cli_command cli_store_join = {
+	.object = "store", .verb = "join", .run = join_run, .flags = CLI_CHANGES,
+	.help = "    Make this host follow the fleet's store (--store) on purpose, though it\n"
+		"    serves VIPs the store's state does not have: its next command, or its\n"
+		"    daemon, replaces them with the fleet's. Without it such a host refuses\n"
+		"    the store rather than be emptied by a --store typed once.",
 };
 
 const struct cli_command cli_store_leave = {

@@ -31,6 +31,7 @@ const struct cli_command *const cli_commands[] = {
 	&cli_host_drain,
 	&cli_host_undrain,
 	&cli_store_import,
+	&cli_store_join,
 	&cli_store_leave,
 	&cli_daemon,
 	NULL,

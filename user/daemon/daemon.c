@@ -233,6 +233,7 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 
 	state_init(&d.state);
 	d.follow.watch_fd = -1;
+	d.follow.reader.wake = d.follow.reader.done = -1;
 	err = site_privileged(f);
 	if (err)
 		return err;
@@ -291,6 +292,7 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 		err = 0;
 out:
 	leader_stop(&d);
+	follow_stop(&d);
 	routes_stop(&d);
 	probes_stop(&d);
 	metrics_stop(metrics);

@@ -42,6 +42,24 @@
 struct daemon_probes;
 struct probe_path;
 
+/** struct daemon_reader - the reader thread's read and its result (follow.c). */
+struct daemon_reader {
+	pthread_t thread;
+	int running;
+	volatile int stopping;
+	int wake;                  /* eventfd: the main loop asks for a read */
+	int done;                  /* eventfd: the read is done */
+	pthread_mutex_t lock;      /* what follows */
+	int busy;                  /* a read is asked for or under way */
+	int have;                  /* a result waits */
+	struct stat file;          /* the state file when the read was asked for */
+	int file_changed;
+	struct state s;
+	__u64 revision;
+	struct fault f;
+	int err;
+};
+
 /** struct daemon_follow - following the committed state (follow.c). */
 struct daemon_follow {
 	struct stat seen;          /* this host's state file when last read */
@@ -50,8 +68,10 @@ struct daemon_follow {
 	__u64 next_ns;             /* when the store is asked next without a watch event */
 	int store_down;            /* the last ask failed */
 	int served;                /* something was served (from the store or this host's copy) */
+	__u64 retry_ns;            /* failing static, the next judgement of a readable store */
 	char why[FAULT_WHY_MAX];   /* why the store fails, as last said ("" while it answers) */
 	int watch_fd;              /* the store's watch, -1 without */
+	struct daemon_reader reader;
 };
 
 /** struct daemon_host - whether this host can serve the committed state (reconcile.c). */
@@ -127,6 +147,7 @@ struct daemon {
 	int leader;
 	__u64 lead_until_ns;
 	int fail_static;
+	int copy_failing;
 	int path_ok;
 	struct addr source4;
 	struct addr source6;
@@ -203,8 +224,11 @@ int daemon_withdraws(const struct fault *f);
  */
 #define FOLLOW_SYNCED 2
 
-/** follow_start() - the watch and the tick. */
+/** follow_start() - the watch, the tick, and the reader thread of a shared store. */
 int follow_start(struct daemon *d);
+
+/** follow_stop() - stop the reader thread. */
+void follow_stop(struct daemon *d);
 
 /**
  * follow_read() - read the committed state when it may have changed (or

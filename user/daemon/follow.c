@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "ring.h"
@@ -20,6 +21,8 @@
 
 /* The tick: this host's file looked at, the store asked when due. */
 #define TICK_US 100000
+/* A host failing static on a store that reads again is judged again this often. */
+#define FOLLOW_RETRY_NS 5000000000ull
 
 /*
  * Each VIP's ring points and its backends' shares, for the metrics. A ring
@@ -155,6 +158,180 @@ static int follow_copy(struct daemon *d, const struct stat *file, const struct f
 	return why->err;
 }
 
+/*
+ * This host's half of its file changed (host drain, undrain): served at
+ * once, before the store is asked, so a drain never waits on a slow or
+ * silent store. The fleet's half stays what it is until the store says.
+ */
+static void host_half_serve(struct daemon *d)
+{
+	struct fault f = { 0 };
+	struct state local;
+
+	if (store_host_read(d->o->site.state_path, &local, &f))
+		return;
+	pthread_mutex_lock(&d->lock);
+	state_host_free(&d->state.host);
+	d->state.host = local.host;
+	state_host_init(&local.host);
+	pthread_mutex_unlock(&d->lock);
+	state_free(&local);
+	routes_update(d);
+}
+
+/*
+ * What a read of the committed state found (@err, @s, @revision, @f),
+ * served or not: this host's copy when the store fails, FOLLOW_MOVED when
+ * the store moved and the kernel must follow first.
+ */
+static int follow_apply(struct daemon *d, unsigned int how, int err, struct state *s,
+			__u64 revision, struct fault *f, const struct stat *file, int file_changed)
+{
+	int force = how & FOLLOW_FORCE;
+	struct store *st = d->o->site.store;
+
+	/* The store fails: what this host serves is its copy, whatever said it first. */
+	if (err && f->class == FAULT_STORE && st->ops->shared && !d->fail_static) {
+		pthread_mutex_lock(&d->lock);
+		d->fail_static = 1;
+		pthread_mutex_unlock(&d->lock);
+		snprintf(d->follow.why, sizeof(d->follow.why), "%s", f->why);
+	}
+	if (err && f->class == FAULT_STORE && (!d->follow.served || file_changed))
+		return follow_copy(d, file, f, force);
+	if (err) {
+		if (!d->follow.store_down)
+			dlog("%s%s; serving generation %llu as before",
+			     st->ops->shared ? "" : "cannot read the state: ", f->why,
+			     (unsigned long long)d->state.fleet.generation);
+		d->follow.store_down = st->ops->shared;
+		/* A file that does not read is not read again until it changes. */
+		if (!st->ops->shared)
+			d->follow.seen = *file;
+		return err;
+	}
+	if (d->follow.store_down)
+		dlog("the store answers again (revision %llu)", (unsigned long long)revision);
+	d->follow.store_down = 0;
+	d->follow.served = 1;
+	/*
+	 * Readable again while this host serves its copy: the reload path judges
+	 * it (a key digest still wrong keeps it static), at most every
+	 * FOLLOW_RETRY_NS when the revision did not move.
+	 */
+	if (d->fail_static && revision == d->follow.revision) {
+		if (daemon_now_ns() < d->follow.retry_ns) {
+			state_free(s);
+			return 0;
+		}
+		d->follow.retry_ns = daemon_now_ns() + FOLLOW_RETRY_NS;
+	}
+	if (!force && !file_changed && revision == d->follow.revision && !d->fail_static) {
+		state_free(s);
+		return 0;
+	}
+	/*
+	 * The store moved (another host's change, or a verdict this daemon
+	 * committed): the kernel here follows first, on the reload path. After
+	 * it, the revision recorded is the one its reconcile read, so a change
+	 * that landed in between is followed at the next look.
+	 */
+	if (!(how & FOLLOW_SYNCED) && (revision != d->follow.revision || d->fail_static)) {
+		state_free(s);
+		return FOLLOW_MOVED;
+	}
+	d->follow.revision = how & FOLLOW_SYNCED && d->follow.synced ? d->follow.synced : revision;
+	serve(d, s, file, force);
+	return 0;
+}
+
+/*
+ * The reader thread: a shared store's reads for the tick and the watch,
+ * off the main loop, so a slow or silent store never holds it (a drain, the
+ * routes, the watchdog). One read at a time; its result goes back through
+ * an eventfd (on_read_done()).
+ */
+static void *reader_main(void *arg)
+{
+	struct daemon *d = arg;
+	struct daemon_reader *r = &d->follow.reader;
+	__u64 one;
+
+	while (read(r->wake, &one, sizeof(one)) == sizeof(one) || errno == EINTR) {
+		struct state s;
+		struct fault f = { 0 };
+		__u64 revision = 0;
+		int err;
+
+		if (r->stopping)
+			break;
+		err = site_state_read(&d->o->site, &s, &revision, &f);
+		pthread_mutex_lock(&r->lock);
+		state_free(&r->s);
+		r->s = s;
+		r->err = err;
+		r->f = f;
+		r->revision = revision;
+		r->have = 1;
+		pthread_mutex_unlock(&r->lock);
+		one = 1;
+		if (write(r->done, &one, sizeof(one)) < 0) {
+			/* Full: the main loop has a wake-up pending anyway. */
+		}
+	}
+	return NULL;
+}
+
+static int on_read_done(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct daemon *d = userdata;
+	struct daemon_reader *r = &d->follow.reader;
+	struct state s;
+	struct fault f;
+	__u64 events, revision;
+	int err, have;
+
+	(void)src;
+	(void)revents;
+	if (read(fd, &events, sizeof(events)) != sizeof(events))
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	have = r->have;
+	s = r->s;
+	f = r->f;
+	err = r->err;
+	revision = r->revision;
+	state_init(&r->s);
+	r->have = 0;
+	r->busy = 0;
+	pthread_mutex_unlock(&r->lock);
+	if (!have)
+		return 0;
+	if (follow_apply(d, 0, err, &s, revision, &f, &r->file, r->file_changed) == FOLLOW_MOVED)
+		daemon_reload(d, "store change", 0);
+	return 0;
+}
+
+/* Hand a read to the reader thread, unless one is under way. */
+static void reader_ask(struct daemon *d, const struct stat *file, int file_changed)
+{
+	struct daemon_reader *r = &d->follow.reader;
+	__u64 one = 1;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->busy) {
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	r->busy = 1;
+	r->file = *file;
+	r->file_changed = file_changed;
+	pthread_mutex_unlock(&r->lock);
+	if (write(r->wake, &one, sizeof(one)) < 0) {
+		/* Full: the thread has a wake-up pending anyway. */
+	}
+}
+
 int follow_read(struct daemon *d, unsigned int how)
 {
 	int force = how & FOLLOW_FORCE;
@@ -173,6 +350,17 @@ int follow_read(struct daemon *d, unsigned int how)
 	if (!force && (st->ops->poll_ms ? now < d->follow.next_ns && !file_changed : !file_changed))
 		return 0;
 	d->follow.next_ns = now + (__u64)st->ops->poll_ms * 1000000;
+	if (st->ops->shared && file_changed && d->follow.served)
+		host_half_serve(d);
+	/*
+	 * The tick's and the watch's reads of a shared store, and every read
+	 * while it fails: on the reader thread (what is served meanwhile is
+	 * this host's copy, which the kernel holds).
+	 */
+	if (st->ops->shared && d->follow.reader.running && (!force || d->follow.store_down)) {
+		reader_ask(d, &file, file_changed);
+		return 0;
+	}
 	/*
 	 * A store of this host alone is its file, read under the shared lock, as
 	 * every question does; a shared store is read without it, so a command
@@ -182,40 +370,7 @@ int follow_read(struct daemon *d, unsigned int how)
 	err = lock < 0 ? lock : site_state_read(site, &s, &revision, &f);
 	if (lock > 0)
 		close(lock);
-	if (err && f.class == FAULT_STORE && (!d->follow.served || file_changed))
-		return follow_copy(d, &file, &f, force);
-	if (err) {
-		if (!d->follow.store_down)
-			dlog("%s%s; serving generation %llu as before",
-			     st->ops->shared ? "" : "cannot read the state: ", f.why,
-			     (unsigned long long)d->state.fleet.generation);
-		d->follow.store_down = st->ops->shared;
-		/* A file that does not read is not read again until it changes. */
-		if (!st->ops->shared)
-			d->follow.seen = file;
-		return err;
-	}
-	if (d->follow.store_down)
-		dlog("the store answers again (revision %llu)", (unsigned long long)revision);
-	d->follow.store_down = 0;
-	d->follow.served = 1;
-	if (!force && !file_changed && revision == d->follow.revision) {
-		state_free(&s);
-		return 0;
-	}
-	/*
-	 * The store moved (another host's change, or a verdict this daemon
-	 * committed): the kernel here follows first, on the reload path. After
-	 * it, the revision recorded is the one its reconcile read, so a change
-	 * that landed in between is followed at the next look.
-	 */
-	if (!(how & FOLLOW_SYNCED) && revision != d->follow.revision) {
-		state_free(&s);
-		return FOLLOW_MOVED;
-	}
-	d->follow.revision = how & FOLLOW_SYNCED && d->follow.synced ? d->follow.synced : revision;
-	serve(d, &s, &file, force);
-	return 0;
+	return follow_apply(d, how, err, &s, revision, &f, &file, file_changed);
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
@@ -242,6 +397,47 @@ static int on_watch(sd_event_source *s, int fd, uint32_t revents, void *userdata
 	return on_tick(NULL, 0, d);
 }
 
+static int reader_start(struct daemon *d)
+{
+	struct daemon_reader *r = &d->follow.reader;
+	int err;
+
+	pthread_mutex_init(&r->lock, NULL);
+	state_init(&r->s);
+	r->wake = eventfd(0, EFD_CLOEXEC);
+	r->done = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->wake < 0 || r->done < 0)
+		return -errno;
+	err = sd_event_add_io(d->loop, NULL, r->done, EPOLLIN, on_read_done, d);
+	if (err < 0)
+		return err;
+	if (pthread_create(&r->thread, NULL, reader_main, d))
+		return -EAGAIN;
+	r->running = 1;
+	return 0;
+}
+
+void follow_stop(struct daemon *d)
+{
+	struct daemon_reader *r = &d->follow.reader;
+	__u64 one = 1;
+
+	if (r->running) {
+		r->stopping = 1;
+		if (write(r->wake, &one, sizeof(one)) < 0) {
+			/* Full: the thread wakes anyway. */
+		}
+		pthread_join(r->thread, NULL);
+		r->running = 0;
+	}
+	if (r->wake > 0)
+		close(r->wake);
+	if (r->done > 0)
+		close(r->done);
+	r->wake = r->done = -1;
+	state_free(&r->s);
+}
+
 int follow_start(struct daemon *d)
 {
 	struct store *st = d->o->site.store;
@@ -253,6 +449,8 @@ int follow_start(struct daemon *d)
 		return err;
 	if (!st->ops->poll_ms)
 		return 0;
+	if (st->ops->shared && (err = reader_start(d)))
+		return err;
 	d->follow.watch_fd = store_watch(st, &f);
 	if (d->follow.watch_fd < 0) {
 		dlog("cannot watch the store (%s); asking it every %u ms", f.why, st->ops->poll_ms);

@@ -89,7 +89,13 @@ static void fail_static_say(struct daemon *d, const struct session *ss)
 
 int reconcile(struct daemon *d, const char *when, int following)
 {
-	struct session ss = { .flags = SESSION_FAIL_STATIC };
+	/*
+	 * While the store is known to fail (the reader thread says so), the
+	 * kernel is held to this host's copy without asking it: a silent store
+	 * would hold the main loop a timeout per endpoint at every comparison.
+	 */
+	struct session ss = { .flags = SESSION_FAIL_STATIC |
+				       (d->follow.store_down ? SESSION_LOCAL : 0) };
 	struct fault f = { 0 };
 	int err;
 
@@ -103,7 +109,12 @@ int reconcile(struct daemon *d, const char *when, int following)
 			d->host.kernel_bad = daemon_withdraws(&f);
 		goto out;
 	}
-	fail_static_say(d, &ss);
+	if (!ss.local)
+		fail_static_say(d, &ss);
+	if (ss.copy_why[0] && !d->copy_failing)
+		dlog("%s: this host's copy of the state it follows could not be written: %s; a "
+		     "restart without the store would start from an older one", when, ss.copy_why);
+	d->copy_failing = ss.copy_why[0] != '\0';
 	d->host.secret_bad = 0;
 	d->host.kernel_bad = 0;
 	/* The kernel holds the state of this revision now (session_begin() repaired to it). */

@@ -125,6 +125,14 @@ static int on_verdicts(sd_event_source *s, int fd, uint32_t revents, void *userd
 		return 0;
 	due = verdicts_due(d, now, &n);
 	for (i = 0; due && i < n; i++) {
+		int leads;
+
+		/* Each commit takes store round trips: the lead is proven again before each. */
+		pthread_mutex_lock(&d->lock);
+		leads = daemon_leads(d, daemon_now_ns());
+		pthread_mutex_unlock(&d->lock);
+		if (!leads)
+			break;
 		verdict_commit(d, &due[i], now);
 		translog_follow(d);
 	}
