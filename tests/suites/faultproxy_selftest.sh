@@ -169,6 +169,20 @@ t_count() {
 		fail "count 1: $first then $CODE, faults left $left"
 }
 
+# body: a fault that names a body text applies to requests that carry it only.
+t_body() {
+	local other mine left
+	set_fault /v3/kv/range status count=1 body="$(b64 fp/mine)"
+	req /v3/kv/range "$(range_json fp/other)"
+	other=$CODE
+	req /v3/kv/range "$(range_json fp/mine)"
+	mine=$CODE
+	left=$(stats | jq -c .faults)
+	[ "$other" = 200 ] && [ "$mine" = 503 ] && [ "$left" = "{}" ] &&
+		pass "body: a range of another key passes ($other), one of the key named faults ($mine), then the fault is spent" ||
+		fail "body: other key $other, named key $mine, faults left $left"
+}
+
 t_down() {
 	local down_rc down
 	set_fault '*' down
@@ -283,6 +297,7 @@ suite_test status
 suite_test lost
 suite_test blackhole
 suite_test count
+suite_test body
 suite_test down
 suite_test watch
 suite_test robust
