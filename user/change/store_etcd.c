@@ -248,11 +248,14 @@ static int etcd_commit(struct store *st, const struct state *want, const struct 
 		return err;
 	/* This host's copy: the state it follows now, at the revision the write made. */
 	if (state_clone(&copy, want))
-		return fault_set(f, FAULT_STATE, -EREMOTEIO, "committed to the store, but out of "
-				 "memory for this host's copy");
+		return same ? fault_set(f, FAULT_STATE, -ENOMEM, "out of memory") :
+			      fault_set(f, FAULT_STATE, -EREMOTEIO, "committed to the store, but out "
+					"of memory for this host's copy");
 	member_name(e, &copy.host.member);
 	copy.host.member.revision = now_revision;
-	copy.host.member.followed = (__u64)time(NULL);
+	/* A change of this host alone follows nothing new: when it followed stays. */
+	if (!same)
+		copy.host.member.followed = (__u64)time(NULL);
 	err = store_host_write(st->state_path, &copy, f);
 	state_free(&copy);
 	if (err && !same) {

@@ -47,7 +47,8 @@ static void lead_once(struct daemon *d)
 	else if (leader && !was)
 		dlog("this daemon (%s) runs the fleet's health checks", d->identity);
 	if (was && !leader)
-		dlog("lost the health checks' lease (%s); another daemon takes them", f.why);
+		dlog("lost the health checks' lease (%s); another daemon takes them",
+		     f.err ? f.why : "the key is on another daemon's lease");
 	pthread_mutex_lock(&d->lock);
 	snprintf(d->holder, sizeof(d->holder), "%s", was && !leader ? "" : holder);
 	d->leader = leader;

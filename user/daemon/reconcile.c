@@ -123,7 +123,7 @@ int reconcile(struct daemon *d, const char *when, int following)
 	 * The kernel made to hold a revision other than the one served: the
 	 * store moved (whichever duty noticed first), so it followed.
 	 */
-	if (store_shared(d->o->site.store) && ss.revision != d->follow.revision)
+	if (store_shared(d->o->site.store) && d->follow.served && ss.revision != d->follow.revision)
 		following = 1;
 	if (ss.note[0] && following) {
 		/* Another host's change followed: what every follower does, not drift. */
