@@ -149,6 +149,13 @@ t_deleted() {
 	for i in 1 2 3; do
 		since "$i" | grep -q "routes withdrawn" && fail "lb$i withdrew its routes: $(since "$i" | grep -m1 'routes withdrawn')"
 	done
+	# A host that never followed the fleet does not start a new one over the lost state.
+	mkdir -p "$W/fresh"
+	out=$(nsenter --net="/run/netns/${P}lb1" "$ROOT/build/ringlb" --state "$W/fresh/state.json" \
+		--pin-dir "$PIN-fresh" --store "$STORE" vip add 198.18.100.3:80/tcp 2>&1)
+	[ $? -ne 0 ] && echo "$out" | grep -q "though its fleet was made" && ! E get "$KEY" | grep -q . &&
+		pass "a fresh host's change while the key is gone: refused in one line ('$(echo "$out" | cut -c1-140)...')" ||
+		fail "a fresh host over the lost state: '$out'; key: $(E get "$KEY" | head -c 100)"
 	# A backup restore: the same value, a new revision.
 	E put "$KEY" "$value" >/dev/null
 	sane_all "put back" && converged && on 2 backend weight "$VIP" b2 2 >/dev/null && converged && [ "$(served 10)" -eq 10 ] &&

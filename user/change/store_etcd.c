@@ -123,6 +123,36 @@ static int join_check(struct store *st, const struct state *local, const struct 
 			 st->spec, (unsigned long long)revision, spec);
 }
 
+/* PREFIX/created there while PREFIX/state is not: the fleet's state was lost. */
+static int created_check(struct etcd_store *e, struct fault *f)
+{
+	const char *prefix = etcd_spec_of(e->client)->prefix;
+	char ewhy[ETCD_WHY_MAX] = "", *when = NULL;
+	__u64 revision = 0;
+	int err = etcd_get(e->client, "created", &when, &revision, ewhy);
+
+	if (err)
+		return fault_set(f, FAULT_STORE, err, "cannot read the state from the store: %s",
+				 ewhy);
+	if (when)
+		err = fault_set(f, FAULT_STORE, -ENODATA,
+				"the store has no state (%s/state is absent) though its fleet was "
+				"made (%s/created, %.32s): not starting a new one over it; `ringlb "
+				"store import` on a host whose copy is right writes it back", prefix,
+				prefix, when);
+	free(when);
+	return err;
+}
+
+/* The fleet's first state written: mark that it was made (best effort). */
+static void created_mark(struct etcd_store *e)
+{
+	char ewhy[ETCD_WHY_MAX] = "", when[32];
+
+	snprintf(when, sizeof(when), "%llu", (unsigned long long)time(NULL));
+	etcd_put_if(e->client, "created", when, 0, NULL, ewhy);
+}
+
 /*
  * The fleet's half from PREFIX/state, this host's from its file. A host
  * that follows another store is refused (no silent fork). A key that is
@@ -164,6 +194,13 @@ static int etcd_read(struct store *st, struct state *out, __u64 *revision, struc
 				(unsigned long long)local.host.member.revision);
 		goto out;
 	}
+	/*
+	 * Absent, but the fleet was made here (PREFIX/created, written with its
+	 * first state and never removed by ringlb): the state was lost, and a
+	 * host that never followed it must not start a new fleet over it.
+	 */
+	if (!text && (err = created_check(e, f)))
+		goto out;
 	if (!text && !local.host.member.store[0] && local.fleet.vip_count) {
 		err = fault_set(f, FAULT_USAGE, -ENODATA,
 				"the store at %s holds no state and this host serves %zu VIPs of "
@@ -243,6 +280,8 @@ static int etcd_commit(struct store *st, const struct state *want, const struct 
 			fault_set(f, FAULT_STORE, err, "cannot write the state to the store: %s",
 				  text ? ewhy : "out of memory");
 		free(text);
+		if (!err && !revision)
+			created_mark(e);
 	}
 	if (err)
 		return err;
@@ -398,6 +437,7 @@ static int etcd_import(struct store *st, struct state *local, struct fault *f)
 	if (err)
 		return fault_set(f, FAULT_STORE, err, "cannot write the state to the store: %s",
 				 ewhy);
+	created_mark(e);
 	member_name(e, &local->host.member);
 	local->host.member.revision = revision;
 	local->host.member.followed = (__u64)time(NULL);
