@@ -390,7 +390,7 @@ t_drift() {
 	done
 	[ "$ok" = 1 ] && [ "$(metric 2 ringlb_store_fail_static)" = 0 ] &&
 		pass "following is not counted as a repair:$line ringlb_store_fail_static 0 after the faults" ||
-		fail "drift:$line fail_static $(metric 2 ringlb_store_fail_static)"
+		fail "drift:$line fail_static $(metric 2 ringlb_store_fail_static); $(grep -h -e 'repaired' -e 'differs' "$W/lb2/daemon.log" "$W/lb3/daemon.log" | head -4 | tr '\n' ' ')"
 }
 
 t_alive() {

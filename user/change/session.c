@@ -118,6 +118,7 @@ int session_begin(const struct site *site, struct session *ss, struct fault *f)
 	ss->note[0] = '\0';
 	ss->stale = 0;
 	ss->local = 0;
+	ss->moved = 0;
 	ss->stale_why[0] = '\0';
 	ss->copy_why[0] = '\0';
 	lb_maps_init(&ss->maps);
@@ -172,6 +173,9 @@ int session_begin(const struct site *site, struct session *ss, struct fault *f)
 		fault_prefix(f, "the kernel does not hold the committed state and repairing it failed");
 		return fault_append(f, "; nothing changed (ringlb verify shows what differs)");
 	}
+	/* A revision this host had not followed: what the repair did was following it. */
+	ss->moved = store_shared(site->store) && !ss->stale && !ss->local &&
+		    ss->applied.host.member.revision != ss->revision;
 	/*
 	 * Without a key yet (before the first attach) there is nothing followed
 	 * to record. A copy that cannot be written (a full disk) costs a restart

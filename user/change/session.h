@@ -47,6 +47,8 @@ enum session_flags {
  *         because the store failed; @stale_why says how
  * @local: with SESSION_LOCAL, 1 when @applied is this host's copy (no store
  *         I/O was needed)
+ * @moved: the store's revision is not the one this host's copy was of: the
+ *         kernel made to hold it (a @note) followed the store
  * @copy_why: why this host's copy of the followed state could not be
  *            written ("" when it was, or did not need to be)
  */
@@ -62,6 +64,7 @@ struct session {
 	char note[SESSION_NOTE_MAX];
 	int stale;
 	int local;
+	int moved;
 	char stale_why[FAULT_WHY_MAX];
 	char copy_why[FAULT_WHY_MAX];
 };

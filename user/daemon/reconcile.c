@@ -120,10 +120,11 @@ int reconcile(struct daemon *d, const char *when, int following)
 	/* The kernel holds the state of this revision now (session_begin() repaired to it). */
 	d->follow.synced = ss.revision;
 	/*
-	 * The kernel made to hold a revision other than the one served: the
-	 * store moved (whichever duty noticed first), so it followed.
+	 * The kernel made to hold a revision this host had not followed (at
+	 * start, after changes made while no daemon ran; whichever duty noticed
+	 * the store move first): following, not drift.
 	 */
-	if (store_shared(d->o->site.store) && d->follow.served && ss.revision != d->follow.revision)
+	if (ss.moved)
 		following = 1;
 	if (ss.note[0] && following) {
 		/* Another host's change followed: what every follower does, not drift. */
