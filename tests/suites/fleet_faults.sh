@@ -35,6 +35,9 @@
 #               partition): never two at once, no backend marked down
 #   drift       the followers' ringlb_kernel_repairs_total stayed 0 through
 #               every change they followed (ringlb_store_follows_total)
+#   next_hops   a change made on lb1: lb2 and lb3, which learn it through the
+#               store, send a datagram toward each backend (their next hops
+#               resolved, as the host that made it does)
 #   alive       the three daemons ran through it all
 #
 # Needs root. Without it the script skips, except under CI=true.
@@ -393,6 +396,31 @@ t_drift() {
 		fail "drift:$line fail_static $(metric 2 ringlb_store_fail_static); $(grep -h -e 'repaired' -e 'differs' "$W/lb2/daemon.log" "$W/lb3/daemon.log" | head -4 | tr '\n' ' ')"
 }
 
+# udp_out I: UDP datagrams balancer I's namespace sent (its ringlb's neighbour provocations:
+# nothing else there speaks UDP).
+udp_out() {
+	ip netns exec "${P}lb$1" awk '/^Udp:/ && $2 ~ /^[0-9]+$/ {print $5}' /proc/net/snmp
+}
+
+# Followers resolve the next hops of backends that came through the store: a datagram
+# to each (tests/suites/encap.sh shows why: the program's FIB lookup never resolves).
+t_next_hops() {
+	local before after i ok=1 line=""
+	for i in 2 3; do eval "before$i=$(udp_out "$i")"; done
+	on 1 backend weight "$VIP" b2 3 >/dev/null || fail "change on lb1"
+	converged || fail "not converged after the change on lb1"
+	sleep 0.5
+	for i in 2 3; do
+		eval "before=\$before$i"
+		after=$(udp_out "$i")
+		line="$line lb$i: $((after - before)) datagrams;"
+		[ $((after - before)) -ge 3 ] || ok=0
+	done
+	[ "$ok" = 1 ] &&
+		pass "the followers provoked their next hops toward the 3 backends they learned through the store:$line" ||
+		fail "next hops on the followers:$line"
+}
+
 t_alive() {
 	local i alive=0
 	for i in 1 2 3; do kill -0 "$(cat "$W/lb$i/daemon.pid")" 2>/dev/null && alive=$((alive + 1)); done
@@ -410,5 +438,6 @@ suite_test slow
 suite_test lost_reply
 suite_test lead
 suite_test drift
+suite_test next_hops
 suite_test alive
 suite_main "$@"
