@@ -181,6 +181,14 @@ t_body() {
 	[ "$other" = 200 ] && [ "$mine" = 503 ] && [ "$left" = "{}" ] &&
 		pass "body: a range of another key passes ($other), one of the key named faults ($mine), then the fault is spent" ||
 		fail "body: other key $other, named key $mine, faults left $left"
+	set_fault /v3/kv/range status count=1 skip=1
+	req /v3/kv/range "$(range_json fp/mine)"
+	other=$CODE
+	req /v3/kv/range "$(range_json fp/mine)"
+	mine=$CODE
+	[ "$other" = 200 ] && [ "$mine" = 503 ] &&
+		pass "skip 1: the first request passes ($other), the second faults ($mine)" ||
+		fail "skip 1: $other then $mine"
 }
 
 t_down() {

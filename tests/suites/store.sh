@@ -32,6 +32,10 @@
 #   empty        (after commits; last) the last VIP removed: an empty fleet on
 #                purpose is a state like any other (not a missing key):
 #                show answers it from the store, a VIP can be added again
+#   unconfirmed  (after commits) a host whose store is behind the fault proxy:
+#                its commit's reply lost and the read back reset: the change
+#                says the store did not confirm it (not "nothing changed");
+#                the store took it; the next change settles the kernel
 #   big_reply    a store that answers 64 MiB: refused past ETCD_REPLY_MAX in one
 #                line, the command's heap held under 48 MiB (RLIMIT_DATA)
 #
@@ -40,6 +44,7 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/suites/lib.sh"
+. "$ROOT/tests/suites/faultproxy.sh"
 
 require_root store
 
@@ -74,7 +79,7 @@ digest() { "$@" show --json | jq -r '[.vips[].kernel_ring_digest] | join(" ")'; 
 setup() {
 	veth_session rst
 	# Host 2's and host 3's pins too, however the script ends.
-	trap 'kill $(jobs -p) 2>/dev/null; ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-h2" "$PIN-h3" "$W"' EXIT
+	trap 'kill $(jobs -p) 2>/dev/null; ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-h2" "$PIN-h3" "$PIN-h5" "$W"' EXIT
 	etcd_start
 	: >"$W/daemon.log"
 }
@@ -322,6 +327,39 @@ t_empty() {
 		fail "empty fleet: '$(cat "$W/empty.err")', show $(echo "$got" | head -c 200)"
 }
 
+# --- a commit nobody can confirm -------------------------------------------------------------------
+h5() {
+	nsenter --net="/run/netns/$NS" "$ROOT/build/ringlb" --state "$W/h5/state.json" \
+		--pin-dir "$PIN-h5" --store http://127.0.0.1:23793/ringlb-test "$@"
+}
+t_unconfirmed() {
+	local out rc key
+	mkdir -p "$W/h5"
+	faultproxy_up "$NS" 127.0.0.1:23793 127.0.0.1:23790 127.0.0.1:23794 "$W/proxy"
+	ip -n "$NS" link add eth2 type veth peer name eth3
+	ip -n "$NS" link set eth2 up
+	ip -n "$NS" link set eth3 up
+	h5 secret set "$W/secret" >/dev/null || fail "h5 secret set: $(h5 secret set "$W/secret" 2>&1)"
+	h5 attach eth2 >/dev/null 2>&1 || fail "h5 attach: $(h5 attach eth2 2>&1)"
+	key=$(printf %s /ringlb-test/state | base64)
+	# The change's write lands, its reply is lost; the read that would settle it is reset.
+	fault "$NS" 127.0.0.1:23794 /v3/kv/txn lost count=1 body="$key" >/dev/null
+	fault "$NS" 127.0.0.1:23794 /v3/kv/range reset skip=1 count=1 body="$key" >/dev/null
+	out=$(h5 backend weight "$VIP" b1 5 2>&1)
+	rc=$?
+	fault_clear "$NS" 127.0.0.1:23794 >/dev/null
+	[ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "did not confirm" &&
+		! echo "$out" | grep -q "nothing changed" &&
+		[ "$(stored | jq -r '.vips[0].backends[] | select(.name == "b1") | .weight')" = 5 ] &&
+		pass "a commit whose reply was lost and whose read back failed: '$out'; the store holds it (b1 weight 5)" ||
+		fail "unconfirmed: exit $rc, '$out'; b1's weight in the store $(stored | jq -c '.vips[0].backends[] | select(.name == "b1") | .weight')"
+	out=$(h5 backend weight "$VIP" b2 1 2>&1)
+	h5 verify >/dev/null 2>&1 && [ "$(stored | jq -r '.vips[0].backends[] | select(.name == "b2") | .weight')" = 1 ] &&
+		pass "the next change settles this host: its kernel follows the store first ('$out'), verify clean" ||
+		fail "after the unconfirmed change: '$out'; verify $(h5 verify 2>&1 | head -2)"
+	kill "$FAULTPROXY_PID"
+}
+
 suite_test etcd_client
 suite_test commits
 suite_test view commits
@@ -335,5 +373,6 @@ suite_test etcd_down daemon
 suite_test etcd_back etcd_down
 suite_test stop daemon
 suite_test big_reply
+suite_test unconfirmed commits
 suite_test empty commits
 suite_main "$@"

@@ -38,7 +38,9 @@
 #                  connections already open are left alone.
 #     "count": N applies the fault to the next N matching requests only, then
 #     clears it. "body": S matches only requests whose body contains the
-#     text S (etcd's keys are base64: a txn on one key, not another's). Unknown fields are refused (a typo is not a silent no-op).
+#     text S (etcd's keys are base64: a txn on one key, not another's).
+#     "skip": N lets the first N matching requests through untouched (the
+#     fault applies from the N+1th: a read after a write, not the one before). Unknown fields are refused (a typo is not a silent no-op).
 #     Answers {"ok": true, "path": P, "fault": {...}}.
 #   POST /clear [{"path": P}]: every fault (and down), or P's only ("*"
 #       clears down too). Answers {"ok": true, "cleared": [paths]}.
@@ -342,6 +344,9 @@ class Proxy:
         f = self.faults[key]
         if f.get("body") and f["body"].encode() not in (body or b""):
             return None
+        if f.get("skip"):
+            f["skip"] -= 1
+            return None
         if f["count"] is not None:
             f["count"] -= 1
             if f["count"] <= 0:
@@ -358,7 +363,7 @@ class Proxy:
             raise ValueError('"path" must be "*" or a path starting with "/"')
         if kind not in FIELDS:
             raise ValueError(f"unknown fault {kind!r} (faults: {', '.join(FIELDS)})")
-        extra = set(spec) - {"path", "fault", "count", "body"} - FIELDS[kind]
+        extra = set(spec) - {"path", "fault", "count", "body", "skip"} - FIELDS[kind]
         if extra:
             raise ValueError(f"{kind} takes no field {', '.join(sorted(extra))}")
         fault = {"fault": kind, "count": None}
@@ -366,6 +371,11 @@ class Proxy:
             if not isinstance(spec["body"], str) or not spec["body"] or kind == "down":
                 raise ValueError('"body" must be a non-empty string (not with down)')
             fault["body"] = spec["body"]
+        if "skip" in spec:
+            skip = spec["skip"]
+            if not isinstance(skip, int) or isinstance(skip, bool) or skip < 1 or kind == "down":
+                raise ValueError('"skip" must be an integer >= 1 (not with down)')
+            fault["skip"] = skip
         count = spec.get("count")
         if count is not None:
             if kind == "down":
