@@ -336,11 +336,11 @@ t_unconfirmed() {
 	local out rc key
 	mkdir -p "$W/h5"
 	faultproxy_up "$NS" 127.0.0.1:23793 127.0.0.1:23790 127.0.0.1:23794 "$W/proxy"
-	ip -n "$NS" link add eth2 type veth peer name eth3
-	ip -n "$NS" link set eth2 up
-	ip -n "$NS" link set eth3 up
+	ip -n "$NS" link add eth5 type veth peer name eth6
+	ip -n "$NS" link set eth5 up
+	ip -n "$NS" link set eth6 up
 	h5 secret set "$W/secret" >/dev/null || fail "h5 secret set: $(h5 secret set "$W/secret" 2>&1)"
-	h5 attach eth2 >/dev/null 2>&1 || fail "h5 attach: $(h5 attach eth2 2>&1)"
+	h5 attach eth5 >/dev/null 2>&1 || fail "h5 attach: $(h5 attach eth5 2>&1)"
 	key=$(printf %s /ringlb-test/state | base64)
 	# The change's write lands, its reply is lost; the read that would settle it is reset.
 	fault "$NS" 127.0.0.1:23794 /v3/kv/txn lost count=1 body="$key" >/dev/null
