@@ -270,6 +270,14 @@ t_fork() {
 		converged &&
 		pass "with another store: refused in one line ('$out'); the fleet is as it was (verify clean)" ||
 		fail "another store: exit $rc '$out'"
+	# host drain works on this host's copy, with no store I/O: still never onto another store.
+	out=$(nsenter --net="/run/netns/${P}lb1" "$ROOT/build/ringlb" --state "$W/lb1/state.json" \
+		--pin-dir "$PIN-lb1" --store http://198.18.20.5:2379/another host drain 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] && echo "$out" | grep -q "refusing to fork" &&
+		[ "$(jq -r .store.prefix "$W/lb1/state.json")" = /ringlb-faults ] && [ "$(jq -r '.host.drained // false' "$W/lb1/state.json")" = false ] &&
+		pass "host drain with another store: refused too, the membership and the routes as they were" ||
+		fail "host drain with another store: exit $rc '$out'; file: $(jq -c '{store, host}' "$W/lb1/state.json")"
 }
 
 t_slow() {

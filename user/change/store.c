@@ -86,6 +86,15 @@ int store_copy_read(struct store *st, struct state *out, struct fault *f)
 	if (!st->ops->shared)
 		return fault_set(f, FAULT_STORE, -ENOENT, "a store of one host has no copy");
 	err = store_host_read(st->state_path, out, f);
+	/* A copy of another fleet's state is not this store's: no fork through the copy. */
+	if (!err && out->host.member.store[0] && st->ops->owns && !st->ops->owns(st, &out->host.member)) {
+		err = fault_set(f, FAULT_USAGE, -EXDEV,
+				"this host follows the fleet at %s (prefix %s), not %s: refusing to "
+				"fork it onto another store (`ringlb store leave` first)",
+				out->host.member.store, out->host.member.prefix, st->spec);
+		state_free(out);
+		return err;
+	}
 	if (!err && !out->host.member.revision) {
 		state_free(out);
 		return fault_set(f, FAULT_STORE, -ENOENT,

@@ -49,6 +49,7 @@ struct store;
  * @import: make @local's fleet half the store's state where it holds none
  *          (-EEXIST when it holds one), and @local (both halves, with its
  *          membership named) this host's copy at the revision it made
+ * @owns: does membership record @m name this store (a shared store)
  * @join: record in @local's file that this host follows the store (its
  *        next session follows the store's state, whatever it served)
  * @close: release everything (a watch stops)
@@ -66,6 +67,7 @@ struct store_ops {
 		    char holder[STORE_HOLDER_MAX], struct fault *f);
 	int (*import)(struct store *st, struct state *local, struct fault *f);
 	int (*join)(struct store *st, struct state *local, struct fault *f);
+	int (*owns)(struct store *st, const struct state_member *m);
 	void (*close)(struct store *st);
 };
 

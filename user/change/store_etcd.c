@@ -464,6 +464,11 @@ static int etcd_join(struct store *st, struct state *local, struct fault *f)
 	return store_host_write(st->state_path, local, f);
 }
 
+static int etcd_owns(struct store *st, const struct state_member *m)
+{
+	return member_is(etcd_of(st), m);
+}
+
 static void etcd_store_close(struct store *st)
 {
 	struct etcd_store *e = etcd_of(st);
@@ -490,6 +495,7 @@ static const struct store_ops etcd_ops = {
 	.lead = etcd_lead,
 	.import = etcd_import,
 	.join = etcd_join,
+	.owns = etcd_owns,
 	.close = etcd_store_close,
 };
 
