@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -87,6 +88,46 @@ static void test_spec_syntax(void **unused)
 	      "https endpoints kept with their scheme: %s %s", spec.endpoints[1], spec.prefix);
 }
 
+/* Text from the store or the network is shown as one printable line, cut to fit. */
+static void test_store_text_is_shown_as_one_printable_line(void **unused)
+{
+	char out[16];
+
+	(void)unused;
+	etcd_printable(out, sizeof(out), "lb1\nringlb daemon: routes withdrawn");
+	check(strcmp(out, "lb1") == 0, "a forged second line kept: '%s'", out);
+	etcd_printable(out, sizeof(out), "a\tb\x1b[31mc\xff");
+	check(strcmp(out, "a?b?[31mc?") == 0, "control bytes shown as is: '%s'", out);
+	etcd_printable(out, sizeof(out), "0123456789abcdefghij");
+	check(strcmp(out, "0123456789abcde") == 0, "not cut to fit: '%s'", out);
+}
+
+/* A password file whose first line does not fit is refused, never cut into another password. */
+static void test_a_password_too_long_is_refused(void **unused)
+{
+	char path[] = "/tmp/ringlb-test-password-XXXXXX", why[ETCD_WHY_MAX] = "", line[400];
+	const struct etcd_opts opts = { .user = "ringlb", .password_file = path };
+	struct etcd_spec spec;
+	struct etcd *e = NULL;
+	int fd = mkstemp(path);
+
+	(void)unused;
+	assert_true(fd >= 0);
+	memset(line, 'p', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	assert_int_equal(write(fd, line, sizeof(line)), (ssize_t)sizeof(line));
+	close(fd);
+	assert_int_equal(etcd_spec_parse("https://127.0.0.1:1/r", &spec, &(const char *){ 0 }), 0);
+	check(etcd_open(&spec, &opts, &e, why) == -EINVAL && strstr(why, "longer than"),
+	      "a 399-byte password: '%s'", why);
+	etcd_close(e);
+	check(etcd_spec_parse("http://127.0.0.1:1/r", &spec, &(const char *){ 0 }) == 0 &&
+		      etcd_open(&spec, &opts, &e, why) == -EINVAL && strstr(why, "in the clear"),
+	      "a user over http: '%s'", why);
+	etcd_close(e);
+	unlink(path);
+}
+
 static void test_write_holds_only_on_the_revision_read(void **unused)
 {
 	char why[ETCD_WHY_MAX] = "", *value = NULL;
@@ -148,6 +189,8 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spec_syntax),
+		cmocka_unit_test(test_store_text_is_shown_as_one_printable_line),
+		cmocka_unit_test(test_a_password_too_long_is_refused),
 		cmocka_unit_test(test_write_holds_only_on_the_revision_read),
 		cmocka_unit_test(test_endpoints_fail_over),
 	};

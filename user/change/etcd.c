@@ -164,6 +164,11 @@ static int password_read(struct etcd *e, char why[ETCD_WHY_MAX])
 	} else if ((n = read(fd, e->password, ETCD_PASSWORD_MAX)) < 0) {
 		snprintf(why, ETCD_WHY_MAX, "--store-password-file %s: %s", path, strerror(errno));
 		err = -errno;
+	} else if (n == ETCD_PASSWORD_MAX && !memchr(e->password, '\n', (size_t)n)) {
+		/* Cut, it would be another password, refused by etcd in words that mislead. */
+		snprintf(why, ETCD_WHY_MAX, "--store-password-file %s: a first line longer than %d "
+			 "bytes", path, ETCD_PASSWORD_MAX - 1);
+		err = -EINVAL;
 	} else {
 		e->password[n] = '\0';
 		e->password[strcspn(e->password, "\r\n")] = '\0';
@@ -301,6 +306,16 @@ static struct curl_slist *headers_of(struct etcd *e)
 	return headers;
 }
 
+void etcd_printable(char *dst, size_t len, const char *src)
+{
+	size_t i;
+
+	for (i = 0; len && i < len - 1 && src[i] && src[i] != '\n'; i++)
+		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';
+	if (len)
+		dst[i] = '\0';
+}
+
 /*
  * The gateway's own words for a refusal, from a reply body: its JSON
  * "error", else the body's first line as printable text ("" when it says
@@ -311,15 +326,9 @@ static const char *refusal(const struct reply *r, char *buf, size_t len)
 	json_t *body = r->data ? json_loads(r->data, 0, NULL) : NULL;
 	const char *text = json_string_value(json_object_get(body, "error"));
 	char plain[161];
-	size_t i;
 
-	if (!text && r->data) {
-		for (i = 0; i < sizeof(plain) - 1 && r->data[i] && r->data[i] != '\n'; i++)
-			plain[i] = r->data[i] >= 0x20 && r->data[i] < 0x7f ? r->data[i] : '?';
-		plain[i] = '\0';
-		text = plain[0] ? plain : NULL;
-	}
-	snprintf(buf, len, "%s%.160s", text ? ": " : "", text ? text : "");
+	etcd_printable(plain, sizeof(plain), text ? text : r->data ? r->data : "");
+	snprintf(buf, len, "%s%s", plain[0] ? ": " : "", plain);
 	json_decref(body);
 	return buf;
 }
@@ -649,7 +658,7 @@ int etcd_lease_keepalive(struct etcd *e, __u64 id, char why[ETCD_WHY_MAX])
 int etcd_campaign(struct etcd *e, const char *key, const char *value, __u64 lease, int *won,
 		  char **holder, char why[ETCD_WHY_MAX])
 {
-	char *k = full_key(e, key), *v = b64(value, strlen(value)), text[24];
+	char *k = full_key(e, key), *v = b64(value, strlen(value)), text[24], *raw;
 	json_t *reply = NULL, *body, *kv;
 	int err;
 
@@ -679,7 +688,11 @@ int etcd_campaign(struct etcd *e, const char *key, const char *value, __u64 leas
 						    "kvs"), 0);
 		/* The key's lease says who holds it: a name can be shared, a lease cannot. */
 		*won = kv && revision_of(json_object_get(kv, "lease")) == lease;
-		*holder = unb64(json_string_value(json_object_get(kv, "value")) ?: "");
+		raw = unb64(json_string_value(json_object_get(kv, "value")) ?: "");
+		/* Another daemon's name, as the store holds it: any bytes, logged as one line. */
+		if (raw && (*holder = malloc(ETCD_NAME_SHOWN_MAX)))
+			etcd_printable(*holder, ETCD_NAME_SHOWN_MAX, raw);
+		free(raw);
 	}
 	json_decref(reply);
 	return *holder ? 0 : -ENOMEM;

@@ -25,6 +25,16 @@
 
 /** ETCD_WHY_MAX - room for why a request failed. */
 #define ETCD_WHY_MAX 384
+/** ETCD_NAME_SHOWN_MAX - room for another daemon's name read from the store. */
+#define ETCD_NAME_SHOWN_MAX 128
+
+/**
+ * etcd_printable() - the first line of @src (bytes from the store or the
+ * network) as printable ASCII, others as '?', cut to fit @len: one line
+ * that cannot forge another in a log.
+ */
+void etcd_printable(char *dst, size_t len, const char *src);
+
 /** ETCD_CONNECT_TIMEOUT_MS - how long a member may take to accept a connection. */
 #define ETCD_CONNECT_TIMEOUT_MS 500
 /** ETCD_ENDPOINTS_MAX - endpoints in one --store. */

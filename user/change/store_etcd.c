@@ -137,9 +137,9 @@ static int created_check(struct etcd_store *e, struct fault *f)
 	if (when)
 		err = fault_set(f, FAULT_STORE, -ENODATA,
 				"the store has no state (%s/state is absent) though its fleet was "
-				"made (%s/created, %.32s): not starting a new one over it; `ringlb "
+				"made (%s/created is there): not starting a new one over it; `ringlb "
 				"store import` on a host whose copy is right writes it back", prefix,
-				prefix, when);
+				prefix);
 	free(when);
 	return err;
 }
