@@ -78,6 +78,16 @@ int store_join(struct store *st, struct state *local, struct fault *f)
 	return st->ops->join(st, local, f);
 }
 
+int store_member_check(struct store *st, const struct state_member *m, struct fault *f)
+{
+	if (!m->store[0] || !st->ops->owns || st->ops->owns(st, m))
+		return 0;
+	return fault_set(f, FAULT_USAGE, -EXDEV,
+			 "this host follows the fleet at %s (prefix %s), not %s: refusing to fork "
+			 "it onto another store (`ringlb store leave` first)", m->store, m->prefix,
+			 st->spec);
+}
+
 int store_copy_read(struct store *st, struct state *out, struct fault *f)
 {
 	int err;
@@ -87,11 +97,7 @@ int store_copy_read(struct store *st, struct state *out, struct fault *f)
 		return fault_set(f, FAULT_STORE, -ENOENT, "a store of one host has no copy");
 	err = store_host_read(st->state_path, out, f);
 	/* A copy of another fleet's state is not this store's: no fork through the copy. */
-	if (!err && out->host.member.store[0] && st->ops->owns && !st->ops->owns(st, &out->host.member)) {
-		err = fault_set(f, FAULT_USAGE, -EXDEV,
-				"this host follows the fleet at %s (prefix %s), not %s: refusing to "
-				"fork it onto another store (`ringlb store leave` first)",
-				out->host.member.store, out->host.member.prefix, st->spec);
+	if (!err && (err = store_member_check(st, &out->host.member, f))) {
 		state_free(out);
 		return err;
 	}

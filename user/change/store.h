@@ -144,6 +144,14 @@ int store_lead(struct store *st, const char *identity, int *leader,
 	       char holder[STORE_HOLDER_MAX], struct fault *f);
 
 /**
+ * store_member_check() - is @m (a membership record, this host's) one of
+ * @st's? 0 when it is, or when @m records no fleet; -EXDEV (class
+ * FAULT_USAGE) and why when it records another: no command forks a fleet
+ * host onto another store.
+ */
+int store_member_check(struct store *st, const struct state_member *m, struct fault *f);
+
+/**
  * store_copy_read() - this host's copy of the last state it followed from
  * the shared store @st (its state file, both halves), for when the store
  * cannot answer. Return: 0; -ENOENT (class FAULT_STORE) when @st is not

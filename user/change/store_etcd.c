@@ -174,13 +174,8 @@ static int etcd_read(struct store *st, struct state *out, __u64 *revision, struc
 	err = store_host_read(st->state_path, &local, f);
 	if (err)
 		return err;
-	if (local.host.member.store[0] && !member_is(e, &local.host.member)) {
-		err = fault_set(f, FAULT_USAGE, -EXDEV,
-				"this host follows the fleet at %s (prefix %s), not %s: refusing to "
-				"fork it onto another store (`ringlb store leave` first)",
-				local.host.member.store, local.host.member.prefix, st->spec);
+	if ((err = store_member_check(st, &local.host.member, f)))
 		goto out;
-	}
 	err = etcd_get(e->client, "state", &text, revision, ewhy);
 	if (err) {
 		fault_set(f, FAULT_STORE, err, "cannot read the state from the store: %s", ewhy);
@@ -420,10 +415,8 @@ static int etcd_import(struct store *st, struct state *local, struct fault *f)
 	__u64 revision = 0;
 	int err;
 
-	if (local->host.member.store[0] && !member_is(e, &local->host.member))
-		return fault_set(f, FAULT_USAGE, -EXDEV,
-				 "this host follows the fleet at %s (prefix %s), not %s",
-				 local->host.member.store, local->host.member.prefix, st->spec);
+	if ((err = store_member_check(st, &local->host.member, f)))
+		return err;
 	text = state_fleet_text(local, 1);
 	if (!text)
 		return fault_set(f, FAULT_STORE, -ENOMEM, "out of memory");
@@ -451,11 +444,10 @@ static int etcd_import(struct store *st, struct state *local, struct fault *f)
 static int etcd_join(struct store *st, struct state *local, struct fault *f)
 {
 	struct etcd_store *e = etcd_of(st);
+	int err = store_member_check(st, &local->host.member, f);
 
-	if (local->host.member.store[0] && !member_is(e, &local->host.member))
-		return fault_set(f, FAULT_USAGE, -EXDEV,
-				 "this host follows the fleet at %s (prefix %s), not %s",
-				 local->host.member.store, local->host.member.prefix, st->spec);
+	if (err)
+		return err;
 	if (local->host.member.store[0])
 		return fault_set(f, FAULT_STATE, -EALREADY, "this host follows %s already",
 				 st->spec);
