@@ -92,7 +92,7 @@ static const char *routes_after(struct fixture *fx, enum fault_class class, int 
 {
 	fx->fs.read_class = class;
 	fx->fs.read_err = err;
-	reconcile(&fx->d, "test", 0);
+	reconcile(&fx->d, "test");
 	return routes_withdraw_reason(&fx->d);
 }
 

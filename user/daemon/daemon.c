@@ -93,7 +93,7 @@ int daemon_every(sd_event *loop, __u64 first_us, __u64 period_us, sd_event_time_
 
 void daemon_reload(struct daemon *d, const char *cause, int path_again)
 {
-	reconcile(d, cause, strcmp(cause, "store change") == 0);
+	reconcile(d, cause);
 	follow_read(d, FOLLOW_FORCE | FOLLOW_SYNCED);
 	probe_path_ensure(d, path_again);
 	routes_update(d);
@@ -186,7 +186,7 @@ static int daemon_start(struct daemon *d, struct fault *f)
 	err = translog_start(d);
 	if (err)
 		return fault_errno(f, FAULT_KERNEL, err, "cannot start the daemon");
-	reconcile(d, "start", 0);
+	reconcile(d, "start");
 	follow_read(d, FOLLOW_FORCE | FOLLOW_SYNCED);
 	probe_path_ensure(d, 0);
 	if (!d->attached)

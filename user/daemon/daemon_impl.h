@@ -197,11 +197,11 @@ void daemon_reload(struct daemon *d, const char *cause, int path_again);
  * on the wrong key), then a full comparison of the kernel with the state,
  * and a full sync when anything differs (a map written behind ringlb's
  * back). Sets @d->host from the outcome. When the store fails, the kernel
- * is held to this host's copy of what it last followed (fail static).
- * @following: the store moved (another host's change): the kernel made to
- * hold it is following, not a repair of drift. Return: 0 or -errno.
+ * is held to this host's copy of what it last followed (fail static). The
+ * kernel made to hold a revision this host had not followed is counted as a
+ * follow, not as drift. Return: 0 or -errno.
  */
-int reconcile(struct daemon *d, const char *when, int following);
+int reconcile(struct daemon *d, const char *when);
 
 /**
  * daemon_withdraws() - does fault @f mean this host cannot serve the

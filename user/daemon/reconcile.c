@@ -87,7 +87,7 @@ static void fail_static_say(struct daemon *d, const struct session *ss)
 	pthread_mutex_unlock(&d->lock);
 }
 
-int reconcile(struct daemon *d, const char *when, int following)
+int reconcile(struct daemon *d, const char *when)
 {
 	/*
 	 * While the store is known to fail (the reader thread says so), the
@@ -124,9 +124,7 @@ int reconcile(struct daemon *d, const char *when, int following)
 	 * start, after changes made while no daemon ran; whichever duty noticed
 	 * the store move first): following, not drift.
 	 */
-	if (ss.moved)
-		following = 1;
-	if (ss.note[0] && following) {
+	if (ss.note[0] && ss.moved) {
 		/* Another host's change followed: what every follower does, not drift. */
 		pthread_mutex_lock(&d->lock);
 		d->counts.follows++;
