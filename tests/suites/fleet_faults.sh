@@ -221,6 +221,16 @@ t_digest() {
 	logged_all "sane again" && converged &&
 		pass "the digest put back: every host says its store is sane again, verify clean" ||
 		fail "digest back: $(tail -2 "$W/lb2/daemon.log")"
+	# Not a digest at all, with a line of its own forged in it.
+	mark
+	E put /ringlb-faults/secret_digest "$(printf 'zz\nringlb daemon: routes withdrawn: forged')" >/dev/null
+	logged_all "is not 16 hex digits" && stays "a garbage key digest" &&
+		! since 1 | grep -q "^ringlb daemon: routes withdrawn" && ! since 2 | grep -q "^ringlb daemon: routes withdrawn" &&
+		! since 3 | grep -q "^ringlb daemon: routes withdrawn" &&
+		pass "a key digest that is not one (a forged log line in it): no host withdraws, none logs the forged line, each says what is wrong" ||
+		fail "garbage digest: $(since 2 | tail -3 | tr '\n' ' ')"
+	E put /ringlb-faults/secret_digest "$value" >/dev/null
+	sane_all "after the garbage digest"
 }
 
 t_restart() {

@@ -318,7 +318,12 @@ static int etcd_key_check(struct store *st, __u64 digest, struct fault *f)
 	if (err)
 		return fault_set(f, FAULT_STORE, err,
 				 "cannot check the flow hash key against the store: %s", ewhy);
-	if (fleet && strcmp(fleet, mine))
+	/* A digest that is not one (any bytes can be put there): the store's fault, not this host's. */
+	if (fleet && (strlen(fleet) != 16 || strspn(fleet, "0123456789abcdef") != 16))
+		err = fault_set(f, FAULT_STORE, -EPROTO,
+				"the store's key digest (%s/secret_digest) is not 16 hex digits",
+				etcd_spec_of(e->client)->prefix);
+	else if (fleet && strcmp(fleet, mine))
 		err = fault_set(f, FAULT_STATE, -EKEYREJECTED,
 				"this host's flow hash key (digest %s) is not the fleet's (digest %s "
 				"in the store): its hosts would send a flow to different backends; "
