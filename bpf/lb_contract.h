@@ -211,6 +211,16 @@ struct lb_backend {
 #define LB_NEW_FLOWS_MAX_DEFAULT 125000
 
 /**
+ * LB_ICMP_RATE_DEFAULT - ICMP errors (fragmentation needed, packet too big)
+ * a CPU of the balancer sends per second at most, after a burst of
+ * LB_ICMP_BURST_DEFAULT, unless configured: the host's own stack sends
+ * about one per second per destination. Each error is smaller than the
+ * packet it answers, so the budget bounds what a spoofed flood reflects.
+ */
+#define LB_ICMP_RATE_DEFAULT 100
+#define LB_ICMP_BURST_DEFAULT 10
+
+/**
  * struct lb_config - the balancer's settings (map "config").
  * @source4: outer IPv4 source (__be); all zero: none configured
  * @source6: outer IPv6 source (__be); all zero: none configured
@@ -220,6 +230,11 @@ struct lb_backend {
  *                 past it, new flows are placed by the ring but not pinned,
  *                 so a flood of new flows (spoofed SYNs) cannot evict the
  *                 pins of established ones; 0: no limit
+ * @icmp_interval_ns: a CPU's ICMP error budget: one more error every this
+ *                    many nanoseconds (10^9 / the rate); 0: no limit, as in
+ *                    a config map never written (the controller always
+ *                    writes one)
+ * @icmp_burst: errors a CPU may send at once after a quiet time, at least 1
  */
 struct lb_config {
 	__u8 source4[4];
@@ -227,6 +242,8 @@ struct lb_config {
 	__be16 gue_port;
 	__u8 pad[2];
 	__u32 new_flows_max;
+	__u32 icmp_interval_ns;
+	__u32 icmp_burst;
 };
 
 /**
@@ -240,6 +257,17 @@ struct lb_flow_rate {
 	__u64 second;
 	__u64 made;
 	__u64 refused;
+};
+
+/**
+ * struct lb_icmp_budget - a CPU's ICMP error budget (map "icmp_budget", per
+ * CPU), a token bucket kept as one time (GCRA): an error may go when @tat_ns
+ * is at most (icmp_burst - 1) intervals ahead of now, and moves it one
+ * interval on. Refused errors are counted under drop_icmp_rate.
+ * @tat_ns: bpf_ktime_get_coarse_ns() by which the budget is whole again
+ */
+struct lb_icmp_budget {
+	__u64 tat_ns;
 };
 
 /**
@@ -542,7 +570,9 @@ struct lb_backend_counters {
 	  "the next hop toward the backend has no resolved neighbour")                     \
 	X(DROP_TOO_BIG, "drop_too_big", DROP,                                              \
 	  "too big once encapsulated: IPv4 without DF (XDP cannot fragment), or an ICMP error") \
-	X(DROP_NO_ROOM, "drop_no_room", DROP, "the frame could not grow for the outer headers")
+	X(DROP_NO_ROOM, "drop_no_room", DROP, "the frame could not grow for the outer headers") \
+	X(DROP_ICMP_RATE, "drop_icmp_rate", DROP,                                          \
+	  "too big once encapsulated, and this CPU's budget of ICMP errors is spent")
 
 #define LB_REASON_ENUM_ENTRY(id, name, class, what) LB_REASON_##id,
 enum lb_reason {

@@ -50,12 +50,49 @@ struct {
 	LB_PINNED;
 } config SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb_icmp_budget);
+	LB_PINNED;
+} icmp_budget SEC(".maps");
+
+/*
+ * May this CPU send one more ICMP error now? A token bucket of
+ * icmp_burst errors refilled one per icmp_interval_ns, kept as the time
+ * the bucket is full again (struct lb_icmp_budget).
+ */
+static __always_inline int icmp_budget_allows(void)
+{
+	struct lb_icmp_budget *b;
+	struct lb_config *cfg;
+	__u64 now, tat, ahead;
+	__u32 zero = 0;
+
+	cfg = bpf_map_lookup_elem(&config, &zero);
+	b = bpf_map_lookup_elem(&icmp_budget, &zero);
+	if (!cfg || !b)
+		return 0;
+	if (!cfg->icmp_interval_ns)
+		return 1;
+	now = bpf_ktime_get_coarse_ns();
+	tat = b->tat_ns > now ? b->tat_ns : now;
+	ahead = (__u64)(cfg->icmp_burst ? cfg->icmp_burst - 1 : 0) * cfg->icmp_interval_ns;
+	if (tat - now > ahead)
+		return 0;
+	b->tat_ns = tat + cfg->icmp_interval_ns;
+	return 1;
+}
+
 /*
  * Answer a packet too big to encapsulate: the frame becomes an ICMP
  * "fragmentation needed" (IPv4, DF set) or ICMPv6 "packet too big" from the
  * VIP (the packet's destination) to the client, quoting the packet's first
  * bytes, and goes back out with XDP_TX. @fits is the largest packet that
- * fits once encapsulated.
+ * fits once encapsulated. Only within this CPU's ICMP budget: past it the
+ * packet is dropped (drop_icmp_rate), so spoofed oversize packets reflect
+ * at most the budget.
  */
 __noinline int lb_too_big(struct xdp_md *ctx, __u32 fits)
 {
@@ -97,6 +134,8 @@ __noinline int lb_too_big(struct xdp_md *ctx, __u32 fits)
 		if (fits < 1280)
 			fits = 1280;
 	}
+	if (!icmp_budget_allows())
+		return LB_ENCAP_RET(LB_REASON_DROP_ICMP_RATE, XDP_DROP);
 	/* A whole number of 32-bit words: the checksum below sums words. */
 	quote = (len < LB_ICMP_QUOTE_MAX ? len : LB_ICMP_QUOTE_MAX) & ~3u;
 	if (quote < 28 || data + l3 + quote > end)

@@ -438,6 +438,96 @@ static int encap_setup(void **state)
 	return ifindex > 0 ? 0 : -1;
 }
 
+/* Every CPU's ICMP budget whole again: its bucket's time zero. */
+static void icmp_budget_reset(void)
+{
+	int cpus = libbpf_num_possible_cpus();
+	struct lb_icmp_budget *zero;
+	__u32 key = 0;
+
+	check(cpus > 0, "possible CPUs: %d", cpus);
+	zero = calloc((size_t)cpus, sizeof(*zero));
+	check(zero != NULL, "memory");
+	check(bpf_map_update_elem(maps->icmp_budget, &key, zero, BPF_ANY) == 0,
+	      "reset the ICMP budget: %s", strerror(errno));
+	free(zero);
+}
+
+/* Send @n oversize DF packets of @family: how many got their ICMP error (XDP_TX). */
+static int too_big_answered(int family, int n, __u64 *refused)
+{
+	unsigned char out[PKT_MAX];
+	__u64 before[LB_REASON_COUNT], after[LB_REASON_COUNT];
+	size_t out_len;
+	struct pkt in;
+	int i, tx = 0, rc;
+
+	inner_frame(&in, family, 40300);
+	inner_grow(&in, family, 1500);
+	reasons_snapshot(before);
+	for (i = 0; i < n; i++) {
+		rc = run_on_e0(&in, out, &out_len);
+		check(rc == XDP_TX || rc == XDP_DROP, "packet %d: action %d", i, rc);
+		tx += rc == XDP_TX;
+	}
+	reasons_snapshot(after);
+	check_eq(after[LB_REASON_FORWARDED_TOO_BIG] - before[LB_REASON_FORWARDED_TOO_BIG],
+		 (__u64)tx);
+	*refused = after[LB_REASON_DROP_ICMP_RATE] - before[LB_REASON_DROP_ICMP_RATE];
+	return tx;
+}
+
+/*
+ * ICMP errors go within the CPU's budget: a burst, then one per interval;
+ * past it the packet is dropped and counted (drop_icmp_rate), both
+ * families drawing on one budget.
+ */
+static void test_icmp_errors_stay_within_the_cpu_budget(void **state)
+{
+	struct lb_config c = { .gue_port = htons(GUE_PORT) };
+	__u32 id4, id6;
+	__u64 refused;
+	__u8 a[16];
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pkt_addr(LB_FAMILY_IPV4, SOURCE4, a);
+	memcpy(c.source4, a, 4);
+	pkt_addr(LB_FAMILY_IPV6, SOURCE6, c.source6);
+	id4 = vip_to(VIP_V4_TCP, LB_FAMILY_IPV4, BACKEND4, LB_FORWARD_GUE);
+	id6 = vip_to(VIP_V6_TCP, LB_FAMILY_IPV6, BACKEND6, LB_FORWARD_IPIP);
+
+	/* A burst of 3 and no refill to speak of (one error per 4 s): 3 of 10 answered. */
+	c.icmp_interval_ns = 4000000000u;
+	c.icmp_burst = 3;
+	check(lb_config_write(maps, &c) == 0, "write the settings");
+	icmp_budget_reset();
+	check_eq(too_big_answered(LB_FAMILY_IPV4, 10, &refused), 3);
+	check_eq(refused, 7);
+	/* The same budget for IPv6: spent. */
+	check_eq(too_big_answered(LB_FAMILY_IPV6, 5, &refused), 0);
+	check_eq(refused, 5);
+
+	/* A burst of 1 refilled every 20 ms: one now, none right after, one 60 ms later. */
+	c.icmp_interval_ns = 20000000u;
+	c.icmp_burst = 1;
+	check(lb_config_write(maps, &c) == 0, "write the settings");
+	icmp_budget_reset();
+	check_eq(too_big_answered(LB_FAMILY_IPV6, 2, &refused), 1);
+	check_eq(refused, 1);
+	usleep(60000);
+	check_eq(too_big_answered(LB_FAMILY_IPV4, 1, &refused), 1);
+	check_eq(refused, 0);
+
+	/* Interval 0, a config never written: no limit. */
+	config_set(1);
+	check_eq(too_big_answered(LB_FAMILY_IPV4, 20, &refused), 20);
+	check_eq(refused, 0);
+	vip_empty(VIP_V4_TCP, id4);
+	vip_empty(VIP_V6_TCP, id6);
+}
+
 static int encap_teardown(void **state)
 {
 	(void)state;
@@ -449,5 +539,6 @@ HARNESS_GROUP(encap,
 	cmocka_unit_test_setup(test_every_encapsulation_is_right_byte_by_byte, encap_setup),
 	cmocka_unit_test(test_padding_and_tag_are_left_behind),
 	cmocka_unit_test(test_too_big_gets_the_icmp_error_that_fits),
+	cmocka_unit_test(test_icmp_errors_stay_within_the_cpu_budget),
 	cmocka_unit_test(test_no_route_no_neighbour_no_forwarding_drop_with_reasons),
 	cmocka_unit_test_teardown(test_icmp_error_is_encapsulated_to_its_flow, encap_teardown));

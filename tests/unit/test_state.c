@@ -309,6 +309,8 @@ static void test_encapsulation_round_trips_and_is_validated(void **state)
 	} mutations[] = {
 		{ "\"forward\": \"gue\"", "\"forward\": \"gre\"", "vips[2].forward" },
 		{ "\"gue_port\": 6080", "\"gue_port\": 0", "gue_port" },
+		{ "\"icmp_rate\": 250", "\"icmp_rate\": 0", "icmp_rate" },
+		{ "\"icmp_burst\": 20", "\"icmp_burst\": 100001", "icmp_burst" },
 		{ "\"source4\": \"198.18.11.2\"", "\"source4\": \"2001:db8::2\"", "source4" },
 		{ "\"source6\": \"2001:db8:11::2\"", "\"source6\": \"198.18.11.2\"", "source6" },
 	};
@@ -336,6 +338,8 @@ static void test_encapsulation_round_trips_and_is_validated(void **state)
 	assert_int_equal(addr_parse("198.18.11.2", &s.host.encap.source4, &why0), 0);
 	assert_int_equal(addr_parse("2001:db8:11::2", &s.host.encap.source6, &why0), 0);
 	s.host.encap.gue_port = 6080;
+	s.host.encap.icmp_rate = 250;
+	s.host.encap.icmp_burst = 20;
 	check(state_digest(&s) != plain, "the digest does not cover an encapsulated VIP");
 	text = state_to_text(&s);
 	check(state_from_text(&back, text, why) == 0, "reload: %s", why);
@@ -344,7 +348,8 @@ static void test_encapsulation_round_trips_and_is_validated(void **state)
 	v = state_vip_find(&back, &spec);
 	check(v && v->forward == LB_FORWARD_GUE && v->backends[0].addr.family == LB_FAMILY_IPV6,
 	      "the gue VIP or its IPv6 backend was lost");
-	check(back.host.encap.gue_port == 6080 && back.host.encap.source6.family == LB_FAMILY_IPV6,
+	check(back.host.encap.gue_port == 6080 && back.host.encap.source6.family == LB_FAMILY_IPV6 &&
+	      back.host.encap.icmp_rate == 250 && back.host.encap.icmp_burst == 20,
 	      "the encapsulation settings were lost");
 	check(!strstr(strstr(text, "198.18.20.100"), "\"mac\""),
 	      "a backend of an encapsulated VIP is written with a MAC");

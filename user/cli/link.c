@@ -29,6 +29,8 @@ struct attach_args {
 	__u32 gue_port;       /* 0: not given */
 	__u32 new_flows_max;
 	unsigned int new_flows_given;
+	__u32 icmp_rate;      /* 0: not given */
+	__u32 icmp_burst;     /* 0: not given */
 };
 
 static int attach_source_set(struct cli *c, void *args, const char *value)
@@ -127,6 +129,10 @@ static void attach_encap(const struct attach_args *a, struct state *want)
 		want->host.encap.gue_port = (__u16)a->gue_port;
 	if (a->new_flows_given)
 		want->host.encap.new_flows_max = a->new_flows_max;
+	if (a->icmp_rate)
+		want->host.encap.icmp_rate = a->icmp_rate;
+	if (a->icmp_burst)
+		want->host.encap.icmp_burst = a->icmp_burst;
 }
 
 static int attach_apply(const struct change_ctx *ctx, const void *args, struct state *want,
@@ -176,6 +182,11 @@ static const struct cli_option attach_options[] = {
 		    "0: no\n                               limit); past it new flows go by the "
 		    "ring, unpinned", struct attach_args, new_flows_max, NEW_FLOW_RATE_MIN,
 		    NEW_FLOW_RATE_MAX, CLI_GIVEN(struct attach_args, new_flows_given, 1)),
+	CLI_OPT_U32("icmp-rate", "N", "ICMP errors (too big once encapsulated) a CPU sends per\n"
+		    "                               second at most (default 100); past it the packet "
+		    "is dropped", struct attach_args, icmp_rate, ICMP_RATE_MIN, ICMP_RATE_MAX),
+	CLI_OPT_U32("icmp-burst", "N", "of those, how many a CPU may send at once (default 10)",
+		    struct attach_args, icmp_burst, ICMP_BURST_MIN, ICMP_BURST_MAX),
 	CLI_OPT_END,
 };
 

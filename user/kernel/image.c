@@ -145,4 +145,6 @@ void image_config(const struct state *s, struct lb_config *c)
 		memcpy(c->source6, s->host.encap.source6.bytes, sizeof(c->source6));
 	c->gue_port = htons(s->host.encap.gue_port);
 	c->new_flows_max = s->host.encap.new_flows_max;
+	c->icmp_interval_ns = 1000000000u / s->host.encap.icmp_rate;
+	c->icmp_burst = s->host.encap.icmp_burst;
 }

@@ -59,6 +59,7 @@ static const struct {
 	{ "control", offsetof(struct lb_maps, control) },
 	{ "config", offsetof(struct lb_maps, config) },
 	{ "flow_rate", offsetof(struct lb_maps, flow_rate) },
+	{ "icmp_budget", offsetof(struct lb_maps, icmp_budget) },
 	{ "vip_stats", offsetof(struct lb_maps, vip_stats) },
 	{ "backend_stats", offsetof(struct lb_maps, backend_stats) },
 	{ "reason_stats", offsetof(struct lb_maps, reason_stats) },

@@ -50,6 +50,7 @@ struct lb_maps {
 	int control;
 	int config;
 	int flow_rate;
+	int icmp_budget;
 	int vip_stats;
 	int backend_stats;
 	int reason_stats;

@@ -36,6 +36,11 @@
 /* New flow-table entries a CPU makes per second at most (0: no limit). */
 #define NEW_FLOW_RATE_MIN 0
 #define NEW_FLOW_RATE_MAX 100000000
+/* ICMP errors per CPU: per second (the interval, 10^9 / rate, at least 1 µs) and at once. */
+#define ICMP_RATE_MIN 1
+#define ICMP_RATE_MAX 1000000
+#define ICMP_BURST_MIN 1
+#define ICMP_BURST_MAX 100000
 
 /* The daemon's comparison of the kernel with the state, and stats' idle time, in seconds. */
 #define VERIFY_INTERVAL_S_MIN 1

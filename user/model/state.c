@@ -32,6 +32,8 @@ void state_host_init(struct state_host *h)
 	h->flow_entries = LB_FLOWS_DEFAULT;
 	h->encap.gue_port = LB_GUE_PORT_DEFAULT;
 	h->encap.new_flows_max = LB_NEW_FLOWS_MAX_DEFAULT;
+	h->encap.icmp_rate = LB_ICMP_RATE_DEFAULT;
+	h->encap.icmp_burst = LB_ICMP_BURST_DEFAULT;
 }
 
 void state_host_free(struct state_host *h)

@@ -164,12 +164,16 @@ struct state_iface {
  * @source6: outer IPv6 source; family 0 when none
  * @gue_port: GUE's UDP port (host order)
  * @new_flows_max: new flow-table entries per CPU per second (0: no limit)
+ * @icmp_rate: ICMP errors a CPU sends per second at most (ICMP_RATE_MIN ..)
+ * @icmp_burst: ICMP errors a CPU sends at once at most (ICMP_BURST_MIN ..)
  */
 struct state_encap {
 	struct addr source4;
 	struct addr source6;
 	__u16 gue_port;
 	__u32 new_flows_max;
+	__u32 icmp_rate;
+	__u32 icmp_burst;
 };
 
 /**

@@ -140,11 +140,16 @@ static json_t *encap_to_json(const struct state_encap *e)
 	json_t *j;
 
 	if (!e->source4.family && !e->source6.family && e->gue_port == LB_GUE_PORT_DEFAULT &&
-	    e->new_flows_max == LB_NEW_FLOWS_MAX_DEFAULT)
+	    e->new_flows_max == LB_NEW_FLOWS_MAX_DEFAULT && e->icmp_rate == LB_ICMP_RATE_DEFAULT &&
+	    e->icmp_burst == LB_ICMP_BURST_DEFAULT)
 		return NULL;
 	j = json_pack("{s:I}", "gue_port", (json_int_t)e->gue_port);
 	if (j && e->new_flows_max != LB_NEW_FLOWS_MAX_DEFAULT)
 		json_object_set_new(j, "new_flows_max", json_integer(e->new_flows_max));
+	if (j && e->icmp_rate != LB_ICMP_RATE_DEFAULT)
+		json_object_set_new(j, "icmp_rate", json_integer(e->icmp_rate));
+	if (j && e->icmp_burst != LB_ICMP_BURST_DEFAULT)
+		json_object_set_new(j, "icmp_burst", json_integer(e->icmp_burst));
 	if (j && e->source4.family) {
 		addr_format(&e->source4, text);
 		json_object_set_new(j, "source4", json_string(text));
@@ -281,8 +286,8 @@ static const char *const root_keys[] = { "version", "generation", "flow_entries"
 					 "next_backend_id", "interfaces", "vips", "host",
 					 "encap", "store", "next_cookie", NULL };
 static const char *const iface_keys[] = { "name", "mode", NULL };
-static const char *const encap_keys[] = { "gue_port", "new_flows_max", "source4", "source6",
-					  NULL };
+static const char *const encap_keys[] = { "gue_port", "new_flows_max", "icmp_rate", "icmp_burst",
+					  "source4", "source6", NULL };
 static const char *const member_keys[] = { "endpoints", "prefix", "revision", "followed",
 					   "key_digest", NULL };
 static const char *const vip_keys[] = { "vip", "id", "vnodes", "forward", "flows",
@@ -583,6 +588,21 @@ static int state_check_unique(const struct state *s, char why[STATE_WHY_MAX])
 	return 0;
 }
 
+/* An optional unsigned setting of $.encap: @out keeps its default when @key is absent. */
+static int encap_uint_get(json_t *obj, const char *key, json_int_t min, json_int_t max, __u32 *out,
+			  char why[STATE_WHY_MAX])
+{
+	json_int_t v = 0;
+	int err;
+
+	if (!json_object_get(obj, key))
+		return 0;
+	err = get_uint(obj, key, min, max, &v, "$.encap", why);
+	if (!err)
+		*out = (__u32)v;
+	return err;
+}
+
 static int encap_from_json(json_t *obj, struct state_encap *e, char why[STATE_WHY_MAX])
 {
 	const char *text = NULL, *problem = NULL;
@@ -596,15 +616,12 @@ static int encap_from_json(json_t *obj, struct state_encap *e, char why[STATE_WH
 	if (err)
 		return err;
 	e->gue_port = (__u16)port;
-	if (json_object_get(obj, "new_flows_max")) {
-		json_int_t rate = 0;
-
-		err = get_uint(obj, "new_flows_max", NEW_FLOW_RATE_MIN, NEW_FLOW_RATE_MAX, &rate,
-			       "$.encap", why);
-		if (err)
-			return err;
-		e->new_flows_max = (__u32)rate;
-	}
+	err = encap_uint_get(obj, "new_flows_max", NEW_FLOW_RATE_MIN, NEW_FLOW_RATE_MAX,
+			     &e->new_flows_max, why) ?:
+	      encap_uint_get(obj, "icmp_rate", ICMP_RATE_MIN, ICMP_RATE_MAX, &e->icmp_rate, why) ?:
+	      encap_uint_get(obj, "icmp_burst", ICMP_BURST_MIN, ICMP_BURST_MAX, &e->icmp_burst, why);
+	if (err)
+		return err;
 	if (json_object_get(obj, "source4")) {
 		err = get_string(obj, "source4", &text, "$.encap", why);
 		if (err)
