@@ -15,11 +15,13 @@
 # at the end. With --reconnect a closed connection is opened again after
 # --pause seconds, so the server faces the same number of slow clients all the
 # time. --ready FILE is written once the first connections are all open.
+# SIGTERM ends it as --for would, with its summary.
 #
 #   slowclient.py --to 127.0.0.1:9477 --from 127.0.0.2=12 --from 127.0.0.3 --for 6
 import argparse
 import json
 import selectors
+import signal
 import socket
 import sys
 import time
@@ -58,10 +60,11 @@ def main():
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((src, 0))
         s.settimeout(5)
+        # Before the connect: the server may take it before connect() returns.
+        opened = time.monotonic()
         s.connect(dest)
         s.setblocking(False)
-        now = time.monotonic()
-        conns[s] = [src, now, 0]
+        conns[s] = [src, opened, 0]
         sel.register(s, selectors.EVENT_READ)
         summary["connected"] += 1
         return s
@@ -90,6 +93,8 @@ def main():
         except OSError:
             closed(s, now)
 
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     start = time.monotonic()
     for spec in a.sources:
         src, _, n = spec.partition("=")
@@ -103,7 +108,7 @@ def main():
     next_byte = time.monotonic() + a.trickle
     while True:
         now = time.monotonic()
-        if now - start >= a.duration or (not a.reconnect and not conns):
+        if stop or now - start >= a.duration or (not a.reconnect and not conns):
             break
         wake = min([next_byte, start + a.duration] + [w for w, _ in later])
         for key, _ in sel.select(timeout=max(0.0, wake - now)):
