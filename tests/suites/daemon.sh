@@ -14,7 +14,8 @@
 #                  is read-only
 #   slow_clients   (after start) /metrics' doors: past 8 connections from one
 #                  address refused, past 256 in all refused, a client
-#                  trickling its headers a byte a second cut at the deadline;
+#                  trickling its headers a byte a second cut at the deadline,
+#                  an answered one closed with its answer;
 #                  20 scrapes all answered while 100 slow clients from 11
 #                  addresses press on; each refusal counted, by why
 #   metrics_deadline  --metrics-deadline past its range refused in one line
@@ -239,13 +240,20 @@ t_slow_clients() {
 	[ -n "$c0" ] && [ -n "$d0" ] && [ -n "$t0" ] || fail "no ringlb_metrics_connections_refused_total on /metrics"
 	# One address, 4 past its limit, trickling a header byte a second: libmicrohttpd's
 	# own timeout (10 s, reset by each byte) would never end them.
+	# Meanwhile, from another address, one answered that goes on slowly as if kept alive:
+	# the answer closed it (queued at once, it ends the connection: Connection: close).
+	slow --from 127.0.0.4 --answered --for 12 >"$W/kept.json" &
 	one=$(slow --from "127.0.0.2=$((CLIENT_MAX + 4))" --for 12)
+	wait $!
 	[ "$(echo "$one" | jq '.quick, .cut, .open' | tr '\n' ' ')" = "4 $CLIENT_MAX 0 " ] &&
 		lifetimes_within "$one" "$DEADLINE" "$((DEADLINE + 2))" &&
 		[ "$(refused client_limit)" -eq $((c0 + 4)) ] &&
 		[ "$(refused header_deadline)" -eq $((d0 + CLIENT_MAX)) ] &&
 		pass "one address, $((CLIENT_MAX + 4)) slow connections: 4 refused at once, $CLIENT_MAX cut at the ${DEADLINE} s deadline (lived $(echo "$one" | jq -r '.lifetimes | "\(min) to \(max)"') s); counted as client_limit +4, header_deadline +$CLIENT_MAX" ||
 		fail "one address: $one; client_limit $c0 -> $(refused client_limit), header_deadline $d0 -> $(refused header_deadline)"
+	[ "$(jq '.connected, .quick, .cut, .open' "$W/kept.json" | tr '\n' ' ')" = "1 1 0 0 " ] &&
+		pass "a connection answered holds nothing: closed with its answer, a slow request after it not waited for" ||
+		fail "answered, then slow: $(cat "$W/kept.json")"
 	# Enough addresses to pass the limit in all, each within its own.
 	n=$(( (TOTAL_MAX + 16) / CLIENT_MAX ))
 	for k in $(seq 1 "$n"); do senders+=(--from "127.0.2.$k=$CLIENT_MAX"); done

@@ -15,7 +15,10 @@
 # at the end. With --reconnect a closed connection is opened again after
 # --pause seconds, so the server faces the same number of slow clients all the
 # time. --ready FILE is written once the first connections are all open.
-# SIGTERM ends it as --for would, with its summary.
+# With --answered each connection first sends a whole request and reads its
+# answer, then trickles the next request's headers as if kept alive: its
+# lifetime counts from the end of the answer. SIGTERM ends it as --for would, with its
+# summary.
 #
 #   slowclient.py --to 127.0.0.1:9477 --from 127.0.0.2=12 --from 127.0.0.3 --for 6
 import argparse
@@ -27,6 +30,28 @@ import sys
 import time
 
 HEAD = b"GET /metrics HTTP/1.1\r\nHost: ringlb\r\nX-Slow: "
+
+
+def answer(s):
+    """One whole request on blocking socket @s, and its answer read to its end."""
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: ringlb\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise OSError("closed before its answer")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise OSError("closed within its answer")
+        body += chunk
 
 
 def main():
@@ -45,6 +70,8 @@ def main():
     ap.add_argument("--reconnect", action="store_true", help="open every closed one again")
     ap.add_argument("--pause", type=float, default=0.1,
                     help="seconds before opening one again (default 0.1)")
+    ap.add_argument("--answered", action="store_true",
+                    help="a whole request answered first, then the slow one")
     ap.add_argument("--ready", help="a file written once the first connections are open")
     a = ap.parse_args()
     host, port = a.to.rsplit(":", 1)
@@ -63,6 +90,9 @@ def main():
         # Before the connect: the server may take it before connect() returns.
         opened = time.monotonic()
         s.connect(dest)
+        if a.answered:
+            answer(s)
+            opened = time.monotonic()
         s.setblocking(False)
         conns[s] = [src, opened, 0]
         sel.register(s, selectors.EVENT_READ)

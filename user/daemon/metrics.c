@@ -437,7 +437,12 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	pthread_mutex_unlock(&m->lock);
 }
 
-/* A request answered: the connection owes the next one's headers from now. */
+/*
+ * A request answered: the connection owes the next one's headers from now.
+ * answer() queues at its first call, which makes libmicrohttpd close the
+ * connection after the answer; this keeps the deadline true should a
+ * connection ever be kept alive.
+ */
 static void on_completed(void *cls, struct MHD_Connection *conn, void **request,
 			 enum MHD_RequestTerminationCode code)
 {
