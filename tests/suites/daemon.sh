@@ -12,6 +12,13 @@
 #   watchdog       (after start) watchdog pings reach the notify socket
 #   metrics        (after start) /metrics passes promtool check metrics and
 #                  is read-only
+#   slow_clients   (after start) /metrics' doors: past 8 connections from one
+#                  address refused, past 256 in all refused, a client
+#                  trickling its headers a byte a second cut at the deadline,
+#                  an answered one closed with its answer;
+#                  20 scrapes all answered while 100 slow clients from 11
+#                  addresses press on; each refusal counted, by why
+#   metrics_deadline  --metrics-deadline past its range refused in one line
 #   second_daemon  (after start) a second daemon for the same state refuses
 #   systemd        the unit passes systemd-analyze verify
 #   stop_start     (after start) a stopped nginx leaves the ring within
@@ -56,6 +63,11 @@ VIP6="[$TOPO_VIP6]:80/tcp"       # checked on port 8082 (Python listeners)
 FLAP="$TOPO_VIP4:81/tcp"         # checked on port 8081: f1 flaps
 UDP="$TOPO_VIP4:5000/udp"        # steady traffic; not checked
 METRICS=127.0.0.1:9477
+DEADLINE=2                       # --metrics-deadline: short, for slow_clients
+# /metrics' limits, as the daemon has them.
+limit() { sed -n "s/^#define $1 \([0-9]*\)$/\1/p" "$ROOT/user/daemon/metrics.h"; }
+CLIENT_MAX=$(limit METRICS_CLIENT_CONNECTIONS_MAX)
+TOTAL_MAX=$(limit METRICS_CONNECTIONS_MAX)
 
 in_lb() { nsenter --net="/run/netns/$RINGLB_NS" "$@"; }
 in_b() { local i=$1; shift; ip netns exec "${P}b$i" "$@"; }
@@ -64,7 +76,7 @@ in_b() { local i=$1; shift; ip netns exec "${P}b$i" "$@"; }
 daemon_start() {
 	# nsenter execs env, which execs ringlb: $! is the daemon itself, for kill -9.
 	nsenter --net="/run/netns/$RINGLB_NS" env "$@" "$ROOT/build/ringlb" --state "$W/state.json" \
-		--pin-dir "$PIN" daemon --metrics "$METRICS" --verify-interval 3600 \
+		--pin-dir "$PIN" daemon --metrics "$METRICS" --metrics-deadline "$DEADLINE" --verify-interval 3600 \
 		>>"$W/daemon.log" 2>&1 &
 	DPID=$!
 }
@@ -206,6 +218,99 @@ t_metrics() {
 	code2=$(in_lb curl -s -o /dev/null -w '%{http_code}' "http://$METRICS/state")
 	[ "$code" = 405 ] && [ "$code2" = 404 ] && pass "/metrics is read-only: POST 405, other paths 404" ||
 		fail "POST /metrics: $code, GET /state: $code2"
+}
+
+# --- /metrics' doors -----------------------------------------------------------------------------
+# refused WHY: ringlb_metrics_connections_refused_total{why=WHY} now.
+refused() {
+	in_lb curl -s -m 5 "http://$METRICS/metrics" |
+		sed -n "s/^ringlb_metrics_connections_refused_total{why=\"$1\"} //p"
+}
+# slow ARGS...: tests/tools/slowclient.py to /metrics in the balancer's namespace.
+slow() { in_lb python3 "$TOOLS/slowclient.py" --to "$METRICS" "$@"; }
+# lifetimes_within JSON LO HI: every connection the server closed lived LO to HI seconds.
+lifetimes_within() {
+	echo "$1" | jq -e --argjson lo "$2" --argjson hi "$3" \
+		'.lifetimes | length > 0 and all(. >= $lo and . <= $hi)' >/dev/null
+}
+
+t_slow_clients() {
+	local c0 d0 t0 one all hold k code n most=0 ok=0 codes="" senders=() src
+	c0=$(refused client_limit) d0=$(refused header_deadline) t0=$(refused total_limit)
+	[ -n "$c0" ] && [ -n "$d0" ] && [ -n "$t0" ] || fail "no ringlb_metrics_connections_refused_total on /metrics"
+	# One address, 4 past its limit, trickling a header byte a second: libmicrohttpd's
+	# own timeout (10 s, reset by each byte) would never end them.
+	# Meanwhile, from another address, one answered that goes on slowly as if kept alive:
+	# the answer closed it (queued at once, it ends the connection: Connection: close).
+	slow --from 127.0.0.4 --answered --for 12 >"$W/kept.json" &
+	one=$(slow --from "127.0.0.2=$((CLIENT_MAX + 4))" --for 12)
+	wait $!
+	[ "$(echo "$one" | jq '.quick, .cut, .open' | tr '\n' ' ')" = "4 $CLIENT_MAX 0 " ] &&
+		lifetimes_within "$one" "$DEADLINE" "$((DEADLINE + 2))" &&
+		[ "$(refused client_limit)" -eq $((c0 + 4)) ] &&
+		[ "$(refused header_deadline)" -eq $((d0 + CLIENT_MAX)) ] &&
+		pass "one address, $((CLIENT_MAX + 4)) slow connections: 4 refused at once, $CLIENT_MAX cut at the ${DEADLINE} s deadline (lived $(echo "$one" | jq -r '.lifetimes | "\(min) to \(max)"') s); counted as client_limit +4, header_deadline +$CLIENT_MAX" ||
+		fail "one address: $one; client_limit $c0 -> $(refused client_limit), header_deadline $d0 -> $(refused header_deadline)"
+	[ "$(jq '.connected, .quick, .cut, .open' "$W/kept.json" | tr '\n' ' ')" = "1 1 0 0 " ] &&
+		pass "a connection answered holds nothing: closed with its answer, a slow request after it not waited for" ||
+		fail "answered, then slow: $(cat "$W/kept.json")"
+	# Enough addresses to pass the limit in all, each within its own.
+	n=$(( (TOTAL_MAX + 16) / CLIENT_MAX ))
+	for k in $(seq 1 "$n"); do senders+=(--from "127.0.2.$k=$CLIENT_MAX"); done
+	all=$(slow "${senders[@]}" --for 12)
+	[ "$(echo "$all" | jq '.quick, .cut, .open' | tr '\n' ' ')" = "$((n * CLIENT_MAX - TOTAL_MAX)) $TOTAL_MAX 0 " ] &&
+		lifetimes_within "$all" "$DEADLINE" "$((DEADLINE + 2))" &&
+		[ "$(refused total_limit)" -eq $((t0 + n * CLIENT_MAX - TOTAL_MAX)) ] &&
+		pass "$n addresses, $((n * CLIENT_MAX)) slow connections: $TOTAL_MAX let in, $((n * CLIENT_MAX - TOTAL_MAX)) refused and counted as total_limit, all cut at the deadline" ||
+		fail "$n addresses: $all; total_limit $t0 -> $(refused total_limit)"
+	# 100 slow clients, opened again as soon as they are cut: 20 from one address
+	# (its 8 let in, the rest knocking every 0.1 s), 80 from ten others.
+	senders=(--from "127.0.0.3=20")
+	for k in $(seq 1 10); do senders+=(--from "127.0.1.$k=8"); done
+	rm -f "$W/slow.ready"
+	# Not through slow(): $! must be the client itself, for kill.
+	nsenter --net="/run/netns/$RINGLB_NS" python3 "$TOOLS/slowclient.py" --to "$METRICS" \
+		"${senders[@]}" --reconnect --for 60 --ready "$W/slow.ready" >"$W/slow.json" &
+	hold=$!
+	for k in $(seq 1 100); do [ -s "$W/slow.ready" ] && break; sleep 0.05; done
+	sleep 0.2
+	# Paced to outlast a deadline: the scrapes meet the slow clients' cut and their return.
+	for k in $(seq 1 20); do
+		sleep 0.15
+		code=$(in_lb curl -s -m 5 -o "$W/scrape.txt" -w '%{http_code}' "http://$METRICS/metrics")
+		codes+="$code "
+		if [ "$code" = 200 ] && grep -q '^ringlb_attached ' "$W/scrape.txt"; then
+			ok=$((ok + 1))
+			n=$(sed -n 's/^ringlb_metrics_connections //p' "$W/scrape.txt")
+			[ "$n" -gt "$most" ] && most=$n
+		fi
+	done
+	kill -0 "$hold" 2>/dev/null && src=held || src="ended early"
+	kill "$hold"
+	wait "$hold"
+	[ "$ok" = 20 ] && [ "$src" = held ] && [ "$most" -ge 80 ] && [ "$(jq .cut "$W/slow.json")" -ge 80 ] &&
+		pass "20 scrapes in a row while 100 slow clients press on: all 200 with the metrics; up to $most connections open at a scrape; the slow clients, cut at the deadline and back: $(jq -c '{connected, quick, cut}' "$W/slow.json")" ||
+		fail "scrapes with 100 slow clients ($src): $ok of 20 answered ($codes), at most $most connections open; $(head -c 300 "$W/slow.json")"
+	# Every why the page counts is in ringlb-daemon(8), and the limits the daemon has.
+	grep -q "^at most $CLIENT_MAX connections from one client address and $TOTAL_MAX in all" \
+		"$ROOT/docs/man/ringlb-daemon.8.scd" ||
+		fail "ringlb-daemon(8) does not give the limits ($CLIENT_MAX per address, $TOTAL_MAX in all)"
+	for src in $(in_lb curl -s "http://$METRICS/metrics" |
+		sed -n 's/^ringlb_metrics_connections_refused_total{why="\([a-z_]*\)"}.*/\1/p'); do
+		grep -q "^\*$src\*" "$ROOT/docs/man/ringlb-daemon.8.scd" || fail "ringlb-daemon(8) does not say what why=\"$src\" counts"
+	done
+}
+
+t_metrics_deadline() {
+	local v out rc
+	for v in 0 61; do
+		out=$("$ROOT/build/ringlb" --state "$W/state.json" --pin-dir "$PIN" daemon --metrics none \
+			--metrics-deadline "$v" 2>&1)
+		rc=$?
+		[ "$rc" -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+			pass "--metrics-deadline $v refused in one line: '$out'" ||
+			fail "--metrics-deadline $v: exit $rc, '$out'"
+	done
 }
 
 t_second_daemon() {
@@ -525,6 +630,8 @@ suite_test start
 suite_test flapping start
 suite_test watchdog start
 suite_test metrics start
+suite_test slow_clients start
+suite_test metrics_deadline
 suite_test second_daemon start
 suite_test systemd
 suite_test stop_start start

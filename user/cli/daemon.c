@@ -14,6 +14,7 @@
 
 struct daemon_args {
 	const char *metrics;
+	__u32 metrics_deadline_s;
 	__u32 verify_s;
 	const char *bgp_routes;
 	const char *birdc_socket;
@@ -38,13 +39,16 @@ static int daemon_parse(struct cli *c, void *args, char **operands, int count)
 	(void)count;
 	if (!a->verify_s)
 		a->verify_s = 60;
+	if (!a->metrics_deadline_s)
+		a->metrics_deadline_s = METRICS_DEADLINE_S_DEFAULT;
 	return 0;
 }
 
 static int daemon_cmd_run(struct cli *c, const void *args)
 {
 	const struct daemon_args *a = args;
-	struct daemon_opts o = { .site = c->site, .metrics = a->metrics, .verify_s = a->verify_s,
+	struct daemon_opts o = { .site = c->site, .metrics = a->metrics,
+				 .metrics_deadline_s = a->metrics_deadline_s, .verify_s = a->verify_s,
 				 .bgp_routes = a->bgp_routes, .birdc_socket = a->birdc_socket };
 	struct fault f = { 0 };
 	int err = daemon_run(&o, &f);
@@ -56,6 +60,10 @@ static const struct cli_option daemon_options[] = {
 	CLI_OPT_CUSTOM("metrics", "ADDR:PORT",
 		       "serve /metrics there (default 127.0.0.1:9477; none: nowhere)",
 		       daemon_metrics_set),
+	CLI_OPT_U32("metrics-deadline", "SECONDS",
+		    "a /metrics client has this long for a request's headers (default 5)",
+		    struct daemon_args, metrics_deadline_s, METRICS_DEADLINE_S_MIN,
+		    METRICS_DEADLINE_S_MAX, .unit = " seconds"),
 	CLI_OPT_U32("verify-interval", "SECONDS",
 		    "compare the kernel with the state this often (default 60)", struct daemon_args,
 		    verify_s, VERIFY_INTERVAL_S_MIN, VERIFY_INTERVAL_S_MAX, .unit = " seconds"),

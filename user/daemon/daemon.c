@@ -265,7 +265,7 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 	}
 	/* Bound first: a port in use is the one line the caller sees, nothing else done. */
 	if (strcmp(where, "none")) {
-		err = metrics_start(where, scrape_page, &d, &metrics, mwhy);
+		err = metrics_start(where, o->metrics_deadline_s, scrape_page, &d, &metrics, mwhy);
 		if (err) {
 			fault_set(f, FAULT_USAGE, err, "%s", mwhy);
 			goto out;

@@ -22,6 +22,7 @@
  * @site: the deployment
  * @metrics: where /metrics is served ("ADDR:PORT"), NULL for the default
  *           (loopback), "none" for nowhere
+ * @metrics_deadline_s: seconds a /metrics client has for a request's headers
  * @verify_s: seconds between comparisons of the kernel with the state
  * @bgp_routes: when set, the daemon decides whether this host announces the
  *              VIPs: it writes there a bird2 configuration fragment (static
@@ -32,6 +33,7 @@
 struct daemon_opts {
 	struct site site;
 	const char *metrics;
+	__u32 metrics_deadline_s;
 	__u32 verify_s;
 	const char *bgp_routes;
 	const char *birdc_socket;

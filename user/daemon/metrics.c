@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The daemon's /metrics (metrics.h): the text it renders and the HTTP server
- * (libmicrohttpd, one internal thread) that serves it. Names follow
+ * (libmicrohttpd, one internal thread) that serves it, with its doors: an
+ * accept policy that counts connections per client address and in all, and
+ * a watch thread that closes a connection whose request's headers are not
+ * in by the deadline (libmicrohttpd's own timeout is reset by every byte,
+ * so one byte a second would hold a connection for ever). Names follow
  * Prometheus' conventions: the ringlb_ prefix, _total for counters, base
  * units (bytes, seconds), ratios as _ratio.
  */
@@ -9,8 +13,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <microhttpd.h>
 
 #include "lb.h"
@@ -277,13 +284,244 @@ void metrics_render(FILE *f, const struct metrics_input *in)
 	changes(f, in);
 }
 
+/* --- the server's own metrics ------------------------------------------------------------ */
+
+#define REFUSAL_NAME(id, name, what) name,
+static const char *const refusal_names[METRICS_REFUSED_COUNT] = { METRICS_REFUSALS(REFUSAL_NAME) };
+#undef REFUSAL_NAME
+
+void metrics_render_doors(FILE *f, const struct metrics_doors *doors)
+{
+	size_t k;
+
+	family(f, "ringlb_metrics_connections", "gauge",
+	       "Connections open to /metrics, the one of this scrape included.");
+	sample(f, "ringlb_metrics_connections", NULL, NULL, NULL, NULL, doors->open);
+	family(f, "ringlb_metrics_connections_refused_total", "counter",
+	       "Connections to /metrics refused (too many from one address, or in all) or "
+	       "closed (headers not in within the deadline), by why.");
+	for (k = 0; k < METRICS_REFUSED_COUNT; k++)
+		sample(f, "ringlb_metrics_connections_refused_total", NULL, NULL, "why",
+		       refusal_names[k], (double)doors->refused[k]);
+}
+
 /* --- the server ------------------------------------------------------------------------- */
 
+/*
+ * A connection, from libmicrohttpd's notice of its start to that of its
+ * end (its socket context). The notice of its end comes before the socket
+ * is closed, so under the lock @fd is this connection's.
+ */
+struct door {
+	struct in6_addr client;	/* IPv4 as ::ffff:a.b.c.d */
+	int fd;
+	__u64 since_ns;		/* when it began to owe a request's headers */
+	int waiting;		/* 1 while it owes them */
+	int in_use;
+};
+
+/*
+ * libmicrohttpd's thread admits, notes and answers; the watch thread closes
+ * the connections past their deadline. @lock covers @doors and @counts.
+ */
 struct metrics_server {
 	struct MHD_Daemon *mhd;
 	metrics_render_fn fn;
 	void *arg;
+	__u64 deadline_ns;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t watch;
+	int watching;
+	int stop;
+	struct metrics_doors counts;
+	struct door doors[METRICS_CONNECTIONS_MAX];
 };
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* A client's address as the per-client limit counts it. Return: 0, or -EAFNOSUPPORT. */
+static int client_of(const struct sockaddr *sa, socklen_t len, struct in6_addr *client)
+{
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		memset(client, 0, sizeof(*client));
+		client->s6_addr[10] = client->s6_addr[11] = 0xff;
+		memcpy(&client->s6_addr[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		*client = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+/*
+ * Whether a new connection may come in (libmicrohttpd's accept policy, on
+ * its thread, just before its notice of the start: nothing comes between).
+ */
+static enum MHD_Result admit(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct metrics_server *m = cls;
+	unsigned int same = 0, k;
+	int why = -1;
+	struct in6_addr client;
+
+	if (client_of(sa, len, &client))
+		return MHD_NO;
+	pthread_mutex_lock(&m->lock);
+	if (m->counts.open >= METRICS_CONNECTIONS_MAX) {
+		why = METRICS_REFUSED_TOTAL_LIMIT;
+	} else {
+		for (k = 0; k < METRICS_CONNECTIONS_MAX; k++)
+			same += m->doors[k].in_use &&
+				!memcmp(&m->doors[k].client, &client, sizeof(client));
+		if (same >= METRICS_CLIENT_CONNECTIONS_MAX)
+			why = METRICS_REFUSED_CLIENT_LIMIT;
+	}
+	if (why >= 0)
+		m->counts.refused[why]++;
+	pthread_mutex_unlock(&m->lock);
+	return why >= 0 ? MHD_NO : MHD_YES;
+}
+
+static struct door *door_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return info ? info->socket_context : NULL;
+}
+
+/* libmicrohttpd's notices of a connection's start and end. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	const union MHD_ConnectionInfo *addr, *fd;
+	struct metrics_server *m = cls;
+	struct door *d = *socket_context;
+	struct in6_addr client;
+	unsigned int k;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!d)
+			return;
+		pthread_mutex_lock(&m->lock);
+		d->in_use = 0;
+		m->counts.open--;
+		pthread_mutex_unlock(&m->lock);
+		*socket_context = NULL;
+		return;
+	}
+	addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	/* Without either it is not tracked: admit() has counted it out already. */
+	if (!addr || !fd || client_of(addr->client_addr, sizeof(struct sockaddr_in6), &client))
+		return;
+	pthread_mutex_lock(&m->lock);
+	/* A free slot: admit() let it in with fewer than METRICS_CONNECTIONS_MAX open. */
+	for (k = 0; k < METRICS_CONNECTIONS_MAX && m->doors[k].in_use; k++)
+		;
+	if (k < METRICS_CONNECTIONS_MAX) {
+		m->doors[k] = (struct door){ .client = client, .fd = fd->connect_fd,
+					     .since_ns = now_ns(), .waiting = 1, .in_use = 1 };
+		m->counts.open++;
+		*socket_context = &m->doors[k];
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+/*
+ * A request answered: the connection owes the next one's headers from now.
+ * answer() queues at its first call, which makes libmicrohttpd close the
+ * connection after the answer; this keeps the deadline true should a
+ * connection ever be kept alive.
+ */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **request,
+			 enum MHD_RequestTerminationCode code)
+{
+	struct metrics_server *m = cls;
+	struct door *d = door_of(conn);
+
+	(void)request;
+	(void)code;
+	if (!d)
+		return;
+	pthread_mutex_lock(&m->lock);
+	d->since_ns = now_ns();
+	d->waiting = 1;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/*
+ * The watch thread: at each deadline, the connections still owing their
+ * headers are shut down. libmicrohttpd sees the end of the stream and
+ * closes them; the client sees its connection closed.
+ */
+static void *watch(void *arg)
+{
+	struct metrics_server *m = arg;
+	struct timespec ts;
+	__u64 now, next, due;
+	unsigned int k;
+
+	pthread_mutex_lock(&m->lock);
+	while (!m->stop) {
+		now = now_ns();
+		next = now + m->deadline_ns;
+		for (k = 0; k < METRICS_CONNECTIONS_MAX; k++) {
+			struct door *d = &m->doors[k];
+
+			if (!d->in_use || !d->waiting)
+				continue;
+			due = d->since_ns + m->deadline_ns;
+			if (due <= now) {
+				shutdown(d->fd, SHUT_RDWR);
+				d->waiting = 0;
+				m->counts.refused[METRICS_REFUSED_HEADER_DEADLINE]++;
+			} else if (due < next) {
+				next = due;
+			}
+		}
+		ts.tv_sec = (time_t)(next / 1000000000ull);
+		ts.tv_nsec = (long)(next % 1000000000ull);
+		pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* @page, malloc()ed, with the server's own metrics after it; NULL when out of memory. */
+static char *with_doors(struct metrics_server *m, char *page, size_t *len)
+{
+	struct metrics_doors doors;
+	char *all = NULL;
+	size_t all_len = 0;
+	FILE *f = open_memstream(&all, &all_len);
+
+	if (!f) {
+		free(page);
+		return NULL;
+	}
+	pthread_mutex_lock(&m->lock);
+	doors = m->counts;
+	pthread_mutex_unlock(&m->lock);
+	fwrite(page, 1, *len, f);
+	free(page);
+	metrics_render_doors(f, &doors);
+	if (fclose(f)) {
+		free(all);
+		return NULL;
+	}
+	*len = all_len;
+	return all;
+}
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload,
@@ -292,6 +530,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	static const char not_found[] = "not found: ringlb serves /metrics\n";
 	static const char not_allowed[] = "method not allowed: /metrics is read-only\n";
 	struct metrics_server *m = cls;
+	struct door *d = door_of(conn);
 	struct MHD_Response *r;
 	unsigned int code = MHD_HTTP_OK;
 	enum MHD_Result ret;
@@ -302,6 +541,12 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	(void)upload;
 	(void)upload_size;
 	(void)state;
+	/* Its headers are in: the deadline is met. */
+	if (d) {
+		pthread_mutex_lock(&m->lock);
+		d->waiting = 0;
+		pthread_mutex_unlock(&m->lock);
+	}
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
 		code = MHD_HTTP_METHOD_NOT_ALLOWED;
 		r = MHD_create_response_from_buffer(sizeof(not_allowed) - 1, (void *)not_allowed,
@@ -312,6 +557,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 						    MHD_RESPMEM_PERSISTENT);
 	} else {
 		page = m->fn(m->arg, &len);
+		if (page)
+			page = with_doors(m, page, &len);
 		if (!page)
 			return MHD_NO;
 		r = MHD_create_response_from_buffer(len, page, MHD_RESPMEM_MUST_FREE);
@@ -376,33 +623,76 @@ int metrics_where_check(const char *where)
 	return where_parse(where, &ss);
 }
 
-int metrics_start(const char *where, metrics_render_fn fn, void *arg,
+/* The watch thread stopped, and what metrics_start() made freed. */
+static void server_free(struct metrics_server *m)
+{
+	if (m->watching) {
+		pthread_mutex_lock(&m->lock);
+		m->stop = 1;
+		pthread_cond_signal(&m->wake);
+		pthread_mutex_unlock(&m->lock);
+		pthread_join(m->watch, NULL);
+	}
+	pthread_cond_destroy(&m->wake);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+int metrics_start(const char *where, unsigned int deadline_s, metrics_render_fn fn, void *arg,
 		  struct metrics_server **out, char why[METRICS_WHY_MAX])
 {
-	struct metrics_server *m = calloc(1, sizeof(*m));
+	struct metrics_server *m;
 	struct sockaddr_storage ss;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD;
+	unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD;
+	pthread_condattr_t attr;
+	int err;
 
 	*out = NULL;
-	if (!m)
-		return -ENOMEM;
 	if (where_parse(where, &ss)) {
 		snprintf(why, METRICS_WHY_MAX, "--metrics '%s': not ADDR:PORT or [ADDR6]:PORT", where);
-		free(m);
 		return -EINVAL;
 	}
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
+	if (deadline_s < METRICS_DEADLINE_S_MIN || deadline_s > METRICS_DEADLINE_S_MAX) {
+		snprintf(why, METRICS_WHY_MAX, "--metrics-deadline %u: not within %u to %u seconds",
+			 deadline_s, METRICS_DEADLINE_S_MIN, METRICS_DEADLINE_S_MAX);
+		return -EINVAL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->wake, &attr);
+	pthread_condattr_destroy(&attr);
 	m->fn = fn;
 	m->arg = arg;
-	m->mhd = MHD_start_daemon(flags, ntohs(((struct sockaddr_in *)&ss)->sin_port), NULL, NULL,
+	m->deadline_ns = (__u64)deadline_s * 1000000000ull;
+	err = -pthread_create(&m->watch, NULL, watch, m);
+	if (err) {
+		snprintf(why, METRICS_WHY_MAX, "cannot serve metrics: %s", strerror(-err));
+		server_free(m);
+		return err;
+	}
+	m->watching = 1;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	/*
+	 * admit() refuses at METRICS_CONNECTIONS_MAX, so libmicrohttpd's own
+	 * limit, one above, is never reached: at it, it would stop accepting and
+	 * leave new connections waiting in the backlog, unseen and uncounted.
+	 */
+	m->mhd = MHD_start_daemon(flags, ntohs(((struct sockaddr_in *)&ss)->sin_port), admit, m,
 				  answer, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				  MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT,
-				  10u, MHD_OPTION_END);
+				  MHD_OPTION_CONNECTION_LIMIT, METRICS_CONNECTIONS_MAX + 1u,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_IDLE_TIMEOUT_S,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m, MHD_OPTION_END);
 	if (!m->mhd) {
+		err = errno ? errno : EADDRINUSE;
 		snprintf(why, METRICS_WHY_MAX, "cannot serve metrics on %s: %s", where,
-			 strerror(errno ? errno : EADDRINUSE));
-		free(m);
+			 strerror(err));
+		server_free(m);
 		return -EADDRINUSE;
 	}
 	*out = m;
@@ -413,6 +703,7 @@ void metrics_stop(struct metrics_server *m)
 {
 	if (!m)
 		return;
+	/* libmicrohttpd first: its notices of the connections' ends take the lock. */
 	MHD_stop_daemon(m->mhd);
-	free(m);
+	server_free(m);
 }

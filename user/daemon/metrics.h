@@ -3,7 +3,11 @@
  * The daemon's /metrics: Prometheus' text format (version 0.0.4) over HTTP,
  * served by libmicrohttpd on its own thread. Read-only: GET /metrics, and
  * nothing else. metrics_render() writes everything from one consistent
- * snapshot the daemon hands it (struct metrics_input).
+ * snapshot the daemon hands it (struct metrics_input). The server keeps
+ * answering while some clients are slow or many: connections are limited
+ * per client address and in all, and a client has a deadline for its
+ * request's headers that trickling bytes does not extend; what it refuses
+ * or cuts it counts on the page (METRICS_REFUSALS).
  */
 #ifndef RINGLB_METRICS_H
 #define RINGLB_METRICS_H
@@ -19,6 +23,48 @@
 #define METRICS_WHY_MAX 256
 /** METRICS_ADDR_DEFAULT - where the daemon serves /metrics unless told. */
 #define METRICS_ADDR_DEFAULT "127.0.0.1:9477"
+/** METRICS_CONNECTIONS_MAX - connections open to /metrics at most, all clients together. */
+#define METRICS_CONNECTIONS_MAX 256
+/** METRICS_CLIENT_CONNECTIONS_MAX - connections open at most from one client address. */
+#define METRICS_CLIENT_CONNECTIONS_MAX 8
+/** METRICS_DEADLINE_S_DEFAULT - seconds a client has for a request's headers, unless told. */
+#define METRICS_DEADLINE_S_DEFAULT 5
+/** METRICS_DEADLINE_S_MIN - the shortest deadline `ringlb daemon --metrics-deadline` takes. */
+#define METRICS_DEADLINE_S_MIN 1
+/** METRICS_DEADLINE_S_MAX - the longest. */
+#define METRICS_DEADLINE_S_MAX 60
+/**
+ * METRICS_IDLE_TIMEOUT_S - seconds a connection may stay silent (libmicrohttpd's
+ * timeout, reset by every byte): it bounds the sending of an answer.
+ */
+#define METRICS_IDLE_TIMEOUT_S 10
+
+/**
+ * METRICS_REFUSALS - why the server refused or closed a connection, as
+ * ringlb_metrics_connections_refused_total{why} names it: X(ID, NAME, WHAT).
+ */
+#define METRICS_REFUSALS(X)                                                                  \
+	X(CLIENT_LIMIT, "client_limit",                                                       \
+	  "its address had METRICS_CLIENT_CONNECTIONS_MAX connections open")                  \
+	X(TOTAL_LIMIT, "total_limit", "METRICS_CONNECTIONS_MAX connections were open")       \
+	X(HEADER_DEADLINE, "header_deadline",                                                 \
+	  "its request's headers had not come within the deadline")
+
+#define METRICS_REFUSAL_ENUM(id, name, what) METRICS_REFUSED_##id,
+/** enum metrics_refusal - METRICS_REFUSALS' ids, and their count. */
+enum metrics_refusal { METRICS_REFUSALS(METRICS_REFUSAL_ENUM) METRICS_REFUSED_COUNT };
+#undef METRICS_REFUSAL_ENUM
+
+/**
+ * struct metrics_doors - what the server counts of its own connections.
+ * @open: connections open now
+ * @refused: per METRICS_REFUSALS id, connections refused or closed
+ */
+struct metrics_doors {
+	unsigned int open;
+	__u64 refused[METRICS_REFUSED_COUNT];
+};
+
 /** METRICS_LATENCY_BUCKETS - upper bounds of the change latency histogram, seconds. */
 #define METRICS_LATENCY_BUCKETS 12
 extern const double metrics_latency_bounds[METRICS_LATENCY_BUCKETS];
@@ -64,6 +110,9 @@ struct metrics_input {
 /** metrics_render() - every metric of @in, in Prometheus' text format. */
 void metrics_render(FILE *f, const struct metrics_input *in);
 
+/** metrics_render_doors() - the server's own metrics: connections open, refused, cut. */
+void metrics_render_doors(FILE *f, const struct metrics_doors *doors);
+
 /** metrics_render_fn - how the server gets a page: the text, malloc()ed, or NULL. */
 typedef char *(*metrics_render_fn)(void *arg, size_t *len);
 
@@ -71,9 +120,12 @@ struct metrics_server;
 
 /**
  * metrics_start() - serve GET /metrics on @where ("ADDR:PORT", IPv6 in
- * brackets) with what @fn returns. Return: 0 or -errno, and why.
+ * brackets) with what @fn returns, and the server's own metrics after it.
+ * A client has @deadline_s seconds (METRICS_DEADLINE_S_MIN to _MAX) from
+ * its connection, or from the end of its previous answer, to send its
+ * request's headers. Return: 0 or -errno, and why.
  */
-int metrics_start(const char *where, metrics_render_fn fn, void *arg,
+int metrics_start(const char *where, unsigned int deadline_s, metrics_render_fn fn, void *arg,
 		  struct metrics_server **out, char why[METRICS_WHY_MAX]);
 
 /** metrics_where_check() - 0 when @where is "ADDR:PORT" or "[ADDR6]:PORT", else -EINVAL. */
