@@ -263,7 +263,7 @@ static void *reader_main(void *arg)
 		__u64 revision = 0;
 		int err;
 
-		if (r->stopping)
+		if (__atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE))
 			break;
 		err = site_state_read(&d->o->site, &s, &revision, &f);
 		pthread_mutex_lock(&r->lock);
@@ -423,7 +423,7 @@ void follow_stop(struct daemon *d)
 	__u64 one = 1;
 
 	if (r->running) {
-		r->stopping = 1;
+		__atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
 		if (write(r->wake, &one, sizeof(one)) < 0) {
 			/* Full: the thread wakes anyway. */
 		}

@@ -65,7 +65,7 @@ static void *lead_main(void *arg)
 	struct daemon *d = arg;
 	__u64 next = daemon_now_ns();
 
-	while (!d->lead_stopping) {
+	while (!__atomic_load_n(&d->lead_stopping, __ATOMIC_ACQUIRE)) {
 		if (daemon_now_ns() >= next) {
 			next = daemon_now_ns() + STORE_LEAD_RENEW_MS * 1000000ull;
 			lead_once(d);
@@ -92,7 +92,7 @@ void leader_stop(struct daemon *d)
 {
 	if (!d->lead_running)
 		return;
-	d->lead_stopping = 1;
+	__atomic_store_n(&d->lead_stopping, 1, __ATOMIC_RELEASE);
 	pthread_join(d->lead_thread, NULL);
 	d->lead_running = 0;
 }

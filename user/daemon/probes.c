@@ -303,7 +303,7 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	(void)revents;
 	if (read(fd, &events, sizeof(events)) != sizeof(events))
 		return 0;
-	if (p->stopping)
+	if (__atomic_load_n(&p->stopping, __ATOMIC_ACQUIRE))
 		return sd_event_exit(p->loop, 0);
 	pthread_mutex_lock(&d->lock);
 	/* Rebuilt when the backends, their checks or their verdicts changed. */
@@ -389,7 +389,7 @@ void probes_stop(struct daemon *d)
 
 	if (!p)
 		return;
-	p->stopping = 1;
+	__atomic_store_n(&p->stopping, 1, __ATOMIC_RELEASE);
 	probes_poke(d);
 	pthread_join(p->thread, NULL);
 	slots_drop(p);
