@@ -7,6 +7,16 @@
  * socket, or a listener and no valid cookie) is sent on to the next hop with
  * its outer addresses rewritten, its next-hop index one further and the
  * next hop's MACs; malformed hop lists pass untouched. Each under its reason.
+ *
+ * The doors it keeps shut: an inner packet to an address that is not one
+ * of the host's VIPs, a hop list longer than LB_HOPS_MAX - 1, a next hop
+ * outside the --from prefixes or one of the host's own addresses are
+ * dropped. Sent on, a frame is byte for byte what GLB's glb-redirect makes
+ * of it (frames as GLB's director and its tests build them, non-zero UDP
+ * checksums, the expected frame recomputed whole here): outer TTL kept,
+ * UDP checksum updated (IPv4: zero stays zero; IPv6: always). An ICMP
+ * error quoting a TCP packet follows the hop list like that connection's
+ * packets: taken where the connection lives, sent on elsewhere.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -33,6 +43,16 @@
 
 #define PORT 8080
 #define NEXT_HOP "198.18.13.12"
+#define NEXT_HOP6 "2001:db8:13::12"
+/* Outside every --from prefix of the test. */
+#define NOT_PEER "198.18.40.9"
+/* GLB's glb-redirect tests (tests/test_glb_redirect_v4_on_v4.py): this host and the others. */
+#define GLB_PROXY "192.168.50.10"
+#define GLB_ALT "192.168.50.11"
+#define GLB_SELF "192.168.50.5"
+#define GLB_VIP4 "10.10.10.10"
+#define GLB_SELF6 "fd33:75c6:d3f2:7e9f::5"
+#define GLB_VIP6 "fd2c:394c:33a3:26bf::1"
 
 static struct decap_bpf *decap;
 static int e0 = -1, listener = -1, client = -1, server = -1;
@@ -52,6 +72,8 @@ static void put32(unsigned char *p, uint32_t v)
 
 /* The hops gue_frame() writes: the harness's next hop, unless a test says otherwise. */
 static const char *hop_addr = NEXT_HOP;
+/* The inner destination gue_frame() writes: the listener's (a VIP of the test). */
+static uint32_t inner_dst = 0x7f000001;
 
 /*
  * A GUE frame from the balancer to this host carrying an IPv4 TCP packet
@@ -62,7 +84,7 @@ static const char *hop_addr = NEXT_HOP;
 static void gue_frame(struct pkt *p, uint16_t sport, uint16_t dport, uint8_t flags, uint32_t seq,
 		      uint32_t ack, int proto, int hops, int next, int hlen)
 {
-	uint8_t gue[128] = { (uint8_t)hlen, 4, 0, 0, 0, 0, (uint8_t)next, (uint8_t)hops };
+	uint8_t gue[160] = { (uint8_t)hlen, 4, 0, 0, 0, 0, (uint8_t)next, (uint8_t)hops };
 	struct pkt_encap e = { .family = LB_FAMILY_IPV4, .src = HARNESS_SOURCE4,
 			       .dst = HARNESS_DECAP_LOCAL4, .proto = IPPROTO_UDP,
 			       .dport = LB_GUE_PORT_DEFAULT, .gue = gue,
@@ -83,7 +105,7 @@ static void gue_frame(struct pkt *p, uint16_t sport, uint16_t dport, uint8_t fla
 	d[8] = 64;
 	d[9] = (unsigned char)proto;
 	put32(d + 12, 0x7f000001);
-	put32(d + 16, 0x7f000001);
+	put32(d + 16, inner_dst);
 	put16(d + 20, sport);
 	put16(d + 22, dport);
 	if (proto == IPPROTO_TCP) {
@@ -118,6 +140,37 @@ static __u32 decap_run(const struct pkt *p, unsigned char *out, size_t *out_len,
 	return verdict;
 }
 
+/* One key of a decap set: @len 0 for the hashes, 32 + the prefix's length for decap_from. */
+static int set_add(struct bpf_map *map, int family, const char *text, __u32 len)
+{
+	struct lb_decap_from_key k = { .prefixlen = len, .family = (__u8)family };
+	__u8 a[16], one = 1;
+
+	pkt_addr(family, text, a);
+	memcpy(k.addr, a, family == LB_FAMILY_IPV4 ? 4 : 16);
+	return bpf_map_update_elem(bpf_map__fd(map), &k, &one, BPF_ANY);
+}
+
+/*
+ * The peers (the balancer and the other backends: hops may go there), the
+ * loopback address the test's sockets listen on as a VIP, and GLB's test
+ * network: its backends peers, this host GLB_PROXY, its VIPs.
+ */
+static int peers_add(void)
+{
+	struct bpf_map *from = decap->maps.decap_from, *local = decap->maps.decap_local,
+		       *vip = decap->maps.decap_vip;
+
+	return set_add(from, LB_FAMILY_IPV4, "198.18.13.0", 32 + 24) ||
+	       set_add(from, LB_FAMILY_IPV4, "198.18.11.0", 32 + 24) ||
+	       set_add(from, LB_FAMILY_IPV6, "2001:db8:13::", 32 + 64) ||
+	       set_add(from, LB_FAMILY_IPV4, "192.168.50.0", 32 + 24) ||
+	       set_add(local, LB_FAMILY_IPV4, GLB_PROXY, 0) ||
+	       set_add(vip, LB_FAMILY_IPV4, "127.0.0.1", 0) ||
+	       set_add(vip, LB_FAMILY_IPV4, GLB_VIP4, 0) ||
+	       set_add(vip, LB_FAMILY_IPV6, GLB_VIP6, 0);
+}
+
 static int second_chance_setup(void **state)
 {
 	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(PORT),
@@ -129,7 +182,7 @@ static int second_chance_setup(void **state)
 		return 0;
 	e0 = harness_net_enter();
 	decap = harness_decap_open();
-	if (e0 < 0 || !decap || system("sysctl -qw net.ipv4.tcp_syncookies=2"))
+	if (e0 < 0 || !decap || system("sysctl -qw net.ipv4.tcp_syncookies=2") || peers_add())
 		return -1;
 	listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -205,6 +258,20 @@ static void test_backend_takes_what_is_its_own_and_sends_the_rest_on(void **stat
 		  LB_DECAP_PASS_BAD_GUE },
 		{ "a next-hop index past the list", 40007, 9999, 0x10, IPPROTO_TCP, 1, 2, 2, XDP_PASS,
 		  LB_DECAP_PASS_BAD_GUE },
+		{ "an unknown ACK with LB_HOPS_MAX - 1 hops", 40008, 9999, 0x10, IPPROTO_TCP,
+		  LB_HOPS_MAX - 1, 0, LB_HOPS_MAX, XDP_TX, LB_DECAP_FORWARD_NEXT_HOP },
+		{ "an unknown ACK at the last of LB_HOPS_MAX - 1 hops", 40009, 9999, 0x10,
+		  IPPROTO_TCP, LB_HOPS_MAX - 1, LB_HOPS_MAX - 2, LB_HOPS_MAX, XDP_TX,
+		  LB_DECAP_FORWARD_NEXT_HOP },
+		{ "an unknown ACK past LB_HOPS_MAX - 1 hops", 40010, 9999, 0x10, IPPROTO_TCP,
+		  LB_HOPS_MAX - 1, LB_HOPS_MAX - 1, LB_HOPS_MAX, XDP_PASS,
+		  LB_DECAP_DECAP_SECOND_CHANCE },
+		{ "LB_HOPS_MAX hops: one too many", 40011, 9999, 0x10, IPPROTO_TCP, LB_HOPS_MAX, 0,
+		  LB_HOPS_MAX + 1, XDP_DROP, LB_DECAP_DROP_HOPS_MAX },
+		{ "a SYN with LB_HOPS_MAX hops", 40012, PORT, 0x02, IPPROTO_TCP, LB_HOPS_MAX, 0,
+		  LB_HOPS_MAX + 1, XDP_DROP, LB_DECAP_DROP_HOPS_MAX },
+		{ "30 hops, the most hlen can say", 40013, 9999, 0x10, IPPROTO_TCP, 30, 0, 31,
+		  XDP_DROP, LB_DECAP_DROP_HOPS_MAX },
 	};
 	unsigned char out[PKT_MAX], a[16];
 	size_t i, out_len;

@@ -21,6 +21,8 @@
 #include "host.h"
 
 #define LOCAL_ADDRS_MAX 1024
+/* The maps struct decap_maps holds. */
+#define DECAP_MAPS 5
 
 #define LB_DECAP_REASON_NAME(id, name, what) [LB_DECAP_##id] = name,
 const char *const decap_reason_names[LB_DECAP_REASON_COUNT] = {
@@ -49,16 +51,16 @@ int decap_load(const char *pin_dir)
 
 int decap_maps_open(struct decap_maps *m, const char *pin_dir)
 {
-	static const char *const names[] = { "decap_from", "decap_local", "decap_config",
-					     "decap_stats" };
-	int *fds[] = { &m->from, &m->local, &m->config, &m->stats };
+	static const char *const names[] = { "decap_from", "decap_local", "decap_vip",
+					     "decap_config", "decap_stats" };
+	int *fds[] = { &m->from, &m->local, &m->vip, &m->config, &m->stats };
 	char path[PATH_MAX];
 	size_t i;
 	int err;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < DECAP_MAPS; i++)
 		*fds[i] = -1;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < DECAP_MAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, names[i]);
 		*fds[i] = bpf_obj_get(path);
 		if (*fds[i] < 0) {
@@ -72,10 +74,10 @@ int decap_maps_open(struct decap_maps *m, const char *pin_dir)
 
 void decap_maps_close(struct decap_maps *m)
 {
-	int *fds[] = { &m->from, &m->local, &m->config, &m->stats };
+	int *fds[] = { &m->from, &m->local, &m->vip, &m->config, &m->stats };
 	size_t i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < DECAP_MAPS; i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 		*fds[i] = -1;
@@ -135,7 +137,7 @@ static int set_replace(int fd, const struct lb_decap_from_key *keys, size_t coun
 }
 
 int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefixes,
-		       size_t count, __u16 gue_port)
+		    size_t count, const struct addr *vips, size_t vip_count, __u16 gue_port)
 {
 	struct lb_decap_config cfg = { .gue_port = htons(gue_port) };
 	struct lb_decap_from_key *keys;
@@ -144,7 +146,9 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
 	__u32 zero = 0;
 	int err;
 
-	keys = calloc(count + LOCAL_ADDRS_MAX + 1, sizeof(*keys));
+	if (vip_count > LB_DECAP_VIPS_MAX)
+		return -E2BIG;
+	keys = calloc(count + vip_count + LOCAL_ADDRS_MAX + 1, sizeof(*keys));
 	addrs = calloc(LOCAL_ADDRS_MAX, sizeof(*addrs));
 	if (!keys || !addrs) {
 		free(keys);
@@ -154,6 +158,10 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
 	for (i = 0; i < count; i++)
 		key_of(&keys[i], &prefixes[i].addr, 32 + prefixes[i].len);
 	err = set_replace(m->from, keys, count);
+	for (i = 0; !err && i < vip_count; i++)
+		key_of(&keys[i], &vips[i], 0);
+	if (!err)
+		err = set_replace(m->vip, keys, vip_count);
 	if (!err)
 		err = host_addrs(addrs, LOCAL_ADDRS_MAX, &n);
 	if (!err) {

@@ -168,6 +168,8 @@ struct decap_bpf *harness_decap_open(void)
 	    decap_entry(from, LB_FAMILY_IPV6, HARNESS_SOURCE6, 32 + 128) ||
 	    decap_entry(local, LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, 0) ||
 	    decap_entry(local, LB_FAMILY_IPV6, HARNESS_DECAP_LOCAL6, 0) ||
+	    decap_entry(bpf_map__fd(skel->maps.decap_vip), LB_FAMILY_IPV4, HARNESS_DECAP_VIP4, 0) ||
+	    decap_entry(bpf_map__fd(skel->maps.decap_vip), LB_FAMILY_IPV6, HARNESS_DECAP_VIP6, 0) ||
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.decap_config), &zero, &cfg, BPF_ANY))
 		goto fail;
 	return skel;
