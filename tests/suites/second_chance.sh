@@ -119,7 +119,8 @@ setup() {
 		mkdir -p "$W/b$i"
 		# The balancer, and the other backends: they send hop-list packets on.
 		be "$i" decap attach eth0 --from "$ROUTED_LB4/32" --from "$ROUTED_LB6/128" \
-			--from 198.18.13.0/24 --from 198.18.14.0/24 >/dev/null ||
+			--from 198.18.13.0/24 --from 198.18.14.0/24 \
+			--vip "$ROUTED_VIP4" --vip "$ROUTED_VIP4B" >/dev/null ||
 			die "decap attach on b$i"
 	done
 	ringlb vip add "$VP" --forward gue && ringlb vip add "$VS" --forward gue --flows stateless ||

@@ -256,8 +256,8 @@ static int decap_stats_run(struct cli *c, const void *args)
 
 const struct cli_command cli_decap_stats = {
 	.object = "decap", .verb = "stats", .run = decap_stats_run, .flags = CLI_OUTPUT,
-	.help = "    Frames the decap program saw, by reason: decapsulated (IPIP, GUE) or\n"
-		"    passed untouched, and why.",
+	.help = "    Frames the decap program saw, by reason: decapsulated (IPIP, GUE), sent\n"
+		"    on to a next hop, dropped or passed untouched, and why.",
 };
 
 struct decap_drained_args {
