@@ -329,9 +329,18 @@ $(eval $(call program,bench_ring,tests/bench/bench_ring.c $(RING_SRCS),$(LDLIBS_
 $(eval $(call program,bench_xdp,tests/bench/bench_xdp.c $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 
+# The decap program before its doors were shut, from git: bench_xdp's part decap-doors
+# measures the checks against it.
+DECAP_BEFORE := dff5495
+$(OUTPUT)/decap_before.bpf.o: bpf/lb_contract.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(OUTPUT)/before
+	$(Q)git show $(DECAP_BEFORE):bpf/decap.bpf.c >$(OUTPUT)/before/decap.bpf.c
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $(OUTPUT)/before/decap.bpf.c -o $@
+
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring $(OUTPUT)/bench_xdp \
-		$(OUTPUT)/xdp_pass.bpf.o $(OUTPUT)/ringlb
+		$(OUTPUT)/xdp_pass.bpf.o $(OUTPUT)/decap_before.bpf.o $(OUTPUT)/ringlb
 	$(Q)$(OUTPUT)/bench_xdp
 	$(Q)echo
 	$(Q)tests/bench/bench_cli.sh
