@@ -10,7 +10,8 @@
  * inside a configured prefix (map "decap_from") and to an outer destination
  * that is one of the host's addresses (map "decap_local", filled by the
  * controller), and only with an inner destination that is one of the
- * host's VIPs (map "decap_vip", `decap attach --vip`). It removes the outer
+ * host's VIPs (map "decap_vip", `decap attach --vip`: an array searched
+ * from the address's home slot, struct lb_decap_vip). It removes the outer
  * headers, keeps the Ethernet header (and VLAN tag) with the inner
  * EtherType, and passes the inner packet to the host's stack, where the VIP
  * sits on loopback; or, for a GUE packet with a hop list that is not this
@@ -62,12 +63,12 @@ struct {
 	LB_PINNED;
 } decap_local SEC(".maps");
 
-/* The host's VIP addresses (the key's prefixlen unused: 0): inner destinations it takes. */
+/* The host's VIP addresses, inner destinations it takes: struct lb_decap_vip's slots. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB_DECAP_VIPS_MAX);
-	__type(key, struct lb_decap_from_key);
-	__type(value, __u8);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LB_DECAP_VIP_SLOTS);
+	__type(key, __u32);
+	__type(value, struct lb_decap_vip);
 	LB_PINNED;
 } decap_vip SEC(".maps");
 
@@ -115,6 +116,22 @@ static __always_inline int in_set(void *map, __u8 family, const void *a, __u32 l
 	else
 		__builtin_memcpy(key.addr, a, 16);
 	return bpf_map_lookup_elem(map, &key) != NULL;
+}
+
+/* Is @addr (4 words, an IPv4 address in the first) of @family one of the host's VIPs? */
+static __always_inline int vip_of_host(__u8 family, const __u32 addr[4])
+{
+	__u32 home = lb_decap_vip_home(family, addr);
+
+	for (__u32 i = 0; i < LB_DECAP_VIP_PROBES; i++) {
+		__u32 slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
+		struct lb_decap_vip *v = bpf_map_lookup_elem(&decap_vip, &slot);
+
+		if (v && v->family == family && v->addr[0] == addr[0] && v->addr[1] == addr[1] &&
+		    v->addr[2] == addr[2] && v->addr[3] == addr[3])
+			return 1;
+	}
+	return 0;
 }
 
 /* Is @addr (of @family) inside a --from prefix, and is @dst one of the host's addresses? */
@@ -517,14 +534,19 @@ int ringlb_decap(struct xdp_md *ctx)
 
 			if ((void *)(ip + 1) > end)
 				return counted(bad, bytes);
-			if (!in_set(&decap_vip, LB_FAMILY_IPV4, &ip->daddr, 4))
+			__u32 a[4] = { ip->daddr };
+
+			if (!vip_of_host(LB_FAMILY_IPV4, a))
 				return dropped(LB_DECAP_DROP_NOT_VIP, bytes);
 		} else {
 			struct ipv6hdr *ip6 = (void *)inner;
 
 			if ((void *)(ip6 + 1) > end)
 				return counted(bad, bytes);
-			if (!in_set(&decap_vip, LB_FAMILY_IPV6, &ip6->daddr, 16))
+			__u32 a[4];
+
+			__builtin_memcpy(a, &ip6->daddr, 16);
+			if (!vip_of_host(LB_FAMILY_IPV6, a))
 				return dropped(LB_DECAP_DROP_NOT_VIP, bytes);
 		}
 	}

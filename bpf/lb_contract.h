@@ -578,7 +578,7 @@ LB_REASONS(LB_REASON_CLASS_CHECK)
 /**
  * struct lb_decap_from_key - a prefix outer sources may come from (map
  * "decap_from", LPM trie); with @prefixlen 0, one of the host's addresses
- * (map "decap_local") or of its VIPs (map "decap_vip"), both hashes.
+ * (map "decap_local", a hash).
  * @prefixlen: 32 (the family) + the prefix's length; 0 in the hashes
  * @family: enum lb_family, in the first 32 bits of the key
  * @pad: zero
@@ -605,6 +605,44 @@ struct lb_decap_config {
 #define LB_DECAP_VIPS_MAX 256
 
 /*
+ * Map "decap_vip" is an array of LB_DECAP_VIP_SLOTS struct lb_decap_vip, not
+ * a hash: the check runs on every frame, and an array lookup is inlined to a
+ * few instructions where a hash lookup cost the program ~30 ns more per
+ * packet (make bench, 1e). A VIP sits in one of the LB_DECAP_VIP_PROBES
+ * slots from its home slot (lb_decap_vip_home()) on, each checked in turn;
+ * the controller refuses a set it cannot place so.
+ */
+/** LB_DECAP_VIP_SLOT_BITS - log2 of LB_DECAP_VIP_SLOTS. */
+#define LB_DECAP_VIP_SLOT_BITS 12
+/** LB_DECAP_VIP_SLOTS - slots of map "decap_vip": 16 per VIP at most, so few collide. */
+#define LB_DECAP_VIP_SLOTS (1u << LB_DECAP_VIP_SLOT_BITS)
+/** LB_DECAP_VIP_PROBES - slots from its home one a VIP may sit in. */
+#define LB_DECAP_VIP_PROBES 4
+
+/**
+ * struct lb_decap_vip - a slot of map "decap_vip": one of the host's VIPs.
+ * @family: enum lb_family; 0: an empty slot
+ * @pad: zero
+ * @addr: the address (__be, IPv4 in the first word, the rest zero)
+ */
+struct lb_decap_vip {
+	__u8 family;
+	__u8 pad[3];
+	__u32 addr[4];
+};
+
+/**
+ * lb_decap_vip_home() - the home slot of VIP @addr (4 words as in struct
+ * lb_decap_vip) of @family: the words folded, then Fibonacci hashing.
+ */
+static inline __u32 lb_decap_vip_home(__u8 family, const __u32 addr[4])
+{
+	__u32 x = addr[0] ^ addr[1] ^ addr[2] ^ addr[3] ^ family;
+
+	return (x * 0x9e3779b1u) >> (32 - LB_DECAP_VIP_SLOT_BITS);
+}
+
+/*
  * LB_DECAP_REASONS(X): every frame the decap program sees, once. DECAP_*
  * frames lose their outer headers and go to the host's stack;
  * FORWARD_NEXT_HOP frames leave again (XDP_TX or a redirect) to the next
@@ -613,7 +651,8 @@ struct lb_decap_config {
  * everything else goes to the stack untouched.
  *
  * Only an inner packet whose destination is one of the host's VIPs (map
- * "decap_vip") is taken or sent on: the program is no open tunnel endpoint.
+ * "decap_vip", struct lb_decap_vip) is taken or sent on: the program is no
+ * open tunnel endpoint.
  *
  * The hop list (GUE private data of type 0, GLB's layout): next_hop, then
  * hop_count addresses of the outer header's family (4 bytes, GLB's, or 16

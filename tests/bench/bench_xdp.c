@@ -659,8 +659,11 @@ static void decap_key_add(struct bpf_object *obj, const char *map, int family, c
 		die("a decap map entry", -errno);
 }
 
-/* The settings both programs get: the balancer and the hop's subnet trusted, the VIP (after only). */
-static void decap_bench_configure(struct bpf_object *obj, int with_vips)
+/*
+ * The settings both programs get: the balancer and the hop's subnet trusted
+ * (the VIP: the program after has it from harness_decap_open()).
+ */
+static void decap_bench_configure(struct bpf_object *obj)
 {
 	struct lb_decap_config cfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
 	struct bpf_map *m = bpf_object__find_map_by_name(obj, "decap_config");
@@ -669,8 +672,6 @@ static void decap_bench_configure(struct bpf_object *obj, int with_vips)
 	decap_key_add(obj, "decap_from", LB_FAMILY_IPV4, HARNESS_SOURCE4, 32 + 32);
 	decap_key_add(obj, "decap_from", LB_FAMILY_IPV4, "198.18.13.0", 32 + 24);
 	decap_key_add(obj, "decap_local", LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, 0);
-	if (with_vips)
-		decap_key_add(obj, "decap_vip", LB_FAMILY_IPV4, HARNESS_DECAP_VIP4, 0);
 	if (!m || bpf_map_update_elem(bpf_map__fd(m), &zero, &cfg, BPF_ANY))
 		die("the decap settings", -errno);
 }
@@ -715,8 +716,8 @@ static void decap_doors_per_packet(void)
 	if (bpf_object__load(before))
 		die("load " DECAP_BEFORE_OBJ, -errno);
 	objs[0] = before;
-	decap_bench_configure(before, 0);
-	decap_bench_configure(after->obj, 1);
+	decap_bench_configure(before);
+	decap_bench_configure(after->obj);
 	/* An ACK (a SYN for the taken one) of a client to the VIP, as the balancer sends it. */
 	for (e = 0; e < D_COUNT; e++) {
 		struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,

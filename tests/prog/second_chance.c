@@ -158,17 +158,29 @@ static int set_add(struct bpf_map *map, int family, const char *text, __u32 len)
  */
 static int peers_add(void)
 {
-	struct bpf_map *from = decap->maps.decap_from, *local = decap->maps.decap_local,
-		       *vip = decap->maps.decap_vip;
+	static const struct {
+		int family;
+		const char *text;
+	} vip_text[] = {
+		{ LB_FAMILY_IPV4, HARNESS_DECAP_VIP4 }, { LB_FAMILY_IPV6, HARNESS_DECAP_VIP6 },
+		{ LB_FAMILY_IPV4, "127.0.0.1" }, { LB_FAMILY_IPV4, GLB_VIP4 },
+		{ LB_FAMILY_IPV6, GLB_VIP6 },
+	};
+	struct bpf_map *from = decap->maps.decap_from, *local = decap->maps.decap_local;
+	struct addr vips[5];
+	size_t i;
 
-	return set_add(from, LB_FAMILY_IPV4, "198.18.13.0", 32 + 24) ||
+	for (i = 0; i < 5; i++) {
+		memset(&vips[i], 0, sizeof(vips[i]));
+		vips[i].family = vip_text[i].family;
+		pkt_addr(vip_text[i].family, vip_text[i].text, vips[i].bytes);
+	}
+	return decap_vips_set(bpf_map__fd(decap->maps.decap_vip), vips, 5) ||
+	       set_add(from, LB_FAMILY_IPV4, "198.18.13.0", 32 + 24) ||
 	       set_add(from, LB_FAMILY_IPV4, "198.18.11.0", 32 + 24) ||
 	       set_add(from, LB_FAMILY_IPV6, "2001:db8:13::", 32 + 64) ||
 	       set_add(from, LB_FAMILY_IPV4, "192.168.50.0", 32 + 24) ||
-	       set_add(local, LB_FAMILY_IPV4, GLB_PROXY, 0) ||
-	       set_add(vip, LB_FAMILY_IPV4, "127.0.0.1", 0) ||
-	       set_add(vip, LB_FAMILY_IPV4, GLB_VIP4, 0) ||
-	       set_add(vip, LB_FAMILY_IPV6, GLB_VIP6, 0);
+	       set_add(local, LB_FAMILY_IPV4, GLB_PROXY, 0);
 }
 
 static int second_chance_setup(void **state)

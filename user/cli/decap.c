@@ -127,6 +127,12 @@ static int decap_attach_run(struct cli *c, const void *args)
 				      (size_t)a->vip_count, (__u16)a->gue_port);
 		decap_maps_close(&maps);
 	}
+	if (err == -ENOSPC) {
+		close(prog_fd);
+		return cli_report(c, "the --vip addresses collide: more than %d share the slots "
+				  "the decap program searches for one of them; nothing changed",
+				  LB_DECAP_VIP_PROBES);
+	}
 	if (err) {
 		close(prog_fd);
 		fault_errno(&f, FAULT_KERNEL, err, "cannot configure the decap program");

@@ -49,12 +49,22 @@ void decap_maps_close(struct decap_maps *m);
 /**
  * decap_configure() - accept outer sources in @prefixes only (every other
  * prefix removed; hops of a hop list must lie in them too), inner packets to
- * the @vip_count addresses of @vips only (at most LB_DECAP_VIPS_MAX), GUE on
+ * the @vip_count addresses of @vips only (decap_vips_set()), GUE on
  * @gue_port (0: not at all), and the host's addresses as they are now as
  * outer destinations.
  */
 int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefixes,
 		    size_t count, const struct addr *vips, size_t vip_count, __u16 gue_port);
+
+/**
+ * decap_vips_set() - make the VIP slots of map @fd ("decap_vip") hold
+ * exactly the @count addresses of @vips (at most LB_DECAP_VIPS_MAX): each
+ * in one of the LB_DECAP_VIP_PROBES slots from its home slot, those already
+ * there left in place. Return: 0, -E2BIG past LB_DECAP_VIPS_MAX, -ENOSPC
+ * when a VIP's slots all hold others (nothing of the set changed then), or
+ * -errno.
+ */
+int decap_vips_set(int fd, const struct addr *vips, size_t count);
 
 /** decap_counters() - packets and bytes of reason @r, summed over CPUs. */
 int decap_counters(const struct decap_maps *m, __u32 r, __u64 *packets, __u64 *bytes);
