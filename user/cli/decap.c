@@ -158,10 +158,9 @@ static int decap_attach_run(struct cli *c, const void *args)
 static const struct cli_option decap_attach_options[] = {
 	CLI_OPT_ENUM("mode", "native|generic", "where the program runs (default native)",
 		     struct decap_args, mode, cli_modes),
-	CLI_OPT_CUSTOM("from", "PREFIX",
-		       "outer sources to accept and hops to relay to (balancers, backends), one or more",
+	CLI_OPT_CUSTOM("from", "PREFIX", "outer sources and hops to accept (balancers, backends)",
 		       decap_from_set),
-	CLI_OPT_CUSTOM("vip", "ADDR", "a VIP address this host serves (inner destination), one or more",
+	CLI_OPT_CUSTOM("vip", "ADDR", "a VIP this host serves (inner destination), one or more",
 		       decap_vip_set),
 	CLI_OPT_U32("gue-port", "P", "GUE's UDP port (default 19523)", struct decap_args, gue_port,
 		    PORT_MIN, PORT_MAX, CLI_GIVEN(struct decap_args, gue_port_given, 1)),
