@@ -264,7 +264,7 @@ CRASHES ?= 100
 SLOW_S ?= 30
 CHECKS_DIR := $(OUTPUT)/checks
 # Every suite but those that touch the host, longest first (figures: docs/testing.md).
-SUITES := reliability daemon fleet fleet_faults second_chance e2e integrity cli picture encap store routes store_tls completion faultproxy_selftest icmp_rate
+SUITES := reliability daemon fleet fleet_faults second_chance e2e integrity cli picture encap store routes store_tls completion faultproxy_selftest icmp_rate doors
 SUITES_ALONE := package
 UNIT_CHECKS := $(UNIT_TESTS) $(addprefix san-,$(UNIT_TESTS))
 CHECKS := $(addprefix check-,$(SUITES) test_xdp test_hostile $(UNIT_CHECKS) fuzz man rules)
@@ -329,9 +329,18 @@ $(eval $(call program,bench_ring,tests/bench/bench_ring.c $(RING_SRCS),$(LDLIBS_
 $(eval $(call program,bench_xdp,tests/bench/bench_xdp.c $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 
+# The decap program before its doors were shut, from git: bench_xdp's part decap-doors
+# measures the checks against it.
+DECAP_BEFORE := dff5495
+$(OUTPUT)/decap_before.bpf.o: bpf/lb_contract.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(OUTPUT)/before
+	$(Q)git show $(DECAP_BEFORE):bpf/decap.bpf.c >$(OUTPUT)/before/decap.bpf.c
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $(OUTPUT)/before/decap.bpf.c -o $@
+
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench_ring $(OUTPUT)/bench_xdp \
-		$(OUTPUT)/xdp_pass.bpf.o $(OUTPUT)/ringlb
+		$(OUTPUT)/xdp_pass.bpf.o $(OUTPUT)/decap_before.bpf.o $(OUTPUT)/ringlb
 	$(Q)$(OUTPUT)/bench_xdp
 	$(Q)echo
 	$(Q)tests/bench/bench_cli.sh

@@ -9,10 +9,17 @@
  * one (variant 1: the IP header right after UDP). Only from an outer source
  * inside a configured prefix (map "decap_from") and to an outer destination
  * that is one of the host's addresses (map "decap_local", filled by the
- * controller). It removes the outer headers, keeps the Ethernet header (and
- * VLAN tag) with the inner EtherType, and passes the inner packet to the
- * host's stack, where the VIP sits on loopback. Anything else passes
- * untouched. Every frame is counted under one reason (map "decap_stats").
+ * controller), and only with an inner destination that is one of the
+ * host's VIPs (map "decap_vip", `decap attach --vip`: an array searched
+ * from the address's home slot, struct lb_decap_vip). It removes the outer
+ * headers, keeps the Ethernet header (and VLAN tag) with the inner
+ * EtherType, and passes the inner packet to the host's stack, where the VIP
+ * sits on loopback; or, for a GUE packet with a hop list that is not this
+ * host's, sends it on to the next hop, which must be a peer (inside a --from
+ * prefix) and not this host. Trusted encapsulation around anything else (an
+ * inner packet to another address, too many hops, a hop outside the peers)
+ * is dropped; what is not ours passes untouched. Every frame is counted
+ * under one reason (map "decap_stats").
  */
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -31,6 +38,13 @@ char LICENSE[] SEC("license") = "GPL";
 #define DECAP_PREFIXES_MAX 256
 #define DECAP_LOCAL_MAX 1024
 
+/* The ICMP errors that quote a packet of a connection (<linux/icmp.h> pulls in libc). */
+#define ICMP_DEST_UNREACH 3
+#define ICMP_TIME_EXCEEDED 11
+#define ICMPV6_DEST_UNREACH 1
+#define ICMPV6_PKT_TOOBIG 2
+#define ICMPV6_TIME_EXCEED 3
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(max_entries, DECAP_PREFIXES_MAX);
@@ -48,6 +62,15 @@ struct {
 	__type(value, __u8);
 	LB_PINNED;
 } decap_local SEC(".maps");
+
+/* The host's VIP addresses, inner destinations it takes: struct lb_decap_vip's slots. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LB_DECAP_VIP_SLOTS);
+	__type(key, __u32);
+	__type(value, struct lb_decap_vip);
+	LB_PINNED;
+} decap_vip SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -76,6 +99,41 @@ static __always_inline int counted(__u32 reason, __u64 bytes)
 	return XDP_PASS;
 }
 
+/* Counted under @reason (a DROP_* one), and dropped. */
+static __always_inline int dropped(__u32 reason, __u64 bytes)
+{
+	counted(reason, bytes);
+	return XDP_DROP;
+}
+
+/* Is the address at @a (of @family, @len bytes) a key of the hash @map? */
+static __always_inline int in_set(void *map, __u8 family, const void *a, __u32 len)
+{
+	struct lb_decap_from_key key = { .family = family };
+
+	if (len == 4)
+		__builtin_memcpy(key.addr, a, 4);
+	else
+		__builtin_memcpy(key.addr, a, 16);
+	return bpf_map_lookup_elem(map, &key) != NULL;
+}
+
+/* Is @addr (4 words, an IPv4 address in the first) of @family one of the host's VIPs? */
+static __always_inline int vip_of_host(__u8 family, const __u32 addr[4])
+{
+	__u32 home = lb_decap_vip_home(family, addr);
+
+	for (__u32 i = 0; i < LB_DECAP_VIP_PROBES; i++) {
+		__u32 slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
+		struct lb_decap_vip *v = bpf_map_lookup_elem(&decap_vip, &slot);
+
+		if (v && v->family == family && v->addr[0] == addr[0] && v->addr[1] == addr[1] &&
+		    v->addr[2] == addr[2] && v->addr[3] == addr[3])
+			return 1;
+	}
+	return 0;
+}
+
 /* Is @addr (of @family) inside a --from prefix, and is @dst one of the host's addresses? */
 static __always_inline __u32 trusted(__u8 family, const void *src, const void *dst, __u32 len)
 {
@@ -94,10 +152,71 @@ static __always_inline __u32 trusted(__u8 family, const void *src, const void *d
 }
 
 /*
+ * An ICMP error (@type of @version's ICMP) that quotes a TCP packet this
+ * host sent, @quote its IP header: is there a socket for that connection?
+ * The quote runs backend to client, so the tuple is reversed. 1 (ours)
+ * for any other ICMP message and for a quote of anything else.
+ */
+static __always_inline int icmp_ours(struct xdp_md *ctx, __u8 *quote, void *end, __u8 version,
+				     __u8 type)
+{
+	struct bpf_sock_tuple tuple = {};
+	struct bpf_sock *sk;
+	__be16 *ports;
+	__u32 size;
+	int mine;
+
+	if (version == 4) {
+		struct iphdr *ip = (void *)quote;
+		__u32 qihl;
+
+		if (type != ICMP_DEST_UNREACH && type != ICMP_TIME_EXCEEDED)
+			return 1;
+		if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_TCP)
+			return 1;
+		qihl = (__u32)ip->ihl * 4;
+		if (qihl < sizeof(*ip))
+			return 1;
+		ports = (void *)(quote + qihl);
+		tuple.ipv4.saddr = ip->daddr;
+		tuple.ipv4.daddr = ip->saddr;
+		size = sizeof(tuple.ipv4);
+	} else {
+		struct ipv6hdr *ip6 = (void *)quote;
+
+		if (type != ICMPV6_DEST_UNREACH && type != ICMPV6_PKT_TOOBIG &&
+		    type != ICMPV6_TIME_EXCEED)
+			return 1;
+		if ((void *)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_TCP)
+			return 1;
+		ports = (void *)(ip6 + 1);
+		__builtin_memcpy(tuple.ipv6.saddr, &ip6->daddr, 16);
+		__builtin_memcpy(tuple.ipv6.daddr, &ip6->saddr, 16);
+		size = sizeof(tuple.ipv6);
+	}
+	if ((void *)(ports + 2) > end)
+		return 1;
+	if (version == 4) {
+		tuple.ipv4.sport = ports[1];
+		tuple.ipv4.dport = ports[0];
+	} else {
+		tuple.ipv6.sport = ports[1];
+		tuple.ipv6.dport = ports[0];
+	}
+	sk = bpf_skc_lookup_tcp(ctx, &tuple, size, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return 0;
+	mine = sk->state != BPF_TCP_LISTEN;
+	bpf_sk_release(sk);
+	return mine;
+}
+
+/*
  * Is the inner packet this host's? A SYN without ACK (a new connection the
  * ring gave this host), a packet of a connection it has (a socket for the
  * 4-tuple that is not a listener), an ACK that is a valid SYN cookie of its
- * listener, anything that is not TCP, and a packet with no hop left are.
+ * listener, an ICMP error about a connection it has, anything else that is
+ * not TCP, and a packet with no hop left are.
  */
 static __always_inline int ours(struct xdp_md *ctx, void *inner, void *end, __u8 version)
 {
@@ -109,8 +228,14 @@ static __always_inline int ours(struct xdp_md *ctx, void *inner, void *end, __u8
 
 	if (version == 4) {
 		struct iphdr *ip = inner;
+		__u8 *icmp = (void *)(ip + 1);
 
-		if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_TCP || ip->ihl != 5)
+		if ((void *)(ip + 1) > end || ip->ihl != 5)
+			return 1;
+		/* ICMP: its 8-byte header, then the quote. */
+		if (ip->protocol == IPPROTO_ICMP)
+			return (void *)(icmp + 8) > end ? 1 : icmp_ours(ctx, icmp + 8, end, 4, icmp[0]);
+		if (ip->protocol != IPPROTO_TCP)
 			return 1;
 		ihl = sizeof(*ip);
 		tuple.ipv4.saddr = ip->saddr;
@@ -118,8 +243,13 @@ static __always_inline int ours(struct xdp_md *ctx, void *inner, void *end, __u8
 		size = sizeof(tuple.ipv4);
 	} else {
 		struct ipv6hdr *ip6 = inner;
+		__u8 *icmp = (void *)(ip6 + 1);
 
-		if ((void *)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_TCP)
+		if ((void *)(ip6 + 1) > end)
+			return 1;
+		if (ip6->nexthdr == IPPROTO_ICMPV6)
+			return (void *)(icmp + 8) > end ? 1 : icmp_ours(ctx, icmp + 8, end, 6, icmp[0]);
+		if (ip6->nexthdr != IPPROTO_TCP)
 			return 1;
 		ihl = sizeof(*ip6);
 		__builtin_memcpy(tuple.ipv6.saddr, &ip6->saddr, 16);
@@ -149,11 +279,40 @@ static __always_inline int ours(struct xdp_md *ctx, void *inner, void *end, __u8
 	return mine;
 }
 
+/* What second_chance() may answer besides an XDP action. */
+#define HOP_TAKE (-1)     /* this host's packet, or no hop left */
+#define HOP_NO_WAY (-2)   /* the FIB names no way to the next hop: taken here */
+#define HOP_NOT_PEER (-3) /* the next hop is outside every --from prefix */
+#define HOP_SELF (-4)     /* the next hop is one of this host's addresses */
+
 /*
- * Take the packet here (-1), take it here for want of a way on (-2), or
- * send it on to hop @next_hop of the list at @hops_at: the outer source
- * becomes this host's address (the outer destination), the destination the
- * hop, next_hop one further, the MACs the FIB's. Returns the XDP action.
+ * The outer UDP checksum (@check) after the source moves from @old_src to
+ * the old destination (still in the pseudo-header as the new source: no
+ * change there) and the destination from that to @hop, and the 16-bit word
+ * holding next_hop goes from @old_word to @new_word (RFC 1624).
+ */
+static __always_inline void udp_check_move(__u16 *check, const __u16 *old_src, const __u16 *hop,
+					   __u32 words, __u16 old_word, __u16 new_word)
+{
+	__u64 sum = (__u16)~*check;
+	__u16 c;
+
+	for (__u32 i = 0; i < words; i++)
+		sum += (__u16)~old_src[i] + (__u64)hop[i];
+	sum += (__u16)~old_word + (__u64)new_word;
+	c = csum_finish(sum);
+	/* Over UDP 0 is "no checksum": a sum that folds to zero is sent as 0xffff. */
+	*check = c ? c : 0xffff;
+}
+
+/*
+ * Take the packet here (HOP_TAKE, HOP_NO_WAY), refuse it (HOP_NOT_PEER,
+ * HOP_SELF), or send it on to hop @next_hop of the list at @hops_at: the
+ * outer source becomes this host's address (the outer destination), the
+ * destination the hop, next_hop one further, the UDP checksum updated, the
+ * MACs the FIB's; the TTL or hop limit stays as it came (GLB's redirect
+ * sends the packet out as it is: the hop list bounds the relaying).
+ * @udp_at: the outer UDP header's offset. Returns the XDP action.
  */
 static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 outer, __u8 version,
 					 __u8 next_hop, __u8 hop_count, __u32 hops_at,
@@ -161,24 +320,54 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct bpf_fib_lookup fib = {};
-	__u8 *hop;
+	__u8 family = alen == 4 ? LB_FAMILY_IPV4 : LB_FAMILY_IPV6;
+	struct lb_decap_from_key key = { .family = family };
+	struct udphdr *udp;
+	__u16 old_word, new_word;
+	__u8 *hop, *index;
+	__u32 at;
 	int rc;
 
 	if (next_hop >= hop_count || l3 != sizeof(struct ethhdr) || outer > 256 ||
 	    ours(ctx, data + l3 + outer, end, version))
-		return -1;
-	if (hops_at > 256 || next_hop > 63)
-		return -1;
+		return HOP_TAKE;
+	if (hops_at > 256 || next_hop >= LB_HOPS_MAX)
+		return HOP_TAKE;
 	hop = data + hops_at + (__u32)next_hop * alen;
+	if ((void *)(hop + 16) > end)
+		return HOP_TAKE;
+	/* Only to a peer, never to this host. */
+	key.prefixlen = 32 + alen * 8;
+	if (alen == 4)
+		__builtin_memcpy(key.addr, hop, 4);
+	else
+		__builtin_memcpy(key.addr, hop, 16);
+	if (!bpf_map_lookup_elem(&decap_from, &key))
+		return HOP_NOT_PEER;
+	if (in_set(&decap_local, family, hop, alen))
+		return HOP_SELF;
+	/* GUE's next-hop index, in the 16-bit word it shares with hop_count. */
+	at = hops_at - 2;
+	/* A fresh offset, so the pointer is checked where it is written. */
+	barrier_var(at);
+	index = data + at;
+	if (hops_at < 2 || (void *)(index + 2) > end)
+		return HOP_TAKE;
+	old_word = *(__u16 *)index;
+	*index = next_hop + 1;
+	new_word = *(__u16 *)index;
 	fib.ifindex = ctx->ingress_ifindex;
 	if (alen == 4) {
 		struct iphdr *ip = data + sizeof(struct ethhdr);
 
-		if ((void *)(ip + 1) > end || (void *)(hop + 4) > end)
-			return -1;
+		udp = (void *)(ip + 1);
+		if ((void *)(udp + 1) > end || ip->ihl != 5)
+			return HOP_TAKE;
+		if (udp->check)
+			udp_check_move(&udp->check, (__u16 *)&ip->saddr, (__u16 *)hop, 2, old_word,
+				       new_word);
 		ip->saddr = ip->daddr;
 		__builtin_memcpy(&ip->daddr, hop, 4);
-		ip->ttl = 64;
 		ip->check = 0;
 		ip->check = csum_finish(csum_words(ip, sizeof(*ip) / 2, 0));
 		fib.family = AF_INET;
@@ -188,27 +377,18 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 	} else {
 		struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
 
-		if ((void *)(ip6 + 1) > end || (void *)(hop + 16) > end)
-			return -1;
+		udp = (void *)(ip6 + 1);
+		if ((void *)(udp + 1) > end)
+			return HOP_TAKE;
+		/* Over IPv6 the checksum is never optional: always updated. */
+		udp_check_move(&udp->check, (__u16 *)&ip6->saddr, (__u16 *)hop, 8, old_word,
+			       new_word);
 		__builtin_memcpy(&ip6->saddr, &ip6->daddr, 16);
 		__builtin_memcpy(&ip6->daddr, hop, 16);
-		ip6->hop_limit = 64;
 		fib.family = AF_INET6;
 		__builtin_memcpy(fib.ipv6_src, &ip6->saddr, 16);
 		__builtin_memcpy(fib.ipv6_dst, &ip6->daddr, 16);
 		fib.tot_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
-	}
-	/* GUE's next-hop index, one further. */
-	{
-		__u32 at = hops_at - 2;
-		__u8 *index;
-
-		/* A fresh offset, so the pointer is checked where it is written. */
-		barrier_var(at);
-		index = data + at;
-		if (hops_at < 2 || (void *)(index + 1) > end)
-			return -1;
-		*index = next_hop + 1;
 	}
 	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
 	{
@@ -216,7 +396,7 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 		__u8 mac[ETH_ALEN];
 
 		if ((void *)(eth + 1) > end)
-			return -2;
+			return HOP_NO_WAY;
 		/*
 		 * No neighbour entry for the hop (a peer on this segment this host
 		 * never spoke to: XDP cannot resolve one): back to the machine the
@@ -229,7 +409,7 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 			return XDP_TX;
 		}
 		if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-			return -2;
+			return HOP_NO_WAY;
 		__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
 		__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
 	}
@@ -320,6 +500,8 @@ int ringlb_decap(struct xdp_md *ctx)
 				hop_count = gue[7];
 				if (4 + hop_count * hop_alen != hlen * 4 || next_hop > hop_count)
 					return counted(LB_DECAP_PASS_BAD_GUE, bytes);
+				if (hop_count > LB_HOPS_MAX - 1)
+					return dropped(LB_DECAP_DROP_HOPS_MAX, bytes);
 				hops_at = l3 + outer + 8;
 			} else if (hlen && (void *)(gue + 8) > end) {
 				return counted(LB_DECAP_PASS_BAD_GUE, bytes);
@@ -341,12 +523,34 @@ int ringlb_decap(struct xdp_md *ctx)
 		return counted(LB_DECAP_PASS_BAD_OUTER, bytes);
 	{
 		__u8 *inner = data + l3 + outer;
+		__u32 bad = kind == LB_DECAP_DECAP_GUE ? LB_DECAP_PASS_BAD_GUE :
+							 LB_DECAP_PASS_BAD_OUTER;
 
 		if ((void *)(inner + 1) > end || !inner_version || inner[0] >> 4 != inner_version)
-			return counted(kind == LB_DECAP_DECAP_GUE ? LB_DECAP_PASS_BAD_GUE :
-								      LB_DECAP_PASS_BAD_OUTER, bytes);
+			return counted(bad, bytes);
+		/* The whole inner header, and its destination one of the host's VIPs. */
+		if (inner_version == 4) {
+			struct iphdr *ip = (void *)inner;
+
+			if ((void *)(ip + 1) > end)
+				return counted(bad, bytes);
+			__u32 a[4] = { ip->daddr };
+
+			if (!vip_of_host(LB_FAMILY_IPV4, a))
+				return dropped(LB_DECAP_DROP_NOT_VIP, bytes);
+		} else {
+			struct ipv6hdr *ip6 = (void *)inner;
+
+			if ((void *)(ip6 + 1) > end)
+				return counted(bad, bytes);
+			__u32 a[4];
+
+			__builtin_memcpy(a, &ip6->daddr, 16);
+			if (!vip_of_host(LB_FAMILY_IPV6, a))
+				return dropped(LB_DECAP_DROP_NOT_VIP, bytes);
+		}
 	}
-	/* A hop list: take it here, or send it on. */
+	/* A hop list: take it here, send it on, or refuse a hop that is no peer. */
 	if (hops_at) {
 		int ret = second_chance(ctx, l3, outer, inner_version, next_hop, hop_count, hops_at,
 					hop_alen);
@@ -355,7 +559,11 @@ int ringlb_decap(struct xdp_md *ctx)
 			counted(LB_DECAP_FORWARD_NEXT_HOP, bytes);
 			return ret;
 		}
-		if (ret == -2)
+		if (ret == HOP_NOT_PEER)
+			return dropped(LB_DECAP_DROP_HOP_NOT_PEER, bytes);
+		if (ret == HOP_SELF)
+			return dropped(LB_DECAP_DROP_HOP_SELF, bytes);
+		if (ret == HOP_NO_WAY)
 			kind = LB_DECAP_DECAP_NO_NEXT_HOP;
 		else if (next_hop > 0)
 			kind = LB_DECAP_DECAP_SECOND_CHANCE;

@@ -607,8 +607,9 @@ LB_REASONS(LB_REASON_CLASS_CHECK)
 
 /**
  * struct lb_decap_from_key - a prefix outer sources may come from (map
- * "decap_from", LPM trie).
- * @prefixlen: 32 (the family) + the prefix's length
+ * "decap_from", LPM trie); with @prefixlen 0, one of the host's addresses
+ * (map "decap_local", a hash).
+ * @prefixlen: 32 (the family) + the prefix's length; 0 in the hashes
  * @family: enum lb_family, in the first 32 bits of the key
  * @pad: zero
  * @addr: the prefix (__be, IPv4 in the first 4 bytes)
@@ -630,19 +631,75 @@ struct lb_decap_config {
 	__u8 pad[6];
 };
 
+/** LB_DECAP_VIPS_MAX - VIP addresses one host's decap program takes (`decap attach --vip`). */
+#define LB_DECAP_VIPS_MAX 256
+
+/*
+ * Map "decap_vip" is an array of LB_DECAP_VIP_SLOTS struct lb_decap_vip, not
+ * a hash: the check runs on every frame, and an array lookup is inlined to a
+ * few instructions where a hash lookup cost the program ~30 ns more per
+ * packet (make bench, 1e). A VIP sits in one of the LB_DECAP_VIP_PROBES
+ * slots from its home slot (lb_decap_vip_home()) on, each checked in turn;
+ * the controller refuses a set it cannot place so.
+ */
+/** LB_DECAP_VIP_SLOT_BITS - log2 of LB_DECAP_VIP_SLOTS. */
+#define LB_DECAP_VIP_SLOT_BITS 12
+/** LB_DECAP_VIP_SLOTS - slots of map "decap_vip": 16 per VIP at most, so few collide. */
+#define LB_DECAP_VIP_SLOTS (1u << LB_DECAP_VIP_SLOT_BITS)
+/** LB_DECAP_VIP_PROBES - slots from its home one a VIP may sit in. */
+#define LB_DECAP_VIP_PROBES 4
+
+/**
+ * struct lb_decap_vip - a slot of map "decap_vip": one of the host's VIPs.
+ * @family: enum lb_family; 0: an empty slot
+ * @pad: zero
+ * @addr: the address (__be, IPv4 in the first word, the rest zero)
+ */
+struct lb_decap_vip {
+	__u8 family;
+	__u8 pad[3];
+	__u32 addr[4];
+};
+
+/**
+ * lb_decap_vip_home() - the home slot of VIP @addr (4 words as in struct
+ * lb_decap_vip) of @family: the words folded, then Fibonacci hashing.
+ */
+static inline __u32 lb_decap_vip_home(__u8 family, const __u32 addr[4])
+{
+	__u32 x = addr[0] ^ addr[1] ^ addr[2] ^ addr[3] ^ family;
+
+	return (x * 0x9e3779b1u) >> (32 - LB_DECAP_VIP_SLOT_BITS);
+}
+
 /*
  * LB_DECAP_REASONS(X): every frame the decap program sees, once. DECAP_*
  * frames lose their outer headers and go to the host's stack;
  * FORWARD_NEXT_HOP frames leave again (XDP_TX or a redirect) to the next
- * backend of their hop list; everything else goes to the stack untouched.
+ * backend of their hop list; DROP_* frames are dropped (trusted outer
+ * headers around something this host must neither take nor relay);
+ * everything else goes to the stack untouched.
+ *
+ * Only an inner packet whose destination is one of the host's VIPs (map
+ * "decap_vip", struct lb_decap_vip) is taken or sent on: the program is no
+ * open tunnel endpoint.
  *
  * The hop list (GUE private data of type 0, GLB's layout): next_hop, then
  * hop_count addresses of the outer header's family (4 bytes, GLB's, or 16
  * for IPv6), the backends to try after the packet's outer destination, in
- * order. A backend takes the packet when it is a SYN without ACK, when it
- * has a socket for the 4-tuple that is not a listener, when the ACK is a
- * valid SYN cookie of its listener, when the packet is not TCP, or when no
- * hop is left; otherwise it sends the packet on to hop next_hop.
+ * order; at most LB_HOPS_MAX - 1 of them. A backend takes the packet when it
+ * is a SYN without ACK, when it has a socket for the 4-tuple that is not a
+ * listener, when the ACK is a valid SYN cookie of its listener, when it is
+ * an ICMP error quoting a TCP packet of a connection it has (the quote
+ * reversed: backend to client), when it is anything else that is not TCP,
+ * or when no hop is left; otherwise it sends the packet on to hop next_hop,
+ * which must lie inside a --from prefix (a balancer or a backend it
+ * exchanges with) and not be one of the host's own addresses. Sent on, the
+ * outer source becomes the host's address (the old destination), the
+ * destination the hop, next_hop one further, the UDP checksum updated
+ * incrementally (over IPv4 a zero checksum stays zero), and the outer TTL or
+ * hop limit kept as it came, as GLB's glb-redirect does: the hop list, at
+ * most LB_HOPS_MAX - 1 forwards per packet, bounds relaying, not the TTL.
  */
 #define LB_DECAP_REASONS(X)                                                              \
 	X(DECAP_IPIP, "decap_ipip", "IPIP or IP6IP6 (any of the four), outer headers removed") \
@@ -657,7 +714,12 @@ struct lb_decap_config {
 	X(PASS_NOT_FROM, "pass_not_from", "outer source outside every --from prefix")     \
 	X(PASS_NOT_LOCAL, "pass_not_local", "outer destination not one of the host's addresses") \
 	X(PASS_BAD_OUTER, "pass_bad_outer", "outer header malformed, cut short or a fragment")   \
-	X(PASS_BAD_GUE, "pass_bad_gue", "GUE header or inner packet malformed")
+	X(PASS_BAD_GUE, "pass_bad_gue", "GUE header or inner packet malformed")           \
+	X(DROP_NOT_VIP, "drop_not_vip", "inner destination not one of the host's --vip addresses") \
+	X(DROP_HOPS_MAX, "drop_hops_max", "a hop list longer than LB_HOPS_MAX - 1 hops")  \
+	X(DROP_HOP_NOT_PEER, "drop_hop_not_peer",                                        \
+	  "GUE to send on to a next hop outside every --from prefix")                      \
+	X(DROP_HOP_SELF, "drop_hop_self", "GUE to send on to a next hop that is this host")
 
 #define LB_DECAP_REASON_ENUM_ENTRY(id, name, what) LB_DECAP_##id,
 enum lb_decap_reason {

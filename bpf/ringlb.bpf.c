@@ -173,7 +173,7 @@ static __always_inline __u64 hops_of(__u32 vip_id, __u64 hash, __u32 first, __u8
  * list (@hops): where the previous rings put the flow. The ring's choice is
  * pinned for next time unless the VIP is stateless, the packet got a hop
  * list (its connection may live elsewhere), @follow_only (an ICMP error
- * follows a flow but neither makes nor refreshes one) or the packet is a
+ * follows a flow, hop list included, but neither makes nor refreshes one) or the packet is a
  * RST. A RST of a pinned flow goes to its backend, which judges it, and the
  * flow stays pinned: a spoofed or out-of-window RST moves nothing.
  */
@@ -239,10 +239,11 @@ again:
 					   PARSE_FAIL(LB_REASON_DROP_BACKEND_GONE);
 	*out = b;
 	*out_id = id;
-	if (follow_only)
-		return 0;
+	/* An ICMP error about a TCP flow goes where that flow's packets go: the hops too. */
 	if (lb_wants_hops(b, key->protocol, tcp_flags))
 		*hops = hops_of(vip_id, hash, id, b->family);
+	if (follow_only)
+		return 0;
 	if (lb_pins_new(vip, *hops, tcp_flags) && flow_rate_allows(now)) {
 		fresh.backend_cookie = b->cookie;
 		fresh.last_seen_ns = now;

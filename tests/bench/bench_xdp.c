@@ -634,6 +634,153 @@ static void encap_per_packet(void)
 	harness_net_leave();
 }
 
+/* --- 1e. the decap program's doors: its checks against the program before them ---------- */
+
+/*
+ * The decap program before its doors were shut (inner destination not
+ * checked, hops unbounded and unchecked), built by the Makefile from git
+ * (DECAP_BEFORE) into build/decap_before.bpf.o, against the shipped one.
+ */
+#define DECAP_BEFORE_OBJ "build/decap_before.bpf.o"
+
+enum { D_IPIP, D_GUE, D_HOP_TAKEN, D_HOP_SENT, D_COUNT };
+
+/* One key of a decap set (@len 0 in the hashes). */
+static void decap_key_add(struct bpf_object *obj, const char *map, int family, const char *text,
+			  __u32 len)
+{
+	struct lb_decap_from_key k = { .prefixlen = len, .family = (__u8)family };
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, map);
+	__u8 a[16], one = 1;
+
+	pkt_addr(family, text, a);
+	memcpy(k.addr, a, family == LB_FAMILY_IPV4 ? 4 : 16);
+	if (!m || bpf_map_update_elem(bpf_map__fd(m), &k, &one, BPF_ANY))
+		die("a decap map entry", -errno);
+}
+
+/*
+ * The settings both programs get: the balancer and the hop's subnet trusted
+ * (the VIP: the program after has it from harness_decap_open()).
+ */
+static void decap_bench_configure(struct bpf_object *obj)
+{
+	struct lb_decap_config cfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, "decap_config");
+	__u32 zero = 0;
+
+	decap_key_add(obj, "decap_from", LB_FAMILY_IPV4, HARNESS_SOURCE4, 32 + 32);
+	decap_key_add(obj, "decap_from", LB_FAMILY_IPV4, "198.18.13.0", 32 + 24);
+	decap_key_add(obj, "decap_local", LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, 0);
+	if (!m || bpf_map_update_elem(bpf_map__fd(m), &zero, &cfg, BPF_ANY))
+		die("the decap settings", -errno);
+}
+
+static void decap_doors_per_packet(void)
+{
+	static const char *const names[D_COUNT] = {
+		"ipip", "gue", "gue, 1 hop, a SYN taken", "gue, 1 hop, sent on",
+	};
+	static const __u32 want[D_COUNT] = { XDP_PASS, XDP_PASS, XDP_PASS, XDP_TX };
+	struct pkt frames[D_COUNT], scratch, inner;
+	double ns[2][D_COUNT][ROUNDS], empty[ROUNDS], med[2][D_COUNT];
+	struct bench_xdp_bpf *skel;
+	struct bpf_object *objs[2], *before;
+	struct decap_bpf *after;
+	__u32 verdict, slot;
+	int ifindex, e, v, round, fd;
+
+	printf("\n1e. The decap program's doors: its checks (inner destination a VIP, at most\n"
+	       "   LB_HOPS_MAX - 1 hops, the next hop a peer and not this host, the UDP checksum\n"
+	       "   updated) against the program before them (%s, built from git),\n"
+	       "   on the same frames: BPF_PROG_TEST_RUN of the driver of 1c, %d packets per run,\n"
+	       "   median of %d interleaved runs, ns per packet net of the driver.\n",
+	       DECAP_BEFORE_OBJ, PACKETS_PER_RUN, ROUNDS);
+	ifindex = harness_net_enter();
+	if (ifindex < 0)
+		die("the encapsulation network", -EIO);
+	skel = bench_open(&scratch);
+	after = harness_decap_open();
+	if (!after)
+		die("load the decap program", -EIO);
+	objs[1] = after->obj;
+	before = bpf_object__open_file(DECAP_BEFORE_OBJ, NULL);
+	if (!before)
+		die("open " DECAP_BEFORE_OBJ " (make bench builds it)", -errno);
+	{
+		struct bpf_map *m;
+
+		bpf_object__for_each_map(m, before)
+			bpf_map__set_pin_path(m, NULL);
+	}
+	if (bpf_object__load(before))
+		die("load " DECAP_BEFORE_OBJ, -errno);
+	objs[0] = before;
+	decap_bench_configure(before);
+	decap_bench_configure(after->obj);
+	/* An ACK (a SYN for the taken one) of a client to the VIP, as the balancer sends it. */
+	for (e = 0; e < D_COUNT; e++) {
+		struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,
+					 .src = "198.18.1.1", .dst = HARNESS_DECAP_VIP4,
+					 .sport = 40000, .dport = 80,
+					 .tcp_flags = e == D_HOP_TAKEN ? 0x02 : 0x10 };
+		uint8_t gue[12] = { 1, 4, 0, 0, 0, 0, 0, 0, 198, 18, 13, 12 };
+		struct pkt_encap enc = { .family = LB_FAMILY_IPV4, .src = HARNESS_SOURCE4,
+					 .dst = HARNESS_DECAP_LOCAL4, .proto = IPPROTO_UDP,
+					 .dport = LB_GUE_PORT_DEFAULT, .gue = gue, .gue_len = 8 };
+
+		if (e == D_IPIP)
+			enc.proto = IPPROTO_IPIP;
+		if (e >= D_HOP_TAKEN) {
+			gue[0] = 2;
+			gue[7] = 1;
+			enc.gue_len = 12;
+		}
+		pkt_build(&inner, &spec);
+		pkt_build_encap(&frames[e], &enc, &inner);
+	}
+	for (v = 0; v < 2; v++) {
+		struct bpf_program *prog = bpf_object__find_program_by_name(objs[v], "ringlb_decap");
+
+		slot = (__u32)(S_DECAP + v);
+		fd = prog ? bpf_program__fd(prog) : -1;
+		if (fd < 0 || bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
+			die("prog array", -errno);
+	}
+	for (round = 0; round < ROUNDS; round++) {
+		empty[round] = reset_run_ns(skel, ifindex, frames[D_GUE].data, frames[D_GUE].len,
+					    S_EMPTY, &verdict);
+		for (e = 0; e < D_COUNT; e++)
+			for (v = 0; v < 2; v++) {
+				/* Before first in even rounds, after first in odd ones. */
+				int w = round % 2 ? 1 - v : v;
+
+				ns[w][e][round] = reset_run_ns(skel, ifindex, frames[e].data,
+							       frames[e].len, (__u32)(S_DECAP + w),
+							       &verdict);
+				if (verdict != want[e]) {
+					fprintf(stderr, "bench: decap %s (%s) returned %u, not %u\n",
+						names[e], w ? "after" : "before", verdict, want[e]);
+					die("a decap benchmark frame was not handled", -EPROTO);
+				}
+			}
+	}
+	qsort(empty, ROUNDS, sizeof(double), cmp_double);
+	printf("   %-26s %10s %10s %8s %8s\n", "frame", "before ns", "after ns", "+ns", "ratio");
+	for (e = 0; e < D_COUNT; e++) {
+		for (v = 0; v < 2; v++) {
+			qsort(ns[v][e], ROUNDS, sizeof(double), cmp_double);
+			med[v][e] = ns[v][e][ROUNDS / 2] - empty[ROUNDS / 2];
+		}
+		printf("   %-26s %10.1f %10.1f %8.1f %8.2f\n", names[e], med[0][e], med[1][e],
+		       med[1][e] - med[0][e], med[1][e] / med[0][e]);
+	}
+	bpf_object__close(before);
+	decap_bpf__destroy(after);
+	bench_xdp_bpf__destroy(skel);
+	harness_net_leave();
+}
+
 /* --- 1d. second chance per packet --------------------------------------------------------- */
 
 #define SC_BACKENDS 64
@@ -1361,6 +1508,7 @@ static const struct {
 	{ "memory", memory_reach, 1 },
 	{ "encap", encap_per_packet, 1 },
 	{ "second-chance", second_chance_per_packet, 1 },
+	{ "decap-doors", decap_doors_per_packet, 1 },
 	{ "forwarding", forwarding, 1 },
 	{ "control-plane", control_plane, 1 },
 	{ "balance", balance, 0 },
@@ -1387,7 +1535,7 @@ int main(int argc, char **argv)
 			if (strcmp(argv[i], parts[p].name) == 0)
 				break;
 		if (p == sizeof(parts) / sizeof(parts[0])) {
-			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, encap, second-chance, "
+			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, encap, second-chance, decap-doors, "
 				"forwarding, control-plane, balance)\n", argv[i]);
 			return 2;
 		}

@@ -5,7 +5,10 @@
  * hop list, without a header, a VLAN tag kept) comes out as the inner
  * packet behind the same Ethernet header; everything else (not ours, not
  * from a trusted source, not to a local address, malformed or cut short)
- * comes out untouched, each frame under its documented reason.
+ * comes out untouched, each frame under its documented reason. The VIP
+ * slots (decap_vips_set()): LB_DECAP_VIP_PROBES addresses of one home slot
+ * are all taken, one more is refused with nothing changed, a smaller set
+ * leaves what stays in place and drops what left.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -232,6 +235,75 @@ static void test_decap_program_takes_what_is_ours_and_leaves_the_rest(void **sta
 	       sizeof(cases) / sizeof(cases[0]));
 }
 
+/* An IPIP frame from the balancer to this host around a SYN to @dst: its verdict. */
+static __u32 ipip_to(const char *dst)
+{
+	struct pkt_spec spec = { .family = V4, .protocol = IPPROTO_TCP, .src = "198.18.10.2",
+				 .dst = dst, .sport = 40000, .dport = VIP_TCP_PORT };
+	struct pkt_encap e = { .family = V4, .src = BALANCER4, .dst = HOST4, .proto = 4 };
+	struct pkt in, frame;
+	unsigned char out[PKT_MAX];
+	size_t out_len;
+
+	pkt_build(&in, &spec);
+	pkt_build_encap(&frame, &e, &in);
+	return harness_run(bpf_program__fd(decap->progs.ringlb_decap), frame.data, frame.len, out,
+			   &out_len, 1, NULL);
+}
+
+static void test_vip_slots_take_a_full_window_and_refuse_one_more(void **state)
+{
+	struct addr same[LB_DECAP_VIP_PROBES + 1], many[LB_DECAP_VIPS_MAX + 1];
+	char text[LB_DECAP_VIP_PROBES + 1][32];
+	__u32 home = 0, k, n = 0, i;
+	int fd;
+
+	(void)state;
+	NEEDS_ROOT();
+	fd = bpf_map__fd(decap->maps.decap_vip);
+	/* Addresses that share a home slot, found by trying 198.18.x.y in turn. */
+	for (k = 0; k < 65536 && n < LB_DECAP_VIP_PROBES + 1; k++) {
+		struct addr a = { .family = V4 };
+		__u32 w[4] = { 0 }, h;
+
+		snprintf(text[n], sizeof(text[n]), "198.18.%u.%u", k >> 8, k & 255);
+		pkt_addr(V4, text[n], a.bytes);
+		memcpy(w, a.bytes, 4);
+		h = lb_decap_vip_home(V4, w);
+		if (n == 0)
+			home = h;
+		if (h == home)
+			same[n++] = a;
+	}
+	check_eq(n, LB_DECAP_VIP_PROBES + 1);
+	check_eq(decap_vips_set(fd, same, LB_DECAP_VIP_PROBES), 0);
+	for (i = 0; i < LB_DECAP_VIP_PROBES; i++)
+		check(ipip_to(text[i]) == XDP_PASS, "VIP %s of a full window not taken", text[i]);
+	check_eq(ipip_to(text[LB_DECAP_VIP_PROBES]), XDP_DROP);
+	check_eq(decap_vips_set(fd, same, LB_DECAP_VIP_PROBES + 1), -ENOSPC);
+	for (i = 0; i < LB_DECAP_VIP_PROBES; i++)
+		check(ipip_to(text[i]) == XDP_PASS, "VIP %s lost by a refused set", text[i]);
+	check_eq(ipip_to(text[LB_DECAP_VIP_PROBES]), XDP_DROP);
+	/* A smaller set: the one that stays is still taken, the others are dropped. */
+	check_eq(decap_vips_set(fd, &same[1], 1), 0);
+	check_eq(ipip_to(text[1]), XDP_PASS);
+	check_eq(ipip_to(text[0]), XDP_DROP);
+	check_eq(ipip_to(text[2]), XDP_DROP);
+	/* LB_DECAP_VIPS_MAX at most. */
+	for (i = 0; i < LB_DECAP_VIPS_MAX + 1; i++) {
+		memset(&many[i], 0, sizeof(many[i]));
+		many[i].family = V6;
+		pkt_addr(V6, "2001:db8:30::", many[i].bytes);
+		many[i].bytes[14] = (__u8)(i >> 8);
+		many[i].bytes[15] = (__u8)i;
+	}
+	check_eq(decap_vips_set(fd, many, LB_DECAP_VIPS_MAX + 1), -E2BIG);
+	check_eq(decap_vips_set(fd, many, LB_DECAP_VIPS_MAX), 0);
+	check_eq(ipip_to(text[1]), XDP_DROP);
+}
+
 HARNESS_GROUP(decap,
 	cmocka_unit_test_setup_teardown(test_decap_program_takes_what_is_ours_and_leaves_the_rest,
+					decap_setup, decap_teardown),
+	cmocka_unit_test_setup_teardown(test_vip_slots_take_a_full_window_and_refuse_one_more,
 					decap_setup, decap_teardown));

@@ -8,7 +8,9 @@
  * none, a flow with a hop list is not pinned (one without is), a stateless
  * VIP pins nothing, retired backends are hops and freed ones are not, and a
  * VIP without previous rings sends empty lists. `ringlb lookup`
- * (kernel_lookup() over a state of the same rings) names the same hops.
+ * (kernel_lookup() over a state of the same rings) names the same hops. An
+ * ICMP error about a flow's TCP packet (one from the VIP to the client)
+ * gets the list that flow's ACK gets, so it reaches the connection too.
  *
  * Encapsulation needs the FIB: the tests run in the harness's network
  * namespace.
@@ -150,23 +152,36 @@ static __u32 id_of_addr(const unsigned char *a)
  * hop list the rings give, of the backends in @usable_mask (bit i: ids[0] +
  * i), or none unless @expect_hops. Return the list's length.
  */
+static unsigned int frame_check(const struct rings *rs, const struct pkt *p,
+				const struct lb_flow_key *key, int expect_hops, __u32 usable_mask,
+				__u32 *got);
+
 static unsigned int send_and_check(const struct rings *rs, const struct pkt_spec *spec,
 				   int expect_hops, __u32 usable_mask, __u32 *got)
 {
-	unsigned char out[PKT_MAX];
 	struct lb_flow_key key;
 	struct pkt p;
+
+	pkt_build(&p, spec);
+	key_of_spec(spec, &key);
+	return frame_check(rs, &p, &key, expect_hops, usable_mask, got);
+}
+
+/* send_and_check() of a built frame @p of the flow @key (the client's). */
+static unsigned int frame_check(const struct rings *rs, const struct pkt *p,
+				const struct lb_flow_key *key, int expect_hops, __u32 usable_mask,
+				__u32 *got)
+{
+	unsigned char out[PKT_MAX];
 	size_t out_len;
 	__u32 verdict, want[3] = { 0 };
 	unsigned int n = 0, count, i, ip, alen, gue;
 	__u64 hash;
 
-	pkt_build(&p, spec);
-	key_of_spec(spec, &key);
-	hash = lb_flow_hash(secret, &key);
+	hash = lb_flow_hash(secret, key);
 	if (expect_hops)
 		n = hops_wanted(rs, hash, usable_mask, want);
-	verdict = harness_run_on(lb_prog_fd(prog), ifindex, p.data, p.len, out, &out_len);
+	verdict = harness_run_on(lb_prog_fd(prog), ifindex, p->data, p->len, out, &out_len);
 	check(verdict == XDP_TX, "verdict %u, not XDP_TX", verdict);
 	/* Outer header, UDP, GUE (4 bytes), its private word (4), the hops. */
 	ip = family == LB_FAMILY_IPV4 ? 20 : 40;
@@ -187,7 +202,7 @@ static unsigned int send_and_check(const struct rings *rs, const struct pkt_spec
 		check(memcmp(out + gue + 8 + alen * i, a, alen) == 0, "hop %u is not backend %u's host",
 		      i, want[i]);
 	}
-	check_eq(out_len, p.len + ip + LB_GUE_LEN + alen * n);
+	check_eq(out_len, p->len + ip + LB_GUE_LEN + alen * n);
 	return n;
 }
 
@@ -407,6 +422,52 @@ static void test_retired_backends_are_hops_and_freed_ones_are_not(void **state)
 	teardown_vip(&rs);
 }
 
+/*
+ * A moved connection's path MTU drops: the router's frag-needed, quoting
+ * the backend's packet to the client, must reach the backend that has the
+ * connection. Unpinned, it gets the hop list the flow's ACK gets (and pins
+ * nothing); counted forwarded_hops when it has one.
+ */
+static void test_icmp_errors_get_their_flows_hop_list(void **state)
+{
+	struct test_rng rng = { SEED ^ 0x69636d70 };
+	unsigned int i, n, with = 0;
+	__u32 got_icmp[3], got_ack[3];
+	__u64 hops0 = reason_total(LB_REASON_FORWARDED_HOPS);
+	struct rings rs;
+	char client[64];
+
+	(void)state;
+	NEEDS_ROOT();
+	setup_vip(&rs, 0);
+	for (i = 0; i < FLOWS / 4; i++) {
+		struct pkt_spec spec, quoted;
+		struct lb_flow_key key;
+		struct pkt icmp;
+		unsigned int m, j;
+
+		ack_flow(&rng, &spec, client, sizeof(client));
+		quoted = spec;
+		quoted.src = spec.dst;
+		quoted.dst = spec.src;
+		quoted.sport = spec.dport;
+		quoted.dport = spec.sport;
+		pkt_build_icmp_error(&icmp, &quoted, "198.18.12.1", spec.dst, 3, 4);
+		key_of_spec(&spec, &key);
+		n = frame_check(&rs, &icmp, &key, 1, 0xf, got_icmp);
+		check(!pinned(&spec), "flow %u: pinned by an ICMP error", i);
+		m = send_and_check(&rs, &spec, 1, 0xf, got_ack);
+		check(m == n, "flow %u: the ICMP error got %u hops, the ACK %u", i, n, m);
+		for (j = 0; j < n && j < m; j++)
+			check(got_icmp[j] == got_ack[j], "flow %u: hop %u differs", i, j);
+		with += n > 0;
+	}
+	check(with > 0, "no ICMP error got a hop list");
+	/* Each list-bearing ICMP error and ACK. */
+	check_eq(reason_total(LB_REASON_FORWARDED_HOPS) - hops0, (__u64)with * 2);
+	teardown_vip(&rs);
+}
+
 /* IPv6 backends (of an IPv4 VIP): hops of 16 bytes, hlen counting them. */
 static void test_ipv6_backends_get_hops_of_16_bytes(void **state)
 {
@@ -453,4 +514,5 @@ static int hops_teardown(void **state)
 HARNESS_GROUP(hops,
 	cmocka_unit_test_setup(test_hop_lists_name_the_previous_owners, hops_setup),
 	cmocka_unit_test(test_retired_backends_are_hops_and_freed_ones_are_not),
+	cmocka_unit_test(test_icmp_errors_get_their_flows_hop_list),
 	cmocka_unit_test_teardown(test_ipv6_backends_get_hops_of_16_bytes, hops_teardown));

@@ -88,7 +88,9 @@ setup() {
 		>/dev/null || die "attach"
 	for i in 1 2 3; do
 		mkdir -p "$W/b$i"
-		be "$i" decap attach eth0 --from "$ROUTED_LB4/32" --from "$ROUTED_LB6/128" >/dev/null ||
+		be "$i" decap attach eth0 --from "$ROUTED_LB4/32" --from "$ROUTED_LB6/128" \
+			--vip "$ROUTED_VIP4" --vip "$ROUTED_VIP4B" --vip "$ROUTED_VIP6" \
+			--vip "$ROUTED_VIP6B" >/dev/null ||
 			die "decap attach on b$i"
 	done
 	ringlb vip add "$V4I" --forward ipip && ringlb vip add "$V4G" --forward gue &&

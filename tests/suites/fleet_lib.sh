@@ -70,7 +70,8 @@ fleet_setup() {
 	etcd_start
 	for i in 1 2 3; do
 		mkdir -p "$W/b$i"
-		be "$i" decap attach eth0 --from 198.18.20.0/24 --from 198.18.30.0/24 >/dev/null ||
+		be "$i" decap attach eth0 --from 198.18.20.0/24 --from 198.18.30.0/24 \
+			--vip "$FLEET_VIP" >/dev/null ||
 			die "decap on b$i"
 	done
 	on 1 attach eth0 --source "$(fleet_lb 1)" >/dev/null || die "attach lb1"

@@ -23,6 +23,15 @@
 #                a drain and an add while spoofed SYNs flood it: past the rate of new
 #                flows nothing is pinned, so no pin is evicted, and what is
 #                not pinned carries its hop list
+#   pmtu         30 slow downloads from a stateless gue IPv6 VIP, each from a
+#                client address of its own (a backend learns a path MTU per
+#                address: no other connection can teach it for a moved one);
+#                a backend is added (some connections move: their packets
+#                carry hop lists), then the client's router lowers its link's
+#                MTU to 1280: the packet-too-big it sends the VIP about a
+#                moved connection gets the hop list, b3 sends it on, the old
+#                owner takes it, lowers its segments, and every download
+#                completes whole
 #   verify       the kernel serves the state, after all of the above
 #
 # The hop lists themselves, and `lookup`'s agreement with them on 2,000
@@ -119,7 +128,8 @@ setup() {
 		mkdir -p "$W/b$i"
 		# The balancer, and the other backends: they send hop-list packets on.
 		be "$i" decap attach eth0 --from "$ROUTED_LB4/32" --from "$ROUTED_LB6/128" \
-			--from 198.18.13.0/24 --from 198.18.14.0/24 >/dev/null ||
+			--from 198.18.13.0/24 --from 198.18.14.0/24 \
+			--vip "$ROUTED_VIP4" --vip "$ROUTED_VIP4B" --vip "$ROUTED_VIP6B" >/dev/null ||
 			die "decap attach on b$i"
 	done
 	ringlb vip add "$VP" --forward gue && ringlb vip add "$VS" --forward gue --flows stateless ||
@@ -283,6 +293,46 @@ t_flood() {
 		}
 }
 
+# --- path MTU ---------------------------------------------------------------------------------
+# snmp6 I FIELD: a counter of backend I's /proc/net/snmp6.
+snmp6() { ip netns exec "${P}b$1" awk -v f="$2" '$1 == f { print $2 }' /proc/net/snmp6; }
+
+t_pmtu() {
+	local v6="[$ROUTED_VIP6B]:80/tcp" i k ok ptb0=0 ptb=0 fwd0 fwd
+	ringlb vip add "$v6" --forward gue --flows stateless >/dev/null &&
+		ringlb backend add "$v6" b1 "$(routed_backend4 1)" >/dev/null &&
+		ringlb backend add "$v6" b2 "$(routed_backend4 2)" >/dev/null || { fail "pmtu: set-up"; return; }
+	for i in 1 2; do ptb0=$((ptb0 + $(snmp6 "$i" Icmp6InPktTooBigs))); done
+	fwd0=$(decap_count 3 forward_next_hop)
+	mkdir -p "$W/pmtu"
+	DOWNLOADS=()
+	for k in $(seq 1 30); do
+		ip -n "${P}c1" -6 addr add "2001:db8:10::1:$k/64" dev eth0 nodad
+		client curl -s -m 60 --interface "2001:db8:10::1:$k" -o "$W/pmtu/$k" \
+			-w '%{http_code} %{local_port} %{exitcode}' "http://[$ROUTED_VIP6B]/slow" \
+			>"$W/pmtu/$k.code" &
+		DOWNLOADS+=($!)
+	done
+	downloads_started "$W/pmtu" 30 || echo "     (not every download had started)"
+	ringlb backend add "$v6" b3 "$(routed_backend4 3)" >/dev/null || fail "pmtu: add b3"
+	sleep 0.5
+	# The path back to the client narrows: r1 answers the backends' full-size packets with a
+	# packet-too-big to the VIP, which the balancer sends to the flow's owner under the new ring.
+	ip -n "${P}r1" link set eth0 mtu 1280
+	wait "${DOWNLOADS[@]}" 2>/dev/null
+	ip -n "${P}r1" link set eth0 mtu 1500
+	for i in 1 2; do ptb=$((ptb + $(snmp6 "$i" Icmp6InPktTooBigs))); done
+	ptb=$((ptb - ptb0))
+	fwd=$(( $(decap_count 3 forward_next_hop) - fwd0 ))
+	ok=$(whole "$W/pmtu" 30)
+	if [ "$ok" -eq 30 ] && [ "$ptb" -gt 0 ] && [ "$fwd" -gt 0 ]; then
+		pass "pmtu: 30 of 30 downloads whole through add b3 and the client link's MTU down to 1280; b3 sent $fwd frames on (the moved connections' packet-too-bigs among them), b1 and b2 took $ptb packet-too-bigs"
+	else
+		fail "pmtu: $ok of 30 downloads whole; b3 sent $fwd frames on; b1 and b2 took $ptb packet-too-bigs"
+		not_whole "$W/pmtu" 30 "$v6"
+	fi
+}
+
 t_verify() {
 	local verify
 	verify=$(ringlb verify 2>&1) && pass "verify: $verify" || fail "verify: $verify"
@@ -292,5 +342,6 @@ suite_test refused
 suite_test lost
 suite_test stateless
 suite_test flood lost
+suite_test pmtu
 suite_test verify
 suite_main "$@"

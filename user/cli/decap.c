@@ -4,8 +4,8 @@
  * removes the balancer's IPIP or GUE encapsulation (bpf/decap.bpf.c). Its
  * maps and links are pinned under PIN_DIR/decap; it keeps no state file:
  * what it accepts is in its maps, set again by every attach (the --from
- * prefixes and the GUE port are the host's, for all its interfaces; the
- * host's addresses are read again).
+ * prefixes, the --vip addresses and the GUE port are the host's, for all
+ * its interfaces; the host's addresses are read again).
  */
 #include <errno.h>
 #include <limits.h>
@@ -37,6 +37,8 @@ struct decap_args {
 	enum lb_attach_mode mode;
 	struct decap_prefix from[DECAP_PREFIXES_MAX];
 	int from_count;
+	struct addr vips[LB_DECAP_VIPS_MAX];
+	int vip_count;
 	__u32 gue_port;
 	unsigned int gue_port_given;
 };
@@ -65,6 +67,18 @@ static int decap_from_set(struct cli *c, void *args, const char *value)
 	return 0;
 }
 
+static int decap_vip_set(struct cli *c, void *args, const char *value)
+{
+	struct decap_args *a = args;
+	const char *why = NULL;
+
+	if (a->vip_count == LB_DECAP_VIPS_MAX)
+		return cli_usage(c, "at most %d --vip addresses", LB_DECAP_VIPS_MAX);
+	if (addr_parse(value, &a->vips[a->vip_count], &why))
+		return cli_report(c, "malformed VIP address '%s': %s", value, why);
+	a->vip_count++;
+	return 0;
+}
 
 static int decap_attach_parse(struct cli *c, void *args, char **operands, int count)
 {
@@ -73,6 +87,8 @@ static int decap_attach_parse(struct cli *c, void *args, char **operands, int co
 
 	if (!a->from_count)
 		return cli_usage(c, "--from PREFIX is required: the balancers' outer sources");
+	if (!a->vip_count)
+		return cli_usage(c, "--vip ADDR is required: the VIP addresses this host serves");
 	for (i = 0; i < count; i++)
 		a->ifaces[i] = operands[i];
 	a->iface_count = count;
@@ -107,9 +123,15 @@ static int decap_attach_run(struct cli *c, const void *args)
 	}
 	err = decap_maps_open(&maps, dir);
 	if (!err) {
-		err = decap_configure(&maps, a->from, (size_t)a->from_count,
-					 (__u16)a->gue_port);
+		err = decap_configure(&maps, a->from, (size_t)a->from_count, a->vips,
+				      (size_t)a->vip_count, (__u16)a->gue_port);
 		decap_maps_close(&maps);
+	}
+	if (err == -ENOSPC) {
+		close(prog_fd);
+		return cli_report(c, "the --vip addresses collide: more than %d share the slots "
+				  "the decap program searches for one of them; nothing changed",
+				  LB_DECAP_VIP_PROBES);
 	}
 	if (err) {
 		close(prog_fd);
@@ -136,8 +158,10 @@ static int decap_attach_run(struct cli *c, const void *args)
 static const struct cli_option decap_attach_options[] = {
 	CLI_OPT_ENUM("mode", "native|generic", "where the program runs (default native)",
 		     struct decap_args, mode, cli_modes),
-	CLI_OPT_CUSTOM("from", "PREFIX", "outer sources to accept (the balancers'), one or more",
+	CLI_OPT_CUSTOM("from", "PREFIX", "outer sources and hops to accept (balancers, backends)",
 		       decap_from_set),
+	CLI_OPT_CUSTOM("vip", "ADDR", "a VIP this host serves (inner destination), one or more",
+		       decap_vip_set),
 	CLI_OPT_U32("gue-port", "P", "GUE's UDP port (default 19523)", struct decap_args, gue_port,
 		    PORT_MIN, PORT_MAX, CLI_GIVEN(struct decap_args, gue_port_given, 1)),
 	CLI_OPT_END,
@@ -150,9 +174,12 @@ const struct cli_command cli_decap_attach = {
 	.run = decap_attach_run, .flags = CLI_CHANGES,
 	.help = "    On a backend: remove the balancer's IPIP or GUE encapsulation from\n"
 		"    packets that come from a --from prefix to one of this host's addresses,\n"
-		"    and pass the inner packet to the stack (the VIP on loopback). No tunnel\n"
-		"    device or module is needed. Attaching again sets the prefixes, the port\n"
-		"    and the host's addresses anew.",
+		"    carrying a packet to one of its --vip addresses, and pass the inner\n"
+		"    packet to the stack (the VIP on loopback); a GUE packet with a hop list\n"
+		"    that is not this host's goes on to its next hop, which must lie in a\n"
+		"    --from prefix. Encapsulation from a --from prefix around anything else\n"
+		"    is dropped. No tunnel device or module is needed. Attaching again sets\n"
+		"    the prefixes, the VIPs, the port and the host's addresses anew.",
 };
 
 struct decap_detach_args {
@@ -234,8 +261,8 @@ static int decap_stats_run(struct cli *c, const void *args)
 
 const struct cli_command cli_decap_stats = {
 	.object = "decap", .verb = "stats", .run = decap_stats_run, .flags = CLI_OUTPUT,
-	.help = "    Frames the decap program saw, by reason: decapsulated (IPIP, GUE) or\n"
-		"    passed untouched, and why.",
+	.help = "    Frames the decap program saw, by reason: decapsulated (IPIP, GUE), sent\n"
+		"    on to a next hop, dropped or passed untouched, and why.",
 };
 
 struct decap_drained_args {

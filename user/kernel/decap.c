@@ -2,7 +2,10 @@
 /*
  * The backend side's program and maps: see decap.h. Replacing the prefix
  * and address sets deletes what is no longer wanted only after adding what
- * is: a frame from a trusted source is never refused in between.
+ * is: a frame from a trusted source is never refused in between. The VIP
+ * slots likewise: a VIP that stays keeps its slot, a new one takes a slot
+ * of its window that holds no wanted VIP, and unwanted ones are cleared
+ * last.
  */
 #include "decap.h"
 
@@ -21,6 +24,8 @@
 #include "host.h"
 
 #define LOCAL_ADDRS_MAX 1024
+/* The maps struct decap_maps holds. */
+#define DECAP_MAPS 5
 
 #define LB_DECAP_REASON_NAME(id, name, what) [LB_DECAP_##id] = name,
 const char *const decap_reason_names[LB_DECAP_REASON_COUNT] = {
@@ -49,16 +54,16 @@ int decap_load(const char *pin_dir)
 
 int decap_maps_open(struct decap_maps *m, const char *pin_dir)
 {
-	static const char *const names[] = { "decap_from", "decap_local", "decap_config",
-					     "decap_stats" };
-	int *fds[] = { &m->from, &m->local, &m->config, &m->stats };
+	static const char *const names[] = { "decap_from", "decap_local", "decap_vip",
+					     "decap_config", "decap_stats" };
+	int *fds[] = { &m->from, &m->local, &m->vip, &m->config, &m->stats };
 	char path[PATH_MAX];
 	size_t i;
 	int err;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < DECAP_MAPS; i++)
 		*fds[i] = -1;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < DECAP_MAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, names[i]);
 		*fds[i] = bpf_obj_get(path);
 		if (*fds[i] < 0) {
@@ -72,10 +77,10 @@ int decap_maps_open(struct decap_maps *m, const char *pin_dir)
 
 void decap_maps_close(struct decap_maps *m)
 {
-	int *fds[] = { &m->from, &m->local, &m->config, &m->stats };
+	int *fds[] = { &m->from, &m->local, &m->vip, &m->config, &m->stats };
 	size_t i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < DECAP_MAPS; i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 		*fds[i] = -1;
@@ -134,8 +139,87 @@ static int set_replace(int fd, const struct lb_decap_from_key *keys, size_t coun
 	return err;
 }
 
+static void vip_of(struct lb_decap_vip *v, const struct addr *a)
+{
+	memset(v, 0, sizeof(*v));
+	v->family = (__u8)a->family;
+	memcpy(v->addr, a->bytes, a->family == LB_FAMILY_IPV4 ? 4 : 16);
+}
+
+int decap_vips_set(int fd, const struct addr *vips, size_t count)
+{
+	struct lb_decap_vip *now, *want, empty = { 0 };
+	unsigned char *kept;
+	__u32 slot, i, home, k;
+	size_t n;
+	int err = 0;
+
+	if (count > LB_DECAP_VIPS_MAX)
+		return -E2BIG;
+	now = calloc(LB_DECAP_VIP_SLOTS, sizeof(*now));
+	want = calloc(LB_DECAP_VIP_SLOTS, sizeof(*want));
+	kept = calloc(LB_DECAP_VIP_SLOTS, 1);
+	if (!now || !want || !kept) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (slot = 0; slot < LB_DECAP_VIP_SLOTS && !err; slot++)
+		if (bpf_map_lookup_elem(fd, &slot, &now[slot]))
+			err = -errno;
+	/* Those that stay, where they are; then the others, each in a slot of its window. */
+	for (n = 0; n < count && !err; n++) {
+		struct lb_decap_vip v;
+
+		vip_of(&v, &vips[n]);
+		home = lb_decap_vip_home(v.family, v.addr);
+		for (i = 0; i < LB_DECAP_VIP_PROBES; i++) {
+			slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
+			if (!memcmp(&now[slot], &v, sizeof(v))) {
+				want[slot] = v;
+				kept[slot] = 1;
+				break;
+			}
+		}
+	}
+	for (n = 0; n < count && !err; n++) {
+		struct lb_decap_vip v;
+		int placed = 0;
+
+		vip_of(&v, &vips[n]);
+		home = lb_decap_vip_home(v.family, v.addr);
+		for (i = 0; i < LB_DECAP_VIP_PROBES && !placed; i++) {
+			slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
+			placed = !memcmp(&want[slot], &v, sizeof(v));
+		}
+		for (i = 0; i < LB_DECAP_VIP_PROBES && !placed; i++) {
+			slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
+			if (!want[slot].family) {
+				want[slot] = v;
+				placed = 1;
+			}
+		}
+		if (!placed)
+			err = -ENOSPC;
+	}
+	for (k = 0; k < 2 && !err; k++)
+		for (slot = 0; slot < LB_DECAP_VIP_SLOTS && !err; slot++) {
+			/* First the wanted VIPs that are new, then the slots no longer wanted. */
+			int write = k == 0 ? want[slot].family && !kept[slot] :
+					     !want[slot].family && now[slot].family;
+
+			if (write && bpf_map_update_elem(fd, &slot, k == 0 ? &want[slot] : &empty,
+							 BPF_ANY))
+				err = -errno;
+		}
+out:
+	free(now);
+	free(want);
+	free(kept);
+	return err;
+}
+
 int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefixes,
-		       size_t count, __u16 gue_port)
+		    size_t count, const struct addr *vips, size_t vip_count, __u16 gue_port)
 {
 	struct lb_decap_config cfg = { .gue_port = htons(gue_port) };
 	struct lb_decap_from_key *keys;
@@ -144,7 +228,9 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
 	__u32 zero = 0;
 	int err;
 
-	keys = calloc(count + LOCAL_ADDRS_MAX + 1, sizeof(*keys));
+	if (vip_count > LB_DECAP_VIPS_MAX)
+		return -E2BIG;
+	keys = calloc(count + vip_count + LOCAL_ADDRS_MAX + 1, sizeof(*keys));
 	addrs = calloc(LOCAL_ADDRS_MAX, sizeof(*addrs));
 	if (!keys || !addrs) {
 		free(keys);
@@ -153,7 +239,10 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
 	}
 	for (i = 0; i < count; i++)
 		key_of(&keys[i], &prefixes[i].addr, 32 + prefixes[i].len);
-	err = set_replace(m->from, keys, count);
+	/* The VIPs first: a set that cannot be placed changes nothing. */
+	err = decap_vips_set(m->vip, vips, vip_count);
+	if (!err)
+		err = set_replace(m->from, keys, count);
 	if (!err)
 		err = host_addrs(addrs, LOCAL_ADDRS_MAX, &n);
 	if (!err) {

@@ -2,7 +2,8 @@
 /*
  * The backend side: load ringlb's decap program (bpf/decap.bpf.c) with its
  * maps pinned under a directory of their own, and set what it accepts: the
- * prefixes outer sources may come from, the host's addresses, GUE's port.
+ * prefixes outer sources may come from (and hops may go to), the host's
+ * addresses, its VIPs (the inner destinations it takes), GUE's port.
  * Functions return 0 or a negative errno and print nothing.
  */
 #ifndef RINGLB_DECAP_H
@@ -18,6 +19,7 @@
 struct decap_maps {
 	int from;
 	int local;
+	int vip;
 	int config;
 	int stats;
 };
@@ -46,11 +48,23 @@ void decap_maps_close(struct decap_maps *m);
 
 /**
  * decap_configure() - accept outer sources in @prefixes only (every other
- * prefix removed), GUE on @gue_port (0: not at all), and the host's
- * addresses as they are now as outer destinations.
+ * prefix removed; hops of a hop list must lie in them too), inner packets to
+ * the @vip_count addresses of @vips only (decap_vips_set()), GUE on
+ * @gue_port (0: not at all), and the host's addresses as they are now as
+ * outer destinations.
  */
 int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefixes,
-		       size_t count, __u16 gue_port);
+		    size_t count, const struct addr *vips, size_t vip_count, __u16 gue_port);
+
+/**
+ * decap_vips_set() - make the VIP slots of map @fd ("decap_vip") hold
+ * exactly the @count addresses of @vips (at most LB_DECAP_VIPS_MAX): each
+ * in one of the LB_DECAP_VIP_PROBES slots from its home slot, those already
+ * there left in place. Return: 0, -E2BIG past LB_DECAP_VIPS_MAX, -ENOSPC
+ * when a VIP's slots all hold others (nothing of the set changed then), or
+ * -errno.
+ */
+int decap_vips_set(int fd, const struct addr *vips, size_t count);
 
 /** decap_counters() - packets and bytes of reason @r, summed over CPUs. */
 int decap_counters(const struct decap_maps *m, __u32 r, __u64 *packets, __u64 *bytes);

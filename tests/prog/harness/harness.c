@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "decap.h"
 #include "decap.skel.h"
 #include "harness.h"
 
@@ -152,6 +153,7 @@ struct decap_bpf *harness_decap_open(void)
 {
 	struct lb_decap_config cfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
 	struct decap_bpf *skel = decap_bpf__open();
+	struct addr vips[2] = { { .family = LB_FAMILY_IPV4 }, { .family = LB_FAMILY_IPV6 } };
 	struct bpf_map *map;
 	__u32 zero = 0;
 	int from, local;
@@ -162,12 +164,15 @@ struct decap_bpf *harness_decap_open(void)
 		bpf_map__set_pin_path(map, NULL);
 	if (decap_bpf__load(skel))
 		goto fail;
+	pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_VIP4, vips[0].bytes);
+	pkt_addr(LB_FAMILY_IPV6, HARNESS_DECAP_VIP6, vips[1].bytes);
 	from = bpf_map__fd(skel->maps.decap_from);
 	local = bpf_map__fd(skel->maps.decap_local);
 	if (decap_entry(from, LB_FAMILY_IPV4, HARNESS_SOURCE4, 32 + 32) ||
 	    decap_entry(from, LB_FAMILY_IPV6, HARNESS_SOURCE6, 32 + 128) ||
 	    decap_entry(local, LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, 0) ||
 	    decap_entry(local, LB_FAMILY_IPV6, HARNESS_DECAP_LOCAL6, 0) ||
+	    decap_vips_set(bpf_map__fd(skel->maps.decap_vip), vips, 2) ||
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.decap_config), &zero, &cfg, BPF_ANY))
 		goto fail;
 	return skel;

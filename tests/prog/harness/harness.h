@@ -67,13 +67,16 @@ extern const __u8 harness_e0_mac[6];
 /* The decap program's test set-up: trusted sources and local addresses. */
 #define HARNESS_DECAP_LOCAL4 "198.18.13.11"
 #define HARNESS_DECAP_LOCAL6 "2001:db8:13::11"
+/* Its VIPs (the tests' V4_VIP and V6_VIP): the inner destinations it takes. */
+#define HARNESS_DECAP_VIP4 "198.18.0.100"
+#define HARNESS_DECAP_VIP6 "2001:db8::100"
 
 struct decap_bpf;
 
 /**
  * harness_decap_open() - the decap program with private maps, accepting
- * HARNESS_SOURCE4/6 (as /32 and /128) to HARNESS_DECAP_LOCAL4/6, GUE on
- * LB_GUE_PORT_DEFAULT. NULL on failure. Free with decap_bpf__destroy().
+ * HARNESS_SOURCE4/6 (as /32 and /128) to HARNESS_DECAP_LOCAL4/6 around
+ * packets to HARNESS_DECAP_VIP4/6, GUE on LB_GUE_PORT_DEFAULT. NULL on failure. Free with decap_bpf__destroy().
  */
 struct decap_bpf *harness_decap_open(void);
 

@@ -542,14 +542,20 @@ static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(v
  * GUE port with a length the packet holds and then a GUE version 0 data
  * header (its hlen words inside the frame) or an IP version nibble; the
  * outer source in a trusted prefix and the destination the host's; and an
- * inner packet of the version the protocol promises. Returns the bytes the
- * outer headers take, or 0 when the frame must pass untouched.
+ * inner packet of the version the protocol promises, its header whole.
+ * Returns the bytes the outer headers take, or 0 when the frame must pass
+ * untouched. *@drop is set when the frame must be dropped instead: an inner
+ * destination that is not a VIP, more than LB_HOPS_MAX - 1 hops, or a next
+ * hop that is no trusted peer when the packet would go on (not a SYN, no
+ * socket: the hostile namespace has none, nor any ICMP error's connection).
  */
 #define DECAP_GUE_PORT 19523
 #define TRUSTED4 HARNESS_SOURCE4
 #define TRUSTED6 HARNESS_SOURCE6
 #define LOCAL4 HARNESS_DECAP_LOCAL4
 #define LOCAL6 HARNESS_DECAP_LOCAL6
+#define VIP4 HARNESS_DECAP_VIP4
+#define VIP6 HARNESS_DECAP_VIP6
 
 static int addr_is(int family, const unsigned char *a, const char *text)
 {
@@ -559,13 +565,58 @@ static int addr_is(int family, const unsigned char *a, const char *text)
 	return !memcmp(a, want, family == LB_FAMILY_IPV4 ? 4 : 16);
 }
 
-static size_t decap_oracle(const unsigned char *f, size_t len, size_t *l3_out)
+/*
+ * Would the decap program take the inner packet at @w's position (version
+ * @v) here rather than send it on? A TCP SYN without ACK and anything it
+ * cannot read are; a TCP packet of a connection is not (there is none);
+ * an ICMP error quoting TCP is not (no connection either); the rest is.
+ */
+static int decap_takes(const struct win *w, unsigned int v)
+{
+	const unsigned char *ip = w->p + w->at, *l4;
+	struct win q = *w;
+	unsigned int proto;
+
+	if (v == 4) {
+		if (!room(&q, 20) || (ip[0] & 15) != 5)
+			return 1;
+		proto = ip[9];
+		q.at += 20;
+	} else {
+		if (!room(&q, 40))
+			return 1;
+		proto = ip[6];
+		q.at += 40;
+	}
+	l4 = w->p + q.at;
+	if (proto == 6)
+		return !room(&q, 20) || (l4[13] & 0x12) == 0x02;
+	if (proto != (v == 4 ? 1u : 58u) || !room(&q, 8))
+		return 1;
+	if (v == 4 ? l4[0] != 3 && l4[0] != 11 : l4[0] < 1 || l4[0] > 3)
+		return 1;
+	q.at += 8;
+	ip = w->p + q.at;
+	if (v == 4) {
+		if (!room(&q, 20) || ip[9] != 6 || (ip[0] & 15) < 5)
+			return 1;
+		q.at += (size_t)(ip[0] & 15) * 4;
+	} else {
+		if (!room(&q, 40) || ip[6] != 6)
+			return 1;
+		q.at += 40;
+	}
+	return !room(&q, 4);
+}
+
+static size_t decap_oracle(const unsigned char *f, size_t len, size_t *l3_out, int *drop)
 {
 	struct win w = { f, 14, len };
-	size_t l3 = 14, outer, ip_len;
-	unsigned int type, proto, inner_version;
+	size_t l3 = 14, outer, ip_len, hops_at = 0;
+	unsigned int type, proto, inner_version, next = 0, count = 0;
 	int family;
 
+	*drop = 0;
 	if (len < 14)
 		return 0;
 	type = be16(f + 12);
@@ -630,6 +681,15 @@ static size_t decap_oracle(const unsigned char *f, size_t len, size_t *l3_out)
 			if (hlen && (!room(&w, 8) || (!gue[4] && !gue[5] &&
 						     (4 + gue[7] * alen != hlen * 4 || gue[6] > gue[7]))))
 				return 0;
+			if (hlen && !gue[4] && !gue[5]) {
+				if (gue[7] > LB_HOPS_MAX - 1) {
+					*drop = 1;
+					return 0;
+				}
+				next = gue[6];
+				count = gue[7];
+				hops_at = l3 + outer + 8;
+			}
 			proto = gue[1];
 			outer += 4 + hlen * 4;
 		} else if (gue[0] >> 6 == 1) {
@@ -645,21 +705,44 @@ static size_t decap_oracle(const unsigned char *f, size_t len, size_t *l3_out)
 	w.at = l3 + outer;
 	if (!inner_version || !room(&w, 1) || f[l3 + outer] >> 4 != inner_version)
 		return 0;
+	if (!room(&w, inner_version == 4 ? 20 : 40))
+		return 0;
+	if (inner_version == 4 ? !addr_is(LB_FAMILY_IPV4, f + l3 + outer + 16, VIP4) :
+				 !addr_is(LB_FAMILY_IPV6, f + l3 + outer + 24, VIP6)) {
+		*drop = 1;
+		return 0;
+	}
+	/* Sent on: only to a trusted peer (the one: the balancer), never to this host. */
+	if (hops_at && next < count && l3 == 14 && outer <= 256 && !decap_takes(&w, inner_version)) {
+		const unsigned char *hop = f + hops_at + next * (family == LB_FAMILY_IPV4 ? 4 : 16);
+
+		if (!addr_is(family, hop, family == LB_FAMILY_IPV4 ? TRUSTED4 : TRUSTED6) ||
+		    addr_is(family, hop, family == LB_FAMILY_IPV4 ? LOCAL4 : LOCAL6)) {
+			*drop = 1;
+			return 0;
+		}
+	}
 	*l3_out = l3;
 	return outer;
 }
 
-/* A valid encapsulated frame: IPIP either way, GUE with a header (and hops) or without. */
+/*
+ * A valid encapsulated frame: IPIP either way, GUE with a header (and hops)
+ * or without; its inner packet mostly to the VIP.
+ */
 static void encap_frame(struct test_rng *rng, struct pkt *pkt)
 {
 	int outer6 = (int)test_rng_below(rng, 2), inner6 = (int)test_rng_below(rng, 2);
 	int kind = (int)test_rng_below(rng, 3), hops = (int)test_rng_below(rng, 3);
 	int trusted = test_rng_below(rng, 4) != 0, local = test_rng_below(rng, 4) != 0;
+	/* 1 in 8 to another address than the VIP: dropped, never taken. */
+	int vip = test_rng_below(rng, 8) != 0;
 	struct pkt inner;
 	struct pkt_spec spec = { .family = inner6 ? LB_FAMILY_IPV6 : LB_FAMILY_IPV4,
 				 .protocol = test_rng_below(rng, 2) ? IPPROTO_TCP : IPPROTO_UDP,
 				 .src = inner6 ? "2001:db8:10::2" : "198.18.10.2",
-				 .dst = inner6 ? "2001:db8::100" : "198.18.0.100",
+				 .dst = inner6 ? (vip ? VIP6 : "2001:db8:13::12") :
+						 (vip ? VIP4 : "198.18.13.12"),
 				 .sport = (uint16_t)(1 + test_rng_below(rng, 65535)), .dport = 80 };
 	/* GUE with a header (kind 1: an all-zero hop list of @hops) or without (kind 2). */
 	uint8_t gue[20] = { (uint8_t)(1 + hops), inner6 ? 41 : 4, 0, 0, 0, 0, 0, (uint8_t)hops };
@@ -691,14 +774,14 @@ static void hex_dump(const char *what, const unsigned char *p, size_t len)
 static void test_hostile_frames_through_the_decap_program(void **state)
 {
 	const char *env = getenv("FRAMES");
-	long frames = env ? atol(env) : FRAMES_DEFAULT, n, decapsulated = 0;
+	long frames = env ? atol(env) : FRAMES_DEFAULT, n, decapsulated = 0, dropped = 0;
 	struct test_rng rng = { SEED ^ 0xdeca9 };
 	struct decap_bpf *skel;
 	unsigned char out[PKT_MAX];
 	__u64 packets = 0, bytes = 0, bytes_sent = 0;
-	__u32 r;
+	__u32 r, verdict;
 	size_t out_len;
-	int fd;
+	int fd, drop;
 
 	(void)state;
 	if (skip_reason)
@@ -723,10 +806,16 @@ static void test_hostile_frames_through_the_decap_program(void **state)
 					mutate(&rng, &pkt);
 			}
 		}
-		outer = decap_oracle(pkt.data, pkt.len, &l3);
-		check(harness_run(fd, pkt.data, pkt.len, out, &out_len, 1, NULL) == XDP_PASS,
-		      "decap frame %ld: not passed", n);
+		outer = decap_oracle(pkt.data, pkt.len, &l3, &drop);
+		verdict = harness_run(fd, pkt.data, pkt.len, out, &out_len, 1, NULL);
 		bytes_sent += pkt.len;
+		if (drop) {
+			check(verdict == XDP_DROP, "decap frame %ld: verdict %u, the oracle says dropped",
+			      n, verdict);
+			dropped++;
+			continue;
+		}
+		check(verdict == XDP_PASS, "decap frame %ld: verdict %u, not passed", n, verdict);
 		if (!outer) {
 			check(out_len == pkt.len && !memcmp(out, pkt.data, pkt.len),
 			      "decap frame %ld (%zu bytes): changed, the oracle says untouched", n,
@@ -751,9 +840,9 @@ static void test_hostile_frames_through_the_decap_program(void **state)
 	      "decap counters add up to %llu frames and %llu bytes, %ld and %llu sent",
 	      (unsigned long long)packets, (unsigned long long)bytes, frames,
 	      (unsigned long long)bytes_sent);
-	printf("hostile decap: %ld frames, %llu bytes: %ld decapsulated, %ld untouched, each as the "
-	       "oracle said; counters add up\n", frames, (unsigned long long)bytes_sent,
-	       decapsulated, frames - decapsulated);
+	printf("hostile decap: %ld frames, %llu bytes: %ld decapsulated, %ld dropped, %ld untouched, "
+	       "each as the oracle said; counters add up\n", frames, (unsigned long long)bytes_sent,
+	       decapsulated, dropped, frames - decapsulated - dropped);
 	decap_bpf__destroy(skel);
 }
 
