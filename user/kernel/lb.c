@@ -62,6 +62,7 @@ static const struct {
 	{ "vip_stats", offsetof(struct lb_maps, vip_stats) },
 	{ "backend_stats", offsetof(struct lb_maps, backend_stats) },
 	{ "reason_stats", offsetof(struct lb_maps, reason_stats) },
+	{ "sources", offsetof(struct lb_maps, sources) },
 };
 
 #define SHARED_MAPS (sizeof(shared_maps) / sizeof(shared_maps[0]))

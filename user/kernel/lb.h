@@ -53,6 +53,7 @@ struct lb_maps {
 	int vip_stats;
 	int backend_stats;
 	int reason_stats;
+	int sources;
 };
 
 /** enum lb_attach_mode - how the program is attached to an interface. */
