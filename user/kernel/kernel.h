@@ -40,6 +40,21 @@ int kernel_sync(const struct lb_maps *maps, const struct state *applied, const s
 	     struct fault *f);
 
 /**
+ * kernel_vip_sources_sync() - make the kernel's source set of @v (map
+ * "sources") its prefixes: a VIP the kernel serves gets them under the
+ * parity its value does not name, one swap of its value names them (with
+ * its source flags), and once no packet can read the old value the old set
+ * is deleted; a VIP it does not serve gets them under parity 0, which its
+ * first value names. kernel_sync() calls it for each changed VIP.
+ * @maps: the pinned maps
+ * @v: the VIP
+ * @have: the map's elements (lb_sources_read()), or NULL to read them
+ * @have_count: how many
+ */
+int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *v,
+			    const struct lb_source_entry *have, size_t have_count);
+
+/**
  * kernel_record() - write the kernel's record of what the maps hold.
  * @maps: the pinned maps
  * @s: the committed state they hold, or are being made to hold

@@ -276,21 +276,28 @@ static int sources_hold(const struct lb_source_entry *have, size_t have_count, _
  * not serve yet gets its set under parity 0, which its first value names
  * (swap_rings(), lb_vip_install_as()).
  */
-static int sources_sync_vip(const struct lb_maps *maps, const struct state_vip *v,
+int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *v,
 			    const struct lb_source_entry *have, size_t have_count)
 {
-	struct lb_source_entry *want;
+	struct lb_source_entry *want, *read = NULL;
 	__u8 flags = image_vip_flags(v) & LB_VIP_SOURCE_FLAGS, parity;
 	struct lb_vip_key key;
 	struct lb_vip served;
 	int err, serving;
 
+	if (!have) {
+		err = lb_sources_read(maps, &read, &have_count);
+		if (err)
+			return err;
+		have = read;
+	}
 	image_vip_key(v, &key);
 	serving = bpf_map_lookup_elem(maps->vips, &key, &served) == 0 && served.vip_id == v->id;
 	parity = serving ? served.source_parity : 0;
 	want = image_sources(v, parity);
+	err = -ENOMEM;
 	if (!want)
-		return -ENOMEM;
+		goto out;
 	if (!serving) {
 		err = lb_sources_make(maps, v->id, 0, want, v->source_count, have, have_count);
 		goto out;
@@ -302,8 +309,9 @@ static int sources_sync_vip(const struct lb_maps *maps, const struct state_vip *
 	free(want);
 	parity = !parity;
 	want = image_sources(v, parity);
+	err = -ENOMEM;
 	if (!want)
-		return -ENOMEM;
+		goto out;
 	err = lb_sources_make(maps, v->id, parity, want, v->source_count, have, have_count) ?:
 	      lb_vip_sources_swap(maps, &key, v->id, parity, flags) ?:
 	      /* Then no packet reads the old value, nor so the old set. */
@@ -311,6 +319,7 @@ static int sources_sync_vip(const struct lb_maps *maps, const struct state_vip *
 	      lb_sources_make(maps, v->id, !parity, NULL, 0, have, have_count);
 out:
 	free(want);
+	free(read);
 	return err;
 }
 
@@ -335,7 +344,7 @@ static int sync_sources(const struct lb_maps *maps, const struct state *applied,
 				return kernel_fail(f, err, "reading the source ranges");
 			read = 1;
 		}
-		err = sources_sync_vip(maps, v, have, have_count);
+		err = kernel_vip_sources_sync(maps, v, have, have_count);
 		if (err) {
 			vip_format(&v->spec, spec);
 			err = kernel_fail(f, err, "writing the source ranges of %s", spec);
