@@ -33,7 +33,7 @@ struct ring;
  * valid state (every backend id taken, every field at its longest) is well
  * under it (test_state measures one). A longer text is refused unread.
  */
-#define STATE_TEXT_MAX (8u << 20)
+#define STATE_TEXT_MAX (16u << 20)
 /** STATE_WHY_MAX - room for an explanation of a refused state. */
 #define STATE_WHY_MAX 256
 
