@@ -78,10 +78,11 @@ int prefix_parse(const char *text, struct prefix *out, const char **why)
 
 void prefix_format(const struct prefix *p, char *buf)
 {
-	char a[ADDR_TEXT_MAX];
+	size_t n;
 
-	addr_format(&p->addr, a);
-	snprintf(buf, ADDR_TEXT_MAX, "%s/%u", a, p->len);
+	addr_format(&p->addr, buf);
+	n = strlen(buf);
+	snprintf(buf + n, ADDR_TEXT_MAX - n, "/%u", p->len);
 }
 
 int prefix_equal(const struct prefix *a, const struct prefix *b)
