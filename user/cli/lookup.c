@@ -65,10 +65,11 @@ static void flow_text(const json_t *flow, const char *client)
 	if (client)
 		printf("%s ", client);
 	if (json_object_get(flow, "refused")) {
-		const json_t *prefix = json_object_get(flow, "prefix");
+		const char *prefix = json_string_value(json_object_get(flow, "prefix"));
 
+		/* No prefix holds the client: refused for being outside the allow list. */
 		printf("refused (%s%s%s)\n", json_string_value(json_object_get(flow, "refused")),
-		       prefix ? ", by " : "", prefix ? json_string_value(prefix) : "");
+		       prefix ? ", by " : "", prefix ? prefix : "");
 		return;
 	}
 	printf("%s", json_string_value(json_object_get(flow, "backend")));
