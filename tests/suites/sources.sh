@@ -10,6 +10,8 @@
 #              .121; SYNs sent from .121 are counted under drop_source_not_allowed
 #              exactly; lookup says so
 #   deny6      --deny 2001:db8::120/124: the same for IPv6 and drop_source_denied
+#   metrics    (after both) the daemon's /metrics gives each VIP's prefixes by
+#              list (ringlb_vip_source_prefixes) and the two reasons' counters
 #   in_place   (after both) vip sources turns the IPv4 lists around: .21 is
 #              refused, .121 served, while a download through the IPv6 VIP
 #              completes untouched; verify agrees with the kernel
@@ -104,6 +106,31 @@ t_allow4() { range_check "$VIP4" "$TOPO_VIP4" "$IN4" "$OUT4" drop_source_not_all
 
 t_deny6() { range_check "$VIP6" "$TOPO_VIP6" "$IN6" "$OUT6" drop_source_denied; }
 
+t_metrics() {
+	local dpid page t
+	nsenter --net="/run/netns/$RINGLB_NS" "$ROOT/build/ringlb" --state "$W/state.json" \
+		--pin-dir "$PIN" daemon --metrics 127.0.0.1:9477 --verify-interval 3600 \
+		>>"$W/daemon.log" 2>&1 &
+	dpid=$!
+	for t in $(seq 1 250); do
+		grep -q 'ready: serving' "$W/daemon.log" && break
+		sleep 0.04
+	done
+	page=$(nsenter --net="/run/netns/$RINGLB_NS" curl -s -m 5 http://127.0.0.1:9477/metrics)
+	kill "$dpid"
+	wait "$dpid" 2>/dev/null
+	for want in "ringlb_vip_source_prefixes{vip=\"$VIP4\",list=\"allow\"} 1" \
+		"ringlb_vip_source_prefixes{vip=\"$VIP4\",list=\"deny\"} 0" \
+		"ringlb_vip_source_prefixes{vip=\"$VIP6\",list=\"deny\"} 1"; do
+		grep -qxF "$want" <<<"$page" && pass "/metrics: $want" ||
+			fail "/metrics has no '$want' ($(grep -c . <<<"$page") lines; $(tail -1 "$W/daemon.log"))"
+	done
+	for r in drop_source_denied drop_source_not_allowed; do
+		grep -q "reason=\"$r\"" <<<"$page" && pass "/metrics counts $r" ||
+			fail "/metrics has no counter of $r"
+	done
+}
+
 t_in_place() {
 	local got
 	# A download through the IPv6 VIP held open across the change (48 KiB at 16 KiB/s).
@@ -175,6 +202,7 @@ t_refused() {
 
 suite_test allow4
 suite_test deny6
+suite_test metrics allow4 deny6
 suite_test in_place allow4 deny6
 suite_test clear in_place
 suite_test refused

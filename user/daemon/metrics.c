@@ -186,6 +186,19 @@ static void committed(FILE *f, const struct metrics_input *in)
 		sample(f, "ringlb_vip_fail_open", spec, NULL, NULL, NULL,
 		       state_vip_fails_open(&s->fleet.vips[i]));
 	}
+	family(f, "ringlb_vip_source_prefixes", "gauge",
+	       "Source prefixes of a VIP, by list (allow, deny); none: every client is served.");
+	for (i = 0; i < s->fleet.vip_count; i++) {
+		const struct state_vip *v = &s->fleet.vips[i];
+		size_t j, deny = 0;
+
+		for (j = 0; j < v->source_count; j++)
+			deny += v->sources[j].deny != 0;
+		vip_format(&v->spec, spec);
+		sample(f, "ringlb_vip_source_prefixes", spec, NULL, "list", "allow",
+		       (double)(v->source_count - deny));
+		sample(f, "ringlb_vip_source_prefixes", spec, NULL, "list", "deny", (double)deny);
+	}
 	family(f, "ringlb_state_generation", "gauge", "The committed state's generation.");
 	sample(f, "ringlb_state_generation", NULL, NULL, NULL, NULL, (double)s->fleet.generation);
 }
