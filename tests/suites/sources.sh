@@ -17,6 +17,9 @@
 #              completes untouched; verify agrees with the kernel
 #   clear      (after in_place) vip sources --clear: everyone served; the state
 #              file is then byte for byte a state without ranges
+#   drift      (after clear) a prefix deleted from the kernel and a stray one
+#              added behind ringlb's back: verify names both, the daemon's
+#              start repairs them, and the refused client is refused again
 #   refused    bad lists (mixed family, host bits, both lists, 1,025 prefixes,
 #              --clear with a list) get one line, non-zero, and no change;
 #              1,024 are taken and verify agrees
@@ -170,6 +173,45 @@ t_clear() {
 		fail "verify: $(head -3 "$W/verify")"
 }
 
+# key VIP_ID PARITY LEN A B C D: a "sources" key of an IPv4 prefix, as bpftool takes it.
+source_key() { echo "$(($3 + 32)) 0 0 0 $1 0 $2 0 $4 $5 $6 $7 0 0 0 0 0 0 0 0 0 0 0 0"; }
+
+t_drift() {
+	local dpid t id parity seen
+	ringlb vip sources "$VIP4" --allow 198.18.0.16/28 || fail "vip sources"
+	id=$(ringlb show --json | jq --arg v "$VIP4" '.vips[] | select(.vip == $v) | .id')
+	for parity in 0 1; do
+		# shellcheck disable=SC2046
+		bpftool map delete pinned "$PIN/sources" key $(source_key "$id" $parity 28 198 18 0 16) \
+			2>/dev/null
+	done
+	# shellcheck disable=SC2046
+	bpftool map update pinned "$PIN/sources" key $(source_key 200 0 8 10 0 0 0) value 1 0 0 0 ||
+		fail "bpftool update"
+	[ "$(served "$IN4" "$TOPO_VIP4" 1 1)" = 0 ] && pass "the deleted allow prefix: $IN4 refused" ||
+		fail "the deleted allow prefix: $IN4 still served"
+	ringlb verify >"$W/verify" 2>&1
+	grep -q "$VIP4: its source ranges in the kernel differ" "$W/verify" &&
+		grep -q "1 source prefixes in the kernel belong to no VIP" "$W/verify" &&
+		pass "verify names the missing prefix and the stray one" ||
+		fail "verify: $(cat "$W/verify")"
+	seen=$(grep -c 'ready: serving' "$W/daemon.log" 2>/dev/null)
+	nsenter --net="/run/netns/$RINGLB_NS" "$ROOT/build/ringlb" --state "$W/state.json" \
+		--pin-dir "$PIN" daemon --metrics none --verify-interval 3600 >>"$W/daemon.log" 2>&1 &
+	dpid=$!
+	for t in $(seq 1 250); do
+		[ "$(grep -c 'ready: serving' "$W/daemon.log")" -gt "${seen:-0}" ] && break
+		sleep 0.04
+	done
+	kill "$dpid"
+	wait "$dpid" 2>/dev/null
+	ringlb verify >"$W/verify" 2>&1 && pass "the daemon repaired the source ranges" ||
+		fail "after the daemon: $(cat "$W/verify"; tail -3 "$W/daemon.log")"
+	[ "$(served "$IN4" "$TOPO_VIP4" 2)" = 2 ] && pass "$IN4 served again" ||
+		fail "$IN4 not served after the repair"
+	ringlb vip sources "$VIP4" --clear || fail "vip sources --clear"
+}
+
 t_refused() {
 	local before after i list="" err
 	before=$(sha256sum <"$W/state.json")
@@ -205,5 +247,6 @@ suite_test deny6
 suite_test metrics allow4 deny6
 suite_test in_place allow4 deny6
 suite_test clear in_place
+suite_test drift clear
 suite_test refused
 suite_main "$@"
