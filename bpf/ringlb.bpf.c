@@ -67,6 +67,15 @@ struct {
 	LB_PINNED;
 } vip_stats SEC(".maps");
 
+/* Per VIP: frames its source ranges refused (either reason). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LB_VIPS_MAX);
+	__type(key, __u32);
+	__type(value, struct lb_counters);
+	LB_PINNED;
+} vip_refused SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, LB_BACKENDS_MAX);
@@ -331,8 +340,15 @@ int ringlb_xdp(struct xdp_md *ctx)
 
 	/* Source ranges before any flow or ring work; an ICMP error's client is the quoted one. */
 	reason_refused = lb_source_refused(vip, key.src_addr, key.family);
-	if (reason_refused)
+	if (reason_refused) {
+		struct lb_counters *rc = bpf_map_lookup_elem(&vip_refused, &vip->vip_id);
+
+		if (rc) {
+			rc->packets++;
+			rc->bytes += bytes;
+		}
 		return verdict(reason_refused, bytes);
+	}
 
 	/* ICMP errors follow the flow; they neither pin nor close it. */
 	err = backend_choose(&key, &vip_key, vip, tcp_flags, reason == LB_REASON_FORWARDED_ICMP,

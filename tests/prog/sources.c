@@ -195,9 +195,14 @@ static void test_source_ranges_decide_by_the_longest_prefix(void **state)
 		model = state_vip_source_refused(r.v, &client, NULL);
 		check(model == c->reason, "%s: the model says reason %d, the table %d", c->what,
 		      model, c->reason);
+		__u64 refused0 = harness_percpu_sum(maps->vip_refused, (__u32)c->vip, 2, 0), refused1;
+
 		reasons_snapshot(before);
 		got = syn_from(c->vip, c->client);
 		reasons_snapshot(after);
+		refused1 = harness_percpu_sum(maps->vip_refused, (__u32)c->vip, 2, 0);
+		check(refused1 - refused0 == (c->reason != 0), "%s: the VIP's refused count rose %llu",
+		      c->what, (unsigned long long)(refused1 - refused0));
 		check(got == verdict_of(c->reason), "%s: verdict %u, want %u", c->what, got,
 		      verdict_of(c->reason));
 		check(after[counted] - before[counted] == 1, "%s: %s counted %llu times, want 1",

@@ -70,6 +70,9 @@ served() {
 # reason NAME: packets counted under reason NAME so far.
 reason() { ringlb stats --json | jq --arg r "$1" '.reasons[$r].packets'; }
 
+# vip_refused VIP: packets VIP's source ranges refused so far.
+vip_refused() { ringlb stats --json | jq --arg v "$1" '.vips[] | select(.vip == $v) | .refused.packets'; }
+
 # syns FROM TO N: N TCP SYNs from FROM to TO:80, sent by trafgen from client 1 to the balancer.
 syns() {
 	local c1mac head
@@ -86,7 +89,7 @@ syns() {
 
 # range_check VIP ADDR IN OUT REASON: IN served, OUT refused (curl, lookup, counted SYNs).
 range_check() {
-	local vip=$1 addr=$2 in=$3 out=$4 why=$5 ok before after said
+	local vip=$1 addr=$2 in=$3 out=$4 why=$5 ok before after said vip_before vip_after
 	ok=$(served "$in" "$addr" 10)
 	[ "$ok" = 10 ] && pass "$vip: 10 of 10 connections from $in served" ||
 		fail "$vip: $ok of 10 connections from $in served"
@@ -99,10 +102,15 @@ range_check() {
 	*) fail "lookup of $out says '$said', not refused ($why)" ;;
 	esac
 	before=$(reason "$why")
+	vip_before=$(vip_refused "$vip")
 	syns "$out" "$addr" "$SYNS"
 	after=$(reason "$why")
+	vip_after=$(vip_refused "$vip")
 	[ $((after - before)) = "$SYNS" ] && pass "$SYNS SYNs from $out: $why counted $((after - before))" ||
 		fail "$SYNS SYNs from $out: $why counted $((after - before))"
+	[ $((vip_after - vip_before)) = "$SYNS" ] &&
+		pass "$SYNS SYNs from $out: the VIP's refused count rose $((vip_after - vip_before))" ||
+		fail "$SYNS SYNs from $out: the VIP's refused count rose $((vip_after - vip_before))"
 }
 
 t_allow4() { range_check "$VIP4" "$TOPO_VIP4" "$IN4" "$OUT4" drop_source_not_allowed; }
@@ -124,7 +132,8 @@ t_metrics() {
 	wait "$dpid" 2>/dev/null
 	for want in "ringlb_vip_source_prefixes{vip=\"$VIP4\",list=\"allow\"} 1" \
 		"ringlb_vip_source_prefixes{vip=\"$VIP4\",list=\"deny\"} 0" \
-		"ringlb_vip_source_prefixes{vip=\"$VIP6\",list=\"deny\"} 1"; do
+		"ringlb_vip_source_prefixes{vip=\"$VIP6\",list=\"deny\"} 1" \
+		"ringlb_vip_refused_packets_total{vip=\"$VIP4\"} $(vip_refused "$VIP4")"; do
 		grep -qxF "$want" <<<"$page" && pass "/metrics: $want" ||
 			fail "/metrics has no '$want' ($(grep -c . <<<"$page") lines; $(tail -1 "$W/daemon.log"))"
 	done

@@ -361,8 +361,15 @@ static void stats_text(const json_t *model)
 	size_t i, j;
 
 	json_array_foreach(json_object_get(model, "vips"), i, v) {
-		printf("VIP %s  %llu packets  %llu bytes\n  %-20s %-9s %12s %14s %10s %10s %8s\n",
-		       member_str(v, "vip"), member_u64(v, "packets"), member_u64(v, "bytes"),
+		const json_t *refused = json_object_get(v, "refused");
+
+		printf("VIP %s  %llu packets  %llu bytes", member_str(v, "vip"),
+		       member_u64(v, "packets"), member_u64(v, "bytes"));
+		/* Said only for a VIP with source ranges: the others print as they always did. */
+		if (refused)
+			printf("  refused by its source ranges: %llu packets  %llu bytes",
+			       member_u64(refused, "packets"), member_u64(refused, "bytes"));
+		printf("\n  %-20s %-9s %12s %14s %10s %10s %8s\n",
 		       "NAME", "STATE", "PACKETS", "BYTES", "NEW FLOWS", "LIVE FLOWS", "CLOSING");
 		json_array_foreach(json_object_get(v, "backends"), j, b)
 			printf("  %-20s %-9s %12llu %14llu %10llu %10llu %8llu\n",

@@ -107,6 +107,13 @@ static void data_path(FILE *f, const struct metrics_input *in)
 	json_array_foreach(json_object_get(in->stats, "vips"), i, v)
 		sample(f, "ringlb_vip_bytes_total", json_string_value(json_object_get(v, "vip")),
 		       NULL, NULL, NULL, member_num(v, "bytes"));
+	family(f, "ringlb_vip_refused_packets_total", "counter",
+	       "Packets to a VIP its source ranges refused (VIPs with ranges).");
+	json_array_foreach(json_object_get(in->stats, "vips"), i, v)
+		if (json_object_get(v, "refused"))
+			sample(f, "ringlb_vip_refused_packets_total",
+			       json_string_value(json_object_get(v, "vip")), NULL, NULL, NULL,
+			       member_num(json_object_get(v, "refused"), "packets"));
 	backend_counters(f, in, "ringlb_backend_packets_total", "counter",
 			 "Packets forwarded to a backend.", "packets");
 	backend_counters(f, in, "ringlb_backend_bytes_total", "counter",

@@ -54,6 +54,7 @@ struct lb_maps {
 	int backend_stats;
 	int reason_stats;
 	int sources;
+	int vip_refused;
 };
 
 /** enum lb_attach_mode - how the program is attached to an interface. */
