@@ -235,6 +235,10 @@ t_refused() {
 			fail "vip sources $args: not one line and non-zero: $err"
 		fi
 	done
+	err=$(ringlb vip add 198.18.0.105:80/tcp --allow 2001:db8::/32 2>&1 >/dev/null)
+	[ $? -ne 0 ] && [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] &&
+		pass "vip add with a list of the other family: $err" ||
+		fail "vip add with a list of the other family: $err"
 	for i in $(seq 0 1024); do list="$list${list:+,}10.$((i / 256)).$((i % 256)).0/24"; done
 	err=$(ringlb vip sources "$VIP4" --allow "$list" 2>&1 >/dev/null)
 	[ $? -ne 0 ] && [ -n "$err" ] && pass "1,025 prefixes refused: $err" ||
