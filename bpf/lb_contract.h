@@ -116,7 +116,9 @@ struct lb_vip_key {
  * @ring_class: which rings_<class> map holds the ring, 0 .. LB_RING_CLASSES - 1
  * @ring_parity: which of the VIP's two slots there, 0 or 1
  * @index_bits: b of the ring map's buckets, LB_RING_BITS_MIN .. LB_RING_BITS_MAX
- * @flags: LB_VIP_STATELESS or 0
+ * @flags: LB_VIP_STATELESS, LB_VIP_SOURCES, LB_VIP_ALLOW_LIST, or 0
+ * @source_parity: which of the VIP's two source sets (map "sources") serves,
+ *                 0 or 1; 0 when it has none
  * @pad: zero
  * @fingerprint: the ring's fingerprint, also in its header: a packet that
  *               finds another ring in the slot (one swapped in after it
@@ -135,7 +137,8 @@ struct lb_vip {
 	__u8 ring_parity;
 	__u8 index_bits;
 	__u8 flags;
-	__u8 pad[4];
+	__u8 source_parity;
+	__u8 pad[3];
 	__u64 fingerprint;
 };
 
@@ -144,6 +147,73 @@ struct lb_vip {
  * are held by its ring, its previous rings and its backends' second chance.
  */
 #define LB_VIP_STATELESS (1u << 0)
+/**
+ * LB_VIP_SOURCES - the VIP has source prefixes (map "sources"): its packets'
+ * clients are looked up there before any flow or ring work. A VIP without
+ * them pays nothing.
+ */
+#define LB_VIP_SOURCES (1u << 1)
+/**
+ * LB_VIP_ALLOW_LIST - one of its prefixes is an allow prefix: a client that
+ * matches none of them is refused (without it, such a client is served).
+ */
+#define LB_VIP_ALLOW_LIST (1u << 2)
+
+/* --- source ranges (map "sources", LPM trie) --------------------------------- */
+
+/** LB_SOURCES_PER_VIP_MAX - prefixes, allow and deny together, one VIP may have. */
+#define LB_SOURCES_PER_VIP_MAX 1024
+/** LB_SOURCES_MAX - prefixes of every VIP together (the state's limit). */
+#define LB_SOURCES_MAX 32768
+/**
+ * LB_SOURCES_ENTRIES - the map's room: every VIP's serving set, and a new
+ * set of one VIP written beside it before the swap (twice the state's
+ * limit, so a swap never fails for room).
+ */
+#define LB_SOURCES_ENTRIES (2 * LB_SOURCES_MAX)
+/** LB_SOURCE_KEY_FIXED_BITS - bits of a key before the address: vip id, parity, pad. */
+#define LB_SOURCE_KEY_FIXED_BITS 32
+
+/**
+ * struct lb_source_key - one client prefix of one VIP's source set.
+ * @prefixlen: LB_SOURCE_KEY_FIXED_BITS + the prefix's length (0 .. 32 for
+ *             IPv4, 0 .. 128 for IPv6); a lookup gives the address's full
+ *             length
+ * @vip_id: the VIP's id (host order; only ever compared whole)
+ * @parity: which of the VIP's two sets (lb_vip.source_parity)
+ * @pad: zero
+ * @addr: the prefix, host bits zero (__be, IPv4 in the first 4 bytes); the
+ *        family is the VIP's, which sees no other
+ *
+ * The longest prefix that holds the client decides. A set is replaced by
+ * writing the new one under the other parity, swapping the VIP value to
+ * name it (one update) and, once no packet can still read the old value,
+ * deleting the old parity's entries: every packet sees one set whole.
+ */
+struct lb_source_key {
+	__u32 prefixlen;
+	__u16 vip_id;
+	__u8 parity;
+	__u8 pad;
+	__u8 addr[16];
+};
+
+enum lb_source_verdict {
+	LB_SOURCE_ALLOW = 1, /* served */
+	LB_SOURCE_DENY = 2,  /* refused: dropped, counted as drop_source_denied */
+};
+
+/**
+ * struct lb_source - what a prefix says.
+ * @verdict: enum lb_source_verdict
+ * @pad: zero
+ */
+struct lb_source {
+	__u8 verdict;
+	__u8 pad[3];
+};
+
+_Static_assert(LB_VIPS_MAX <= 65536, "a VIP id fits a source key's vip_id");
 
 /* --- backends (map "backends", array indexed by backend id) ------------------ */
 
@@ -572,7 +642,11 @@ struct lb_backend_counters {
 	  "too big once encapsulated: IPv4 without DF (XDP cannot fragment), or an ICMP error") \
 	X(DROP_NO_ROOM, "drop_no_room", DROP, "the frame could not grow for the outer headers") \
 	X(DROP_ICMP_RATE, "drop_icmp_rate", DROP,                                          \
-	  "too big once encapsulated, and this CPU's budget of ICMP errors is spent")
+	  "too big once encapsulated, and this CPU's budget of ICMP errors is spent")     \
+	X(DROP_SOURCE_DENIED, "drop_source_denied", DROP,                                  \
+	  "client inside a deny prefix of the VIP (its longest matching prefix)")          \
+	X(DROP_SOURCE_NOT_ALLOWED, "drop_source_not_allowed", DROP,                        \
+	  "VIP with an allow list, client in none of its prefixes")
 
 #define LB_REASON_ENUM_ENTRY(id, name, class, what) LB_REASON_##id,
 enum lb_reason {

@@ -5,7 +5,8 @@
  * For each frame: parse Ethernet (at most one VLAN tag), IPv4 (options
  * included) or IPv6 (hop-by-hop, routing and destination options walked),
  * then TCP or UDP; match {VIP address, port, protocol}; find the flow in the
- * flow table, or place it with the VIP's consistent-hash ring; rewrite the
+ * flow table, or place it with the VIP's consistent-hash ring (a VIP with
+ * source ranges first refuses clients they exclude, lb_sources.h); rewrite the
  * MACs for L2 direct server return and send it back out (XDP_TX). ICMP errors
  * about a VIP flow (fragmentation needed, packet too big, ...) follow the
  * flow they quote to its backend, so path MTU discovery works through the
@@ -20,6 +21,7 @@
 #include "lb_flow_hash.h"
 #include "lb_parse.h"
 #include "lb_ring.h"
+#include "lb_sources.h"
 #include "lb_encap.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -64,6 +66,15 @@ struct {
 	__type(value, struct lb_counters);
 	LB_PINNED;
 } vip_stats SEC(".maps");
+
+/* Per VIP: frames its source ranges refused (either reason). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LB_VIPS_MAX);
+	__type(key, __u32);
+	__type(value, struct lb_counters);
+	LB_PINNED;
+} vip_refused SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -312,7 +323,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 	struct lb_backend *backend;
 	struct ethhdr *eth;
 	struct lb_vip *vip;
-	__u32 reason, backend_id;
+	__u32 reason, backend_id, reason_refused;
 	__u64 hops;
 	__u8 tcp_flags;
 	int err;
@@ -327,6 +338,18 @@ int ringlb_xdp(struct xdp_md *ctx)
 		return verdict(reason == LB_REASON_FORWARDED_ICMP ? LB_REASON_PASS_ICMP :
 								    LB_REASON_PASS_NOT_VIP,
 			       bytes);
+
+	/* Source ranges before any flow or ring work; an ICMP error's client is the quoted one. */
+	reason_refused = lb_source_refused(vip, key.src_addr, key.family);
+	if (reason_refused) {
+		struct lb_counters *rc = bpf_map_lookup_elem(&vip_refused, &vip->vip_id);
+
+		if (rc) {
+			rc->packets++;
+			rc->bytes += bytes;
+		}
+		return verdict(reason_refused, bytes);
+	}
 
 	/* ICMP errors follow the flow; they neither pin nor close it. */
 	err = backend_choose(&key, &vip_key, vip, tcp_flags, reason == LB_REASON_FORWARDED_ICMP,

@@ -950,6 +950,152 @@ static void second_chance_per_packet(void)
 	harness_net_leave();
 }
 
+/* Source prefixes of the ranged VIP in 1f: 198.0.0.0/8 and nested /20s (the flows are 198/8). */
+#define SOURCES_BENCH_PREFIXES 1000
+#define SOURCES_BENCH_BACKENDS 64
+
+enum { SR_EMPTY, SR_PLAIN_EST, SR_RANGED_EST, SR_PLAIN_NEW, SR_RANGED_NEW, SR_COUNT };
+
+/* VIP @vip_id at 198.18.0.(100 + @vip_id):80/tcp, served by its own @count backends. */
+static void sources_bench_vip(const struct lb_maps *maps, __u32 vip_id, const struct ring *r,
+			      struct pkt *frame)
+{
+	struct lb_vip_key key = { .port = htons(80), .protocol = IPPROTO_TCP,
+				  .family = LB_FAMILY_IPV4 };
+	struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,
+				 .src = "198.18.1.1", .sport = 40000, .dport = 80,
+				 .tcp_flags = 0x10 };
+	__u32 ids[SOURCES_BENCH_BACKENDS], m;
+	char vip[32];
+
+	for (m = 0; m < SOURCES_BENCH_BACKENDS; m++) {
+		struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
+					.vip_id = vip_id, .cookie = 1 + m + vip_id * 1000,
+					.mac = { 2, 0, 0, 0, (__u8)vip_id, (__u8)m } };
+
+		ids[m] = 1 + vip_id * SOURCES_BENCH_BACKENDS + m;
+		if (lb_backend_install(maps, ids[m], &b))
+			die("backend", -errno);
+	}
+	snprintf(vip, sizeof(vip), "198.18.0.%u", 100 + vip_id);
+	pkt_addr(LB_FAMILY_IPV4, vip, key.addr);
+	if (lb_vip_install(maps, &key, vip_id, r, ids))
+		die("VIP", -errno);
+	spec.dst = vip;
+	pkt_build(frame, &spec);
+}
+
+/*
+ * 1f. Source ranges: the shipped program for a VIP without source ranges and
+ * one with 1,000 prefixes (every flow allowed, so both forward), same ring,
+ * same flows, rounds interleaved.
+ */
+static void sources_per_packet(void)
+{
+	static const char *const names[SR_COUNT] = {
+		"harness", "no ranges, established", "1,000 prefixes, estab.", "no ranges, new flow",
+		"1,000 prefixes, new",
+	};
+	struct lb_load_opts opts = { .secret = { secret[0], secret[1] } };
+	struct lb_source_entry *entries = calloc(SOURCES_BENCH_PREFIXES, sizeof(*entries));
+	double ns[SR_COUNT][ROUNDS], med[SR_COUNT];
+	struct lb_vip_key ranged_key = { .port = htons(80), .protocol = IPPROTO_TCP,
+					 .family = LB_FAMILY_IPV4 };
+	struct test_rng rng = { SEED ^ 0x737263 };
+	struct pkt frames[SR_COUNT], unused;
+	struct bench_xdp_bpf *skel;
+	struct lb_prog *shipped;
+	__u8 used[4096] = { 0 };
+	struct ring *r;
+	size_t n = 0;
+	int round, e, fd;
+	__u32 slot = S_SHIPPED;
+
+	printf("\n1f. Source ranges per packet: the driver of 1c, IPv4 TCP to two l2 VIPs of %d\n"
+	       "   backends (ring of 1,024 points each), one without source ranges and one with\n"
+	       "   %d allow prefixes (198.0.0.0/8 and %d /20s inside it, so every flow is served\n"
+	       "   and %.0f%% match a /20); ns per packet net of the harness, median of %d\n"
+	       "   interleaved runs of %d packets; established: the %d flows pinned; new: a\n"
+	       "   fresh flow every packet.\n", SOURCES_BENCH_BACKENDS, SOURCES_BENCH_PREFIXES,
+	       SOURCES_BENCH_PREFIXES - 1, 100.0 * (SOURCES_BENCH_PREFIXES - 1) / 4096, ROUNDS,
+	       PACKETS_PER_RUN, FLOWS);
+	if (!entries)
+		die("prefixes", -ENOMEM);
+	skel = bench_open(&unused);
+	if (lb_prog_load(&shipped, &opts))
+		die("load the shipped program", -errno);
+	r = ring_sized(SOURCES_BENCH_BACKENDS, 16);
+	sources_bench_vip(lb_prog_maps(shipped), 0, r, &frames[SR_PLAIN_EST]);
+	sources_bench_vip(lb_prog_maps(shipped), 1, r, &frames[SR_RANGED_EST]);
+	frames[SR_EMPTY] = frames[SR_PLAIN_NEW] = frames[SR_PLAIN_EST];
+	frames[SR_RANGED_NEW] = frames[SR_RANGED_EST];
+	/* The ranges, under parity 1, then the VIP's value names them: what vip sources does. */
+	while (n < SOURCES_BENCH_PREFIXES) {
+		struct lb_source_entry *x = &entries[n];
+		__u32 sub = n ? (__u32)test_rng_below(&rng, 4096) : 0;
+
+		if (n && used[sub])
+			continue;
+		used[sub] = 1;
+		x->key.prefixlen = LB_SOURCE_KEY_FIXED_BITS + (n ? 20 : 8);
+		x->key.vip_id = 1;
+		x->key.parity = 1;
+		x->key.addr[0] = 198;
+		x->key.addr[1] = (__u8)(sub >> 4);
+		x->key.addr[2] = (__u8)(sub << 4);
+		x->value.verdict = LB_SOURCE_ALLOW;
+		n++;
+	}
+	pkt_addr(LB_FAMILY_IPV4, "198.18.0.101", ranged_key.addr);
+	if (lb_sources_make(lb_prog_maps(shipped), 1, 1, entries, n, NULL, 0) ||
+	    lb_vip_sources_swap(lb_prog_maps(shipped), &ranged_key, 1, 1,
+				LB_VIP_SOURCES | LB_VIP_ALLOW_LIST))
+		die("source ranges", -errno);
+	fd = lb_prog_fd(shipped);
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
+		die("prog array", -errno);
+	for (round = -1; round < ROUNDS; round++)
+		for (e = 0; e < SR_COUNT; e++) {
+			struct bench_config c = { e == SR_EMPTY ? S_EMPTY : S_SHIPPED,
+						  e >= SR_PLAIN_NEW, FLOWS };
+			struct bench_frame f = { .len = (__u32)frames[e].len };
+			unsigned char out[PKT_MAX];
+			__u32 zero = 0;
+			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frames[e].data,
+				    .data_size_in = (__u32)frames[e].len, .data_out = out,
+				    .data_size_out = sizeof(out), .repeat = PACKETS_PER_RUN);
+
+			memcpy(f.data, frames[e].data, frames[e].len);
+			if (bpf_map_update_elem(bpf_map__fd(skel->maps.config), &zero, &c, BPF_ANY) ||
+			    bpf_map_update_elem(bpf_map__fd(skel->maps.frame_reset), &zero, &f,
+						BPF_ANY) ||
+			    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.bench_reset), &o))
+				die("BPF_PROG_TEST_RUN of bench_reset", -errno);
+			if (o.retval != XDP_TX) {
+				fprintf(stderr, "bench: %s returned %u\n", names[e], o.retval);
+				die("a source-range benchmark frame was not forwarded", -EPROTO);
+			}
+			/* round -1 warms caches and pins the established flows */
+			if (round >= 0)
+				ns[e][round] = o.duration;
+		}
+	for (e = 0; e < SR_COUNT; e++) {
+		qsort(ns[e], ROUNDS, sizeof(double), cmp_double);
+		med[e] = ns[e][ROUNDS / 2] - (e ? ns[SR_EMPTY][ROUNDS / 2] : 0);
+	}
+	printf("   %-24s %9s %9s %9s %-22s %8s\n", "", "net ns", "+ns", "ratio", "to", "goal");
+	printf("   %-24s %9.1f\n", names[SR_EMPTY], ns[SR_EMPTY][ROUNDS / 2]);
+	for (e = SR_PLAIN_EST; e < SR_COUNT; e += 2) {
+		printf("   %-24s %9.1f\n", names[e], med[e]);
+		printf("   %-24s %9.1f %+9.1f %9.2f %-22s %8s\n", names[e + 1], med[e + 1],
+		       med[e + 1] - med[e], med[e + 1] / med[e], names[e], "<= +10 ns");
+	}
+	free(entries);
+	ring_free(r);
+	lb_prog_close(shipped);
+	bench_xdp_bpf__destroy(skel);
+}
+
 /* --- 2. forwarding rate --------------------------------------------------------------- */
 
 /* Attach @prog_fd natively, blast for FORWARD_SECONDS, return frames sent per second. */
@@ -1509,6 +1655,7 @@ static const struct {
 	{ "encap", encap_per_packet, 1 },
 	{ "second-chance", second_chance_per_packet, 1 },
 	{ "decap-doors", decap_doors_per_packet, 1 },
+	{ "sources", sources_per_packet, 1 },
 	{ "forwarding", forwarding, 1 },
 	{ "control-plane", control_plane, 1 },
 	{ "balance", balance, 0 },
@@ -1535,8 +1682,8 @@ int main(int argc, char **argv)
 			if (strcmp(argv[i], parts[p].name) == 0)
 				break;
 		if (p == sizeof(parts) / sizeof(parts[0])) {
-			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, encap, second-chance, decap-doors, "
-				"forwarding, control-plane, balance)\n", argv[i]);
+			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, encap, second-chance, "
+				"decap-doors, sources, forwarding, control-plane, balance)\n", argv[i]);
 			return 2;
 		}
 	}

@@ -3,7 +3,9 @@
  * The kernel and the ring library agree: random flows of rings of every
  * size go to the backend ring_lookup() names, after whole swaps and after
  * changes written in place, and a change without a good spare is refused
- * while the old ring serves.
+ * while the old ring serves. With source ranges, the kernel, `ringlb
+ * lookup` (kernel_lookup()) and the model agree on every random client:
+ * refused under the same reason, or sent to the ring library's backend.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -22,6 +24,7 @@
 #include <bpf/libbpf.h>
 
 #include "prog.h"
+#include "kernel.h"
 
 #define AGREEMENT_FLOWS 10000
 
@@ -244,7 +247,146 @@ static void test_change_without_a_good_spare_is_refused_and_old_ring_serves(void
 	pool_release(&pool);
 }
 
+#define RANGED_FLOWS 4000
+#define RANGED_PREFIXES 48
+#define RANGED_MEMBERS 8
+
+/* A random prefix over the clients random_flow() makes for @family. */
+static void random_prefix(struct test_rng *rng, int family, struct prefix *p)
+{
+	unsigned int bit, max = family == LB_FAMILY_IPV4 ? 32 : 128;
+	uint64_t a = test_rng_next(rng);
+
+	memset(p, 0, sizeof(*p));
+	p->addr.family = family;
+	if (family == LB_FAMILY_IPV4) {
+		p->addr.bytes[0] = 198;
+		p->addr.bytes[1] = 18;
+		p->addr.bytes[2] = (__u8)(a | 128);
+		p->addr.bytes[3] = (__u8)(a >> 8);
+		/* 18 .. 25 bits, and now and then a host. */
+		p->len = test_rng_below(rng, 10) ? 18 + (unsigned int)test_rng_below(rng, 8) : 32;
+	} else {
+		static const __u8 base[10] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0x0c };
+
+		memcpy(p->addr.bytes, base, sizeof(base));
+		memcpy(p->addr.bytes + 12, &a, 4);
+		p->len = test_rng_below(rng, 10) ? 97 + (unsigned int)test_rng_below(rng, 8) : 128;
+	}
+	for (bit = p->len; bit < max; bit++)
+		p->addr.bytes[bit / 8] &= (__u8)~(0x80u >> (bit % 8));
+}
+
+/* Random allow and deny prefixes for @v (each prefix once), written to the kernel. */
+static void random_ranges(struct test_rng *rng, struct state *s, struct state_vip *v)
+{
+	struct state_source list[RANGED_PREFIXES];
+	const char *why = "";
+	size_t n = 0, i;
+
+	while (n < RANGED_PREFIXES) {
+		random_prefix(rng, v->spec.addr.family, &list[n].prefix);
+		list[n].deny = (int)test_rng_below(rng, 2);
+		for (i = 0; i < n && !prefix_equal(&list[i].prefix, &list[n].prefix); i++)
+			;
+		n += i == n;
+	}
+	check(state_vip_sources_set(s, v, list, n, &why) == 0, "random ranges: %s", why);
+	check(kernel_vip_sources_sync(maps, v, NULL, 0) == 0, "random ranges not synced");
+}
+
+static void test_kernel_lookup_and_model_agree_on_random_sources(void **state)
+{
+	static const int vips[] = { VIP_V4_TCP, VIP_V6_UDP };
+	struct test_rng rng = { SEED ^ 0x7372633a };
+	size_t v;
+
+	(void)state;
+	NEEDS_ROOT();
+	for (v = 0; v < sizeof(vips) / sizeof(vips[0]); v++) {
+		struct lb_vip_key key = vip_key_of_test(vips[v]);
+		struct vip_spec spec = { .port = ntohs(key.port), .protocol = key.protocol };
+		unsigned int served = 0, refused = 0, f, m;
+		struct kernel_chooser kc;
+		struct state_vip *sv;
+		struct state s;
+		struct pool pool;
+
+		flows_clear();
+		pool_install(&pool, vips[v], ring_weighted(64, RANGED_MEMBERS, NULL, "ranged"));
+		spec.addr.family = key.family;
+		memcpy(spec.addr.bytes, key.addr, sizeof(key.addr));
+		state_init(&s);
+		assert_int_equal(state_vip_add(&s, &spec, 64, &sv), 0);
+		sv->id = (__u32)vips[v];
+		/* The same ring as the pool's: the same names, weights and points per weight. */
+		sv->backends = calloc(RANGED_MEMBERS, sizeof(*sv->backends));
+		assert_non_null(sv->backends);
+		for (m = 0; m < RANGED_MEMBERS; m++) {
+			struct state_backend *b = &sv->backends[m];
+
+			snprintf(b->name, sizeof(b->name), "ranged-%u", m);
+			b->addr.family = LB_FAMILY_IPV4;
+			b->weight = 1;
+			b->id = pool.ids[m];
+			b->cookie = 1 + m;
+		}
+		sv->backend_count = RANGED_MEMBERS;
+		random_ranges(&rng, &s, sv);
+		check(kernel_chooser_open(&kc, NULL, secret, sv) == 0, "lookup's chooser");
+		for (f = 0; f < RANGED_FLOWS; f++) {
+			struct kernel_answer answer;
+			struct pkt_spec fs;
+			struct pkt pkt;
+			struct addr client;
+			const char *why = "";
+			char text[64];
+			int model;
+
+			random_flow(&rng, vips[v], &fs, text, sizeof(text));
+			pkt_build(&pkt, &fs);
+			assert_int_equal(addr_parse(text, &client, &why), 0);
+			model = state_vip_source_refused(sv, &client, NULL);
+			check(kernel_lookup(&kc, &client, fs.sport, &answer) == 0, "lookup");
+			check(answer.refused == model, "flow %u (%s): lookup says %d, the model %d", f,
+			      text, answer.refused, model);
+			if (model) {
+				unsigned char out[PKT_MAX];
+				size_t out_len = sizeof(out);
+				__u64 before = reason_total((__u32)model);
+
+				check(run_frame(pkt.data, pkt.len, out, &out_len) == XDP_DROP,
+				      "flow %u (%s): the model refuses it, the kernel did not drop it",
+				      f, text);
+				check(reason_total((__u32)model) - before == 1,
+				      "flow %u (%s): not counted as %s", f, text,
+				      lb_reasons[model].name);
+				refused++;
+			} else {
+				__u32 got = forward(&pkt), want = expected_backend(&pool, &fs);
+
+				check(got == want && answer.backend && answer.backend->id == want,
+				      "flow %u (%s): kernel %u, ring library %u, lookup %u", f, text,
+				      got, want, answer.backend ? answer.backend->id : 0);
+				served++;
+			}
+		}
+		printf("agreement: VIP %d, %d random prefixes: %u flows served, %u refused, "
+		       "kernel, lookup and model agreeing on each\n", vips[v], RANGED_PREFIXES,
+		       served, refused);
+		check(served > RANGED_FLOWS / 20 && refused > RANGED_FLOWS / 20,
+		      "the ranges split the flows too unevenly to test: %u served, %u refused",
+		      served, refused);
+		kernel_chooser_close(&kc);
+		assert_int_equal(state_vip_sources_set(&s, sv, NULL, 0, &(const char *){ "" }), 0);
+		check(kernel_vip_sources_sync(maps, sv, NULL, 0) == 0, "ranges not cleared");
+		state_free(&s);
+		pool_release(&pool);
+	}
+}
+
 HARNESS_GROUP(agreement,
+	cmocka_unit_test(test_kernel_lookup_and_model_agree_on_random_sources),
 	cmocka_unit_test(test_kernel_agrees_with_ring_on_one_point_ring),
 	cmocka_unit_test(test_kernel_agrees_with_ring_on_weighted_ring),
 	cmocka_unit_test(test_kernel_agrees_with_ring_on_million_point_ring),

@@ -196,8 +196,8 @@ t_missing_state() {
 # --help explains every command.
 t_help() {
 	local helped cmd
-	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 27 ]; then
-		pass "ringlb --help lists the 27 commands"
+	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 28 ]; then
+		pass "ringlb --help lists the 28 commands"
 	else
 		fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 	fi

@@ -10,7 +10,7 @@
 #              downloads stay open: no frame dropped or sent to a removed
 #              backend, every download completes from its own backend
 #   crashes    CRASHES kill -9 of the CLI at random points of every kind of
-#              change (weight, add, remove, drain, vip add/del, restore,
+#              change (weight, add, remove, drain, vip add/del/sources, restore,
 #              secret set, attach, detach), each followed by an ordinary
 #              change on another VIP, verify and real connections: the state
 #              file is always the old or the new one, the ordinary change
@@ -222,6 +222,9 @@ crash_command() {
 	   else CMD=(backend weight "$CRASH_VIP" b1 $((n % 4 + 1))); fi ;;
 	3|8) if [ "$(jq -r --arg v "$SPARE_VIP" '[.vips[] | select(.vip == $v)] | length' "$W/state.json")" = 0 ]; then
 		CMD=(vip add "$SPARE_VIP")
+	   elif [ $(($1 % 9)) = 8 ] || [ $(($1 / 9 % 2)) = 0 ]; then
+		# Its source ranges replaced: a new set under the other parity, then the swap.
+		CMD=(vip sources "$SPARE_VIP" --allow 198.18.0.0/16 --deny "198.18.$((n % 250)).0/24")
 	   else
 		CMD=(vip del "$SPARE_VIP")
 	   fi ;;

@@ -3,7 +3,8 @@
  * Specification of what operators type and what the controller stores:
  * address, VIP, endpoint, MAC, name and number parsing (table-driven), and
  * the state file: round trip, validation of every field, id allocation,
- * and the ring a VIP's state builds.
+ * the ring a VIP's state builds, and source ranges (prefixes, their
+ * verdicts, their limits, their place in the digest).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -21,6 +22,7 @@
 #include "addr.h"
 #include "lb_contract.h"
 #include "ring.h"
+#include "ranges.h"
 #include "state.h"
 
 static void test_vip_parse_accepts_canonical_forms_and_refuses_the_rest(void **state)
@@ -254,7 +256,23 @@ static void test_the_largest_state_fits_its_bound(void **state)
 			assert_int_equal(state_backend_add(&s, v, &b), 0);
 			v = &s.fleet.vips[i];
 		}
+		/* Every VIP its share of LB_SOURCES_MAX prefixes, each of the longest text. */
+		{
+			static struct state_source list[LB_SOURCES_MAX / LB_VIPS_MAX];
+			char prefix[64];
+
+			for (k = 0; k < LB_SOURCES_MAX / LB_VIPS_MAX; k++) {
+				snprintf(prefix, sizeof(prefix),
+					 "2001:db8:ffff:ffff:ffff:ffff:%x:%x0/124", i + 0x1000,
+					 k + 0x100);
+				assert_int_equal(prefix_parse(prefix, &list[k].prefix, &problem), 0);
+				list[k].deny = k & 1;
+			}
+			assert_int_equal(state_vip_sources_set(&s, v, list, (size_t)k, &problem), 0);
+		}
 	}
+	check(state_sources_total(&s) == LB_SOURCES_MAX, "%zu source prefixes",
+	      state_sources_total(&s));
 	s.fleet.generation = (1ull << 62);
 	text = state_to_text(&s);
 	assert_non_null(text);
@@ -429,6 +447,284 @@ static void test_state_validation_refuses_every_bad_field(void **state)
 	check(state_from_text(&back, "[]", why) != 0, "a JSON array accepted");
 	free(text);
 	state_free(&s);
+}
+
+/* Prefixes as operators type them: ADDR/LEN or ADDR, host bits never set. */
+static void test_prefix_parse_accepts_exact_prefixes_and_refuses_the_rest(void **state)
+{
+	static const struct {
+		const char *text, *canonical;
+	} good[] = {
+		{ "198.18.0.0/15", "198.18.0.0/15" },
+		{ "198.18.1.9", "198.18.1.9/32" },
+		{ "0.0.0.0/0", "0.0.0.0/0" },
+		{ "198.18.1.128/25", "198.18.1.128/25" },
+		{ "2001:db8::/32", "2001:db8::/32" },
+		{ "2001:db8:c::9", "2001:db8:c::9/128" },
+		{ "::/0", "::/0" },
+		{ "2001:DB8::/48", "2001:db8::/48" },
+	};
+	static const char *const bad[] = {
+		"198.18.1.9/24", "198.18.0.0/33", "198.18.0.0/", "198.18.0.0/-1", "198.18.0.0/08",
+		"198.18.0.0/1x", "2001:db8::1/64", "2001:db8::/129", "198.18.0.300/32", "", "/8",
+		"198.18.0.0/15/1", "host/8",
+	};
+	char text[ADDR_TEXT_MAX];
+	struct prefix p;
+	const char *why;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		why = NULL;
+		check(prefix_parse(good[i].text, &p, &why) == 0, "%s refused: %s", good[i].text, why);
+		prefix_format(&p, text);
+		check(strcmp(text, good[i].canonical) == 0, "%s printed as %s", good[i].text, text);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		check(prefix_parse(bad[i], &p, &why) == -EINVAL && why, "'%s' accepted", bad[i]);
+	}
+}
+
+static struct state_vip *ranged_vip(struct state *s, const char *vip, const char *const *allow,
+				    const char *const *deny, int *err, const char **why)
+{
+	struct state_source list[8];
+	struct state_vip *v;
+	struct vip_spec spec;
+	size_t n = 0;
+	int l;
+
+	state_init(s);
+	assert_int_equal(vip_parse(vip, &spec, why), 0);
+	assert_int_equal(state_vip_add(s, &spec, 100, &v), 0);
+	for (l = 0; l < 2; l++)
+		for (const char *const *p = l ? deny : allow; p && *p; p++, n++) {
+			assert_int_equal(prefix_parse(*p, &list[n].prefix, why), 0);
+			list[n].deny = l;
+		}
+	*err = state_vip_sources_set(s, v, list, n, why);
+	return v;
+}
+
+/*
+ * The model of the kernel's check: the longest prefix holding the client
+ * decides; in none, refused with an allow list, served without.
+ */
+static void test_source_ranges_decide_by_the_longest_prefix(void **state)
+{
+	static const struct {
+		const char *vip, *allow[3], *deny[3], *client;
+		int reason;
+	} cases[] = {
+		{ "198.18.0.100:80/tcp", { NULL }, { NULL }, "198.19.9.9", 0 },
+		{ "198.18.0.100:80/tcp", { "198.18.1.0/24" }, { NULL }, "198.18.1.9", 0 },
+		{ "198.18.0.100:80/tcp", { "198.18.1.0/24" }, { NULL }, "198.18.2.9",
+		  LB_REASON_DROP_SOURCE_NOT_ALLOWED },
+		{ "198.18.0.100:80/tcp", { NULL }, { "198.18.1.0/24" }, "198.18.1.9",
+		  LB_REASON_DROP_SOURCE_DENIED },
+		{ "198.18.0.100:80/tcp", { NULL }, { "198.18.1.0/24" }, "198.18.2.9", 0 },
+		{ "198.18.0.100:80/tcp", { "198.18.0.0/15" }, { "198.18.1.0/24" }, "198.18.1.1",
+		  LB_REASON_DROP_SOURCE_DENIED },
+		{ "198.18.0.100:80/tcp", { "198.18.1.0/24" }, { "198.18.0.0/15" }, "198.18.1.1", 0 },
+		{ "198.18.0.100:80/tcp", { "198.18.1.0/24" }, { "198.18.0.0/15" }, "198.18.2.1",
+		  LB_REASON_DROP_SOURCE_DENIED },
+		{ "198.18.0.100:80/tcp", { "198.18.1.0/24" }, { "198.18.0.0/16" }, "198.19.2.1",
+		  LB_REASON_DROP_SOURCE_NOT_ALLOWED },
+		{ "198.18.0.100:80/tcp", { "198.18.1.9/32" }, { "0.0.0.0/0" }, "198.18.1.9", 0 },
+		{ "198.18.0.100:80/tcp", { "198.18.1.128/25" }, { NULL }, "198.18.1.127",
+		  LB_REASON_DROP_SOURCE_NOT_ALLOWED },
+		{ "[2001:db8::100]:443/tcp", { "2001:db8:c::/48" }, { "2001:db8:c:1::/64" },
+		  "2001:db8:c:1::9", LB_REASON_DROP_SOURCE_DENIED },
+		{ "[2001:db8::100]:443/tcp", { "2001:db8:c::/48" }, { "2001:db8:c:1::/64" },
+		  "2001:db8:c:2::9", 0 },
+		{ "[2001:db8::100]:443/tcp", { "2001:db8:c::/48" }, { NULL }, "2001:db8:d::9",
+		  LB_REASON_DROP_SOURCE_NOT_ALLOWED },
+	};
+	const struct state_source *match;
+	struct addr client;
+	const char *why = NULL;
+	struct state s;
+	size_t i;
+	int err;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct state_vip *v = ranged_vip(&s, cases[i].vip, cases[i].allow, cases[i].deny,
+						 &err, &why);
+
+		check(err == 0, "case %zu refused: %s", i, why);
+		assert_int_equal(addr_parse(cases[i].client, &client, &why), 0);
+		err = state_vip_source_refused(v, &client, &match);
+		check(err == cases[i].reason, "case %zu (%s): reason %d, want %d", i,
+		      cases[i].client, err, cases[i].reason);
+		state_free(&s);
+	}
+}
+
+/* Bad lists: each refused with why, the VIP's lists as they were. */
+static void test_source_lists_refuse_mixed_families_duplicates_and_too_many(void **state)
+{
+	static const struct {
+		const char *vip, *allow[3], *deny[3], *why;
+		int err;
+	} cases[] = {
+		{ "198.18.0.100:80/tcp", { "2001:db8::/32" }, { NULL }, "IPv6 prefix", -EINVAL },
+		{ "[2001:db8::100]:443/tcp", { NULL }, { "198.18.0.0/15" }, "IPv4 prefix", -EINVAL },
+		{ "198.18.0.100:80/tcp", { "198.18.1.0/24", "198.18.1.0/24" }, { NULL }, "twice",
+		  -EINVAL },
+		{ "198.18.0.100:80/tcp", { "198.18.1.0/24" }, { "198.18.1.0/24" },
+		  "both allowed and denied", -EINVAL },
+	};
+	static struct state_source many[LB_SOURCES_PER_VIP_MAX + 1];
+	struct state s;
+	struct state_vip *v;
+	const char *why = NULL;
+	char text[64];
+	size_t i;
+	int err;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		v = ranged_vip(&s, cases[i].vip, cases[i].allow, cases[i].deny, &err, &why);
+		check(err == cases[i].err && strstr(why, cases[i].why), "case %zu: %d '%s'", i, err,
+		      why);
+		check(v->source_count == 0, "case %zu: a refused list was kept", i);
+		state_free(&s);
+	}
+	v = ranged_vip(&s, "198.18.0.100:80/tcp", NULL, NULL, &err, &why);
+	for (i = 0; i <= LB_SOURCES_PER_VIP_MAX; i++) {
+		snprintf(text, sizeof(text), "10.%zu.%zu.0/24", i >> 8, i & 255);
+		assert_int_equal(prefix_parse(text, &many[i].prefix, &why), 0);
+	}
+	check(state_vip_sources_set(&s, v, many, LB_SOURCES_PER_VIP_MAX, &why) == 0, "%s", why);
+	check(state_vip_sources_set(&s, v, many, LB_SOURCES_PER_VIP_MAX + 1, &why) == -E2BIG,
+	      "one past the per-VIP limit taken");
+	check(v->source_count == LB_SOURCES_PER_VIP_MAX, "the refused list replaced the kept one");
+	state_free(&s);
+}
+
+/* LB_SOURCES_MAX across the state: one past it is refused, in a command and in a file. */
+static void test_the_state_holds_at_most_its_limit_of_source_prefixes(void **state)
+{
+	static struct state_source list[LB_SOURCES_PER_VIP_MAX];
+	struct state s, back;
+	struct state_vip *v;
+	struct vip_spec spec;
+	char text[64], why_text[STATE_WHY_MAX] = "", *json, *at;
+	const char *why = NULL;
+	size_t i, vips = LB_SOURCES_MAX / LB_SOURCES_PER_VIP_MAX;
+
+	(void)state;
+	state_init(&s);
+	for (i = 0; i < LB_SOURCES_PER_VIP_MAX; i++) {
+		snprintf(text, sizeof(text), "10.%zu.%zu.0/24", i >> 8, i & 255);
+		assert_int_equal(prefix_parse(text, &list[i].prefix, &why), 0);
+	}
+	for (i = 0; i <= vips; i++) {
+		snprintf(text, sizeof(text), "198.18.0.%zu:80/tcp", i + 1);
+		assert_int_equal(vip_parse(text, &spec, &why), 0);
+		assert_int_equal(state_vip_add(&s, &spec, 100, &v), 0);
+		if (i < vips)
+			check(state_vip_sources_set(&s, v, list, LB_SOURCES_PER_VIP_MAX, &why) == 0,
+			      "VIP %zu: %s", i, why);
+	}
+	check(state_sources_total(&s) == LB_SOURCES_MAX, "%zu", state_sources_total(&s));
+	check(state_vip_sources_set(&s, v, list, 1, &why) == -ENOSPC && strstr(why, "in the state"),
+	      "one past the state's limit taken");
+	/* A file one past it: the last VIP's single allow prefix said by hand. */
+	json = state_to_text(&s);
+	at = strstr(json, "\"vnodes\": 100,\n      \"backends\": []\n    }\n  ]");
+	check(at != NULL, "no last VIP in the text");
+	{
+		size_t len = strlen(json) + 64;
+		char *bad = malloc(len);
+
+		assert_non_null(bad);
+		snprintf(bad, len, "%.*s\"vnodes\": 100, \"allow\": [\"10.0.0.0/8\"],%s",
+			 (int)(at - json), json, at + strlen("\"vnodes\": 100,"));
+		check(state_from_text(&back, bad, why_text) == -EINVAL &&
+			      strstr(why_text, "over the limit of " LIMIT_STR_(32768)),
+		      "a file past the state's limit: '%s'", why_text);
+		free(bad);
+	}
+	free(json);
+	state_free(&s);
+}
+
+/*
+ * Source ranges in the file: "allow" and "deny" only when not empty (a
+ * state without them is byte for byte what it was, its digest too), read
+ * in any order and kept in one, and every bad list refused by its path.
+ */
+static void test_source_ranges_round_trip_and_stay_out_of_files_without_them(void **state)
+{
+	static const struct {
+		const char *to, *where;
+	} mutations[] = {
+		{ "\"allow\": [\"198.18.1.1/24\"]", ".allow[0]: host bits" },
+		{ "\"allow\": []", "non-empty array" },
+		{ "\"allow\": \"198.18.0.0/16\"", "non-empty array" },
+		{ "\"allow\": [\"2001:db8::/32\"]", "IPv6 prefix for an IPv4 VIP" },
+		{ "\"allow\": [\"198.18.0.0/16\"], \"deny\": [\"198.18.0.0/16\"]",
+		  "both allowed and denied" },
+		{ "\"allow\": [7]", ".allow[0]: not a string" },
+	};
+	static const char *const allow[] = { "198.19.0.0/16", "198.18.0.0/16", NULL };
+	static const char *const deny[] = { "198.18.7.0/24", NULL };
+	struct state s, back, plain;
+	char why[STATE_WHY_MAX] = "", *text, *again, *at, bad[8192];
+	const char *problem = NULL;
+	struct state_source list[3];
+	__u64 d;
+	size_t i, n = 0;
+
+	(void)state;
+	sample_state(&plain);
+	text = state_to_text(&plain);
+	check(!strstr(text, "allow") && !strstr(text, "deny"), "empty lists written: %s", text);
+	d = state_digest(&plain);
+	free(text);
+	assert_int_equal(state_clone(&s, &plain), 0);
+	for (i = 0; allow[i]; i++, n++) {
+		assert_int_equal(prefix_parse(allow[i], &list[n].prefix, &problem), 0);
+		list[n].deny = 0;
+	}
+	assert_int_equal(prefix_parse(deny[0], &list[n].prefix, &problem), 0);
+	list[n++].deny = 1;
+	check(state_vip_sources_set(&s, &s.fleet.vips[0], list, n, &problem) == 0, "%s", problem);
+	check(state_digest(&s) != d, "source ranges left the digest alone");
+	text = state_to_text(&s);
+	check(strstr(text, "\"allow\": [\n        \"198.18.0.0/16\",\n        \"198.19.0.0/16\"\n      ]"),
+	      "allow list not in order: %s", text);
+	check(strstr(text, "\"deny\": [\n        \"198.18.7.0/24\"\n      ]"), "no deny list: %s", text);
+	check(state_from_text(&back, text, why) == 0, "refused: %s", why);
+	again = state_to_text(&back);
+	check(strcmp(text, again) == 0, "the text changed through a round trip");
+	check(state_digest(&back) == state_digest(&s), "the digest changed through a round trip");
+	free(again);
+	/* Cleared: byte for byte the state without ranges, and its digest. */
+	assert_int_equal(state_vip_sources_set(&back, &back.fleet.vips[0], NULL, 0, &problem), 0);
+	check(state_digest(&back) == d, "cleared ranges left another digest");
+	state_free(&back);
+	for (i = 0; i < sizeof(mutations) / sizeof(mutations[0]); i++) {
+		char *plain_text = state_to_text(&plain);
+		const char *from = "\"vnodes\": 100,";
+
+		at = strstr(plain_text, from);
+		check(at != NULL, "no vnodes in the sample");
+		snprintf(bad, sizeof(bad), "%.*s%s %s,%s", (int)(at - plain_text), plain_text, from,
+			 mutations[i].to, at + strlen(from));
+		why[0] = '\0';
+		check(state_from_text(&back, bad, why) != 0, "mutation %zu accepted", i);
+		check(strstr(why, mutations[i].where) && strstr(why, "vips[0]"),
+		      "mutation %zu: '%s' does not name %s", i, why, mutations[i].where);
+		free(plain_text);
+	}
+	free(text);
+	state_free(&s);
+	state_free(&plain);
 }
 
 static void test_backend_ids_are_unique_and_allocated_round_robin(void **state)
@@ -822,6 +1118,11 @@ int main(void)
 		cmocka_unit_test(test_state_files_are_never_written_through_a_planted_link),
 		cmocka_unit_test(test_state_of_an_earlier_build_loads),
 		cmocka_unit_test(test_history_keeps_three_rings_and_retires_removed_backends),
+		cmocka_unit_test(test_prefix_parse_accepts_exact_prefixes_and_refuses_the_rest),
+		cmocka_unit_test(test_source_ranges_decide_by_the_longest_prefix),
+		cmocka_unit_test(test_source_lists_refuse_mixed_families_duplicates_and_too_many),
+		cmocka_unit_test(test_the_state_holds_at_most_its_limit_of_source_prefixes),
+		cmocka_unit_test(test_source_ranges_round_trip_and_stay_out_of_files_without_them),
 	};
 
 	return tests_run("test_state", tests);

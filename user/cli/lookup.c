@@ -64,6 +64,14 @@ static void flow_text(const json_t *flow, const char *client)
 
 	if (client)
 		printf("%s ", client);
+	if (json_object_get(flow, "refused")) {
+		const char *prefix = json_string_value(json_object_get(flow, "prefix"));
+
+		/* No prefix holds the client: refused for being outside the allow list. */
+		printf("refused (%s%s%s)\n", json_string_value(json_object_get(flow, "refused")),
+		       prefix ? ", by " : "", prefix ? prefix : "");
+		return;
+	}
 	printf("%s", json_string_value(json_object_get(flow, "backend")));
 	if (json_array_size(hops)) {
 		printf(client ? " then:" : "\nthen:");
@@ -106,6 +114,17 @@ static json_t *flow_answer(const struct kernel_chooser *kc, const struct lookup_
 		fault_set(f, FAULT_USAGE, -EINVAL, "client %s is not of VIP %s's address family",
 			  fl->text, spec);
 		return NULL;
+	}
+	if (answer.refused) {
+		char prefix[ADDR_TEXT_MAX];
+
+		if (answer.source)
+			prefix_format(&answer.source->prefix, prefix);
+		model = json_pack("{s:s, s:s?}", "refused", lb_reasons[answer.refused].name,
+				  "prefix", answer.source ? prefix : NULL);
+		if (!model)
+			fault_set(f, FAULT_STATE, -ENOMEM, "out of memory");
+		return model;
 	}
 	if (!answer.backend) {
 		fault_set(f, FAULT_STATE, -ENOENT, "VIP %s has no backend taking new flows; the "
@@ -220,5 +239,7 @@ const struct cli_command cli_lookup = {
 		"    key the kernel uses. For a TCP flow of a gue VIP the ring places, also\n"
 		"    the hop list its packets other than a SYN carry (\"then:\"). One flow:\n"
 		"    its backend's name; several: a line each, CLIENT BACKEND [then: HOPS]\n"
-		"    (--json: an array), with one read of the state and one build of the ring.",
+		"    (--json: an array), with one read of the state and one build of the ring.\n"
+		"    A client the VIP's source ranges refuse: \"refused (REASON, by PREFIX)\",\n"
+		"    the reason the kernel drops it under (--json: \"refused\", \"prefix\").",
 };

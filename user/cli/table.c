@@ -12,6 +12,7 @@ const struct cli_command *const cli_commands[] = {
 	&cli_vip_add,
 	&cli_vip_del,
 	&cli_vip_check,
+	&cli_vip_sources,
 	&cli_backend_add,
 	&cli_backend_weight,
 	&cli_backend_drain,

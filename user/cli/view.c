@@ -147,6 +147,22 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 		json_object_set_new(*out, "flows", json_string(vp->stateless ? "stateless" : "pinned"));
 		json_object_set_new(*out, "previous_rings", json_integer(vp->history_count));
 	}
+	/* Source ranges only when it has some: VIPs without them print as they always did. */
+	for (int deny = 0; deny < 2; deny++) {
+		json_t *list = NULL;
+		char text[ADDR_TEXT_MAX];
+
+		for (size_t i = 0; i < vp->source_count; i++) {
+			if (vp->sources[i].deny != deny)
+				continue;
+			if (!list)
+				list = json_array();
+			prefix_format(&vp->sources[i].prefix, text);
+			json_array_append_new(list, json_string(text));
+		}
+		if (list)
+			json_object_set_new(*out, deny ? "deny" : "allow", list);
+	}
 	/* Hosts with the same configuration serve the same digest. */
 	image_vip_key(vp, &key);
 	if (maps && lb_vip_ring_digest(maps, &key, &digest) == 0)
@@ -182,6 +198,16 @@ static void show_text(const json_t *model)
 			       member_u64(check, "interval_ms"), member_u64(check, "timeout_ms"),
 			       member_u64(check, "rise"), member_u64(check, "fall"),
 			       member_u64(check, "hold_ms"));
+		for (int deny = 0; deny < 2; deny++) {
+			const json_t *list = json_object_get(v, deny ? "deny" : "allow"), *p;
+			size_t k;
+
+			if (!list)
+				continue;
+			printf("\n  %s %zu:", deny ? "deny" : "allow", json_array_size(list));
+			json_array_foreach(list, k, p)
+				printf("%s%s", k && k % 6 == 0 ? "\n   " : " ", json_string_value(p));
+		}
 		if (json_is_true(json_object_get(v, "fail_open")))
 			printf("\n  FAILING OPEN: every checked backend is down; the last healthy set "
 			       "serves");
@@ -335,8 +361,15 @@ static void stats_text(const json_t *model)
 	size_t i, j;
 
 	json_array_foreach(json_object_get(model, "vips"), i, v) {
-		printf("VIP %s  %llu packets  %llu bytes\n  %-20s %-9s %12s %14s %10s %10s %8s\n",
-		       member_str(v, "vip"), member_u64(v, "packets"), member_u64(v, "bytes"),
+		const json_t *refused = json_object_get(v, "refused");
+
+		printf("VIP %s  %llu packets  %llu bytes", member_str(v, "vip"),
+		       member_u64(v, "packets"), member_u64(v, "bytes"));
+		/* Said only for a VIP with source ranges: the others print as they always did. */
+		if (refused)
+			printf("  refused by its source ranges: %llu packets  %llu bytes",
+			       member_u64(refused, "packets"), member_u64(refused, "bytes"));
+		printf("\n  %-20s %-9s %12s %14s %10s %10s %8s\n",
 		       "NAME", "STATE", "PACKETS", "BYTES", "NEW FLOWS", "LIVE FLOWS", "CLOSING");
 		json_array_foreach(json_object_get(v, "backends"), j, b)
 			printf("  %-20s %-9s %12llu %14llu %10llu %10llu %8llu\n",

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * vip add and vip del: services, each with its ring. A new VIP has no
- * backends, so its packets drop until one is added.
+ * vip add, vip check, vip sources and vip del: services, each with its
+ * ring and, if asked, its source ranges (--allow and --deny prefixes). A new
+ * VIP has no backends, so its packets drop until one is added.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +17,66 @@ struct vip_args {
 	__u32 vnodes;
 	int forward;
 	int stateless;
+	int clear;
+	size_t source_count;
+	/* One past the limit, so that too many is refused by the state's own check. */
+	struct state_source sources[LB_SOURCES_PER_VIP_MAX + 1];
 };
+
+/* --allow and --deny: one or more prefixes, comma-separated; repeatable. */
+static int vip_sources_add(struct cli *c, void *args, const char *value, int deny)
+{
+	struct vip_args *a = args;
+	const char *name = deny ? "--deny" : "--allow", *why = NULL, *p = value;
+	char one[ADDR_TEXT_MAX];
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (len >= sizeof(one))
+			return cli_usage(c, "%s %.*s: not an IPv4 or IPv6 prefix", name,
+					 ADDR_TEXT_MAX, p);
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (a->source_count > LB_SOURCES_PER_VIP_MAX)
+			return cli_usage(c, "more than %d source prefixes for one VIP",
+					 LB_SOURCES_PER_VIP_MAX);
+		if (prefix_parse(one, &a->sources[a->source_count].prefix, &why))
+			return cli_usage(c, "%s %s: %s", name, one, why);
+		a->sources[a->source_count++].deny = deny;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+static int vip_allow_set(struct cli *c, void *args, const char *value)
+{
+	return vip_sources_add(c, args, value, 0);
+}
+
+static int vip_deny_set(struct cli *c, void *args, const char *value)
+{
+	return vip_sources_add(c, args, value, 1);
+}
+
+/* The VIP's source prefixes become @a's, or why not. */
+static int vip_sources_apply_to(struct state *want, struct state_vip *v, const struct vip_args *a,
+				struct fault *f)
+{
+	const char *why = NULL;
+	char text[ADDR_TEXT_MAX];
+	int err = state_vip_sources_set(want, v, a->sources, a->source_count, &why);
+
+	if (err == -ENOMEM)
+		return fault_set(f, FAULT_STATE, err, "%s", strerror(-err));
+	if (err) {
+		vip_format(&v->spec, text);
+		return fault_set(f, FAULT_STATE, err, "VIP %s: %s", text, why);
+	}
+	return 0;
+}
 
 static const struct cli_word vip_flows[] = {
 	{ "pinned", 0 },
@@ -57,7 +117,8 @@ static int vip_add_apply(const struct change_ctx *ctx, const void *args, struct 
 	if (!err) {
 		v->forward = a->forward;
 		v->stateless = a->stateless;
-		err = cli_check_apply(&a->check, &v->check, f);
+		err = cli_check_apply(&a->check, &v->check, f) ?:
+		      vip_sources_apply_to(want, v, a, f);
 		if (err)
 			return err;
 	}
@@ -104,6 +165,41 @@ static int vip_check_apply(const struct change_ctx *ctx, const void *args, struc
 	return cli_check_apply(&a->check, &v->check, f);
 }
 
+static int vip_sources_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct vip_args *a = args;
+
+	if (a->clear == !!a->source_count)
+		return cli_usage(c, a->clear ? "--clear takes no --allow or --deny" :
+				 "say the new lists with --allow and --deny, or --clear them");
+	return vip_operands_parse(c, args, operands, count);
+}
+
+static int vip_sources_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			     struct fault *f)
+{
+	const struct vip_args *a = args;
+	struct state_vip *v = cli_vip_find(want, &a->vip, f);
+
+	(void)ctx;
+	if (!v)
+		return -ENOENT;
+	return vip_sources_apply_to(want, v, a, f);
+}
+
+#define VIP_SOURCE_OPTIONS                                                                     \
+	CLI_OPT_CUSTOM("allow", "PREFIX[,PREFIX...]",                                          \
+		       "serve only clients in these prefixes (repeatable; default everyone)",  \
+		       vip_allow_set),                                                        \
+	CLI_OPT_CUSTOM("deny", "PREFIX[,PREFIX...]",                                           \
+		       "refuse clients in these prefixes (repeatable)", vip_deny_set)
+
+static const struct cli_option vip_sources_options[] = {
+	VIP_SOURCE_OPTIONS,
+	CLI_OPT_FLAG("clear", "no source ranges: every client is served", struct vip_args, clear),
+	CLI_OPT_END,
+};
+
 static const struct cli_option vip_check_options[] = {
 	CLI_CHECK_OPTIONS,
 	CLI_OPT_END,
@@ -117,6 +213,7 @@ static const struct cli_option vip_add_options[] = {
 	CLI_OPT_ENUM("flows", "pinned|stateless",
 		     "pin flows in the flow table (default), or not at all (gue only)",
 		     struct vip_args, stateless, vip_flows),
+	VIP_SOURCE_OPTIONS,
 	CLI_CHECK_OPTIONS,
 	CLI_OPT_END,
 };
@@ -135,7 +232,23 @@ const struct cli_command cli_vip_add = {
 		"    sends it on. --flows stateless pins nothing: the rings and the\n"
 		"    backends hold every connection. The check options say how `ringlb\n"
 		"    daemon` checks the backends' health: by default a TCP connection to\n"
-		"    the VIP, sent to each backend the way clients' packets are.",
+		"    the VIP, sent to each backend the way clients' packets are.\n"
+		"    --allow and --deny give its source ranges (see vip sources).",
+};
+
+const struct cli_command cli_vip_sources = {
+	.object = "vip", .verb = "sources", .operands = "VIP", .min_operands = 1,
+	.max_operands = 1, .options = vip_sources_options, .args_size = sizeof(struct vip_args),
+	.parse = vip_sources_parse, .apply = vip_sources_apply,
+	.flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Replace the VIP's source ranges whole: the --allow and --deny prefixes\n"
+		"    given (of the VIP's family, at most 1024, none in both lists), or none\n"
+		"    with --clear. The longest prefix holding a client decides; a client in\n"
+		"    none is refused when there is an allow prefix, else served. Refused\n"
+		"    packets are dropped in XDP before any flow or ring work, counted as\n"
+		"    drop_source_denied or drop_source_not_allowed. The change is one swap:\n"
+		"    every packet sees the old lists or the new ones, and other VIPs' traffic\n"
+		"    is untouched.",
 };
 
 const struct cli_command cli_vip_check = {

@@ -114,6 +114,13 @@ static void data_path(FILE *f, const struct metrics_input *in)
 	json_array_foreach(json_object_get(in->stats, "vips"), i, v)
 		sample(f, "ringlb_vip_bytes_total", json_string_value(json_object_get(v, "vip")),
 		       NULL, NULL, NULL, member_num(v, "bytes"));
+	family(f, "ringlb_vip_refused_packets_total", "counter",
+	       "Packets to a VIP its source ranges refused (VIPs with ranges).");
+	json_array_foreach(json_object_get(in->stats, "vips"), i, v)
+		if (json_object_get(v, "refused"))
+			sample(f, "ringlb_vip_refused_packets_total",
+			       json_string_value(json_object_get(v, "vip")), NULL, NULL, NULL,
+			       member_num(json_object_get(v, "refused"), "packets"));
 	backend_counters(f, in, "ringlb_backend_packets_total", "counter",
 			 "Packets forwarded to a backend.", "packets");
 	backend_counters(f, in, "ringlb_backend_bytes_total", "counter",
@@ -192,6 +199,19 @@ static void committed(FILE *f, const struct metrics_input *in)
 		vip_format(&s->fleet.vips[i].spec, spec);
 		sample(f, "ringlb_vip_fail_open", spec, NULL, NULL, NULL,
 		       state_vip_fails_open(&s->fleet.vips[i]));
+	}
+	family(f, "ringlb_vip_source_prefixes", "gauge",
+	       "Source prefixes of a VIP, by list (allow, deny); none: every client is served.");
+	for (i = 0; i < s->fleet.vip_count; i++) {
+		const struct state_vip *v = &s->fleet.vips[i];
+		size_t j, deny = 0;
+
+		for (j = 0; j < v->source_count; j++)
+			deny += v->sources[j].deny != 0;
+		vip_format(&v->spec, spec);
+		sample(f, "ringlb_vip_source_prefixes", spec, NULL, "list", "allow",
+		       (double)(v->source_count - deny));
+		sample(f, "ringlb_vip_source_prefixes", spec, NULL, "list", "deny", (double)deny);
 	}
 	family(f, "ringlb_state_generation", "gauge", "The committed state's generation.");
 	sample(f, "ringlb_state_generation", NULL, NULL, NULL, NULL, (double)s->fleet.generation);

@@ -106,7 +106,26 @@ int image_vip_id_wanted(const struct state *s, __u32 id)
 /* The VIP value's flags @v asks for. */
 __u8 image_vip_flags(const struct state_vip *v)
 {
-	return v->stateless ? LB_VIP_STATELESS : 0;
+	return (__u8)((v->stateless ? LB_VIP_STATELESS : 0) |
+		      (v->source_count ? LB_VIP_SOURCES : 0) |
+		      (state_vip_allow_list(v) ? LB_VIP_ALLOW_LIST : 0));
+}
+
+struct lb_source_entry *image_sources(const struct state_vip *v, __u8 parity)
+{
+	struct lb_source_entry *e = calloc(v->source_count ? v->source_count : 1, sizeof(*e));
+	size_t i;
+
+	for (i = 0; e && i < v->source_count; i++) {
+		const struct state_source *src = &v->sources[i];
+
+		e[i].key.prefixlen = LB_SOURCE_KEY_FIXED_BITS + src->prefix.len;
+		e[i].key.vip_id = (__u16)v->id;
+		e[i].key.parity = parity;
+		memcpy(e[i].key.addr, src->prefix.addr.bytes, sizeof(e[i].key.addr));
+		e[i].value.verdict = src->deny ? LB_SOURCE_DENY : LB_SOURCE_ALLOW;
+	}
+	return e;
 }
 
 /* Build @v's previous rings; free with image_past_rings_free(). */

@@ -40,6 +40,21 @@ int kernel_sync(const struct lb_maps *maps, const struct state *applied, const s
 	     struct fault *f);
 
 /**
+ * kernel_vip_sources_sync() - make the kernel's source set of @v (map
+ * "sources") its prefixes: a VIP the kernel serves gets them under the
+ * parity its value does not name, one swap of its value names them (with
+ * its source flags), and once no packet can read the old value the old set
+ * is deleted; a VIP it does not serve gets them under parity 0, which its
+ * first value names. kernel_sync() calls it for each changed VIP.
+ * @maps: the pinned maps
+ * @v: the VIP
+ * @have: the map's elements (lb_sources_read()), or NULL to read them
+ * @have_count: how many
+ */
+int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *v,
+			    const struct lb_source_entry *have, size_t have_count);
+
+/**
  * kernel_record() - write the kernel's record of what the maps hold.
  * @maps: the pinned maps
  * @s: the committed state they hold, or are being made to hold
@@ -155,6 +170,10 @@ int kernel_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 i
  * @hops: the hop list a packet of the flow other than a SYN carries (gue,
  *        TCP, not pinned): its owners under the VIP's previous rings
  * @hop_count: how many
+ * @refused: 0, or the reason the kernel drops the flow under (its source
+ *           ranges refuse the client: LB_REASON_DROP_SOURCE_*); then
+ *           @backend and @new_connection are NULL
+ * @source: the prefix that decided, or NULL (none holds the client)
  */
 struct kernel_answer {
 	const struct state_backend *backend;
@@ -163,6 +182,8 @@ struct kernel_answer {
 	__u64 hash;
 	const struct state_backend *hops[LB_HOPS_MAX - 1];
 	unsigned int hop_count;
+	int refused;
+	const struct state_source *source;
 };
 
 /**
@@ -204,7 +225,9 @@ void kernel_chooser_close(struct kernel_chooser *kc);
  * (the very backend it was pinned to, still installed) stays there; any
  * other flow, and a new connection on a tuple pinned to a draining backend,
  * goes where the ring says; a TCP packet of a gue VIP the ring places
- * carries the hop list its previous owners make. Return: 0, -EAFNOSUPPORT
+ * carries the hop list its previous owners make. A client the VIP's source
+ * ranges refuse goes nowhere (@out->refused), before any of that, as in the
+ * kernel (bpf/lb_sources.h). Return: 0, -EAFNOSUPPORT
  * when @client is not of the VIP's family.
  */
 int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __u16 client_port,

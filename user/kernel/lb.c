@@ -63,6 +63,8 @@ static const struct {
 	{ "vip_stats", offsetof(struct lb_maps, vip_stats) },
 	{ "backend_stats", offsetof(struct lb_maps, backend_stats) },
 	{ "reason_stats", offsetof(struct lb_maps, reason_stats) },
+	{ "sources", offsetof(struct lb_maps, sources) },
+	{ "vip_refused", offsetof(struct lb_maps, vip_refused) },
 };
 
 #define SHARED_MAPS (sizeof(shared_maps) / sizeof(shared_maps[0]))

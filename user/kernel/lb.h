@@ -54,6 +54,8 @@ struct lb_maps {
 	int vip_stats;
 	int backend_stats;
 	int reason_stats;
+	int sources;
+	int vip_refused;
 };
 
 /** enum lb_attach_mode - how the program is attached to an interface. */
@@ -267,6 +269,55 @@ int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u
  * written.
  */
 int lb_vip_ring_digest(const struct lb_maps *maps, const struct lb_vip_key *key, __u64 *digest);
+
+/**
+ * struct lb_source_entry - one element of map "sources".
+ * @key: its key
+ * @value: what the prefix says
+ */
+struct lb_source_entry {
+	struct lb_source_key key;
+	struct lb_source value;
+};
+
+/**
+ * lb_sources_read() - every element of map "sources".
+ * @maps: the maps
+ * @out: the elements (malloc()ed; free() it), in no particular order
+ * @count: how many
+ */
+int lb_sources_read(const struct lb_maps *maps, struct lb_source_entry **out, size_t *count);
+
+/**
+ * lb_sources_make() - make the set (@vip_id, @parity) of map "sources"
+ * exactly @entries (whose keys name that set): its other elements deleted,
+ * missing or different ones written. Only for a set no VIP value names.
+ * @have: the map's elements (lb_sources_read()), or NULL to read them
+ */
+int lb_sources_make(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
+		    const struct lb_source_entry *entries, size_t count,
+		    const struct lb_source_entry *have, size_t have_count);
+
+/**
+ * lb_sources_delete() - delete the elements of @have that @keep (called for
+ * each) says no to.
+ */
+int lb_sources_delete(const struct lb_maps *maps, const struct lb_source_entry *have,
+		      size_t count, int (*keep)(const struct lb_source_key *key, void *arg),
+		      void *arg);
+
+/**
+ * lb_vip_sources_swap() - make a VIP's value name source set @parity with
+ * the source flags @flags (LB_VIP_SOURCES, LB_VIP_ALLOW_LIST), everything
+ * else kept: one update, with the waits every VIP value change has.
+ * Return: 0, -ENOENT when the kernel has no such VIP, -ESTALE when its value
+ * has another id, or -errno.
+ */
+int lb_vip_sources_swap(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+			__u8 parity, __u8 flags);
+
+/** LB_VIP_SOURCE_FLAGS - the bits of lb_vip.flags that source ranges own. */
+#define LB_VIP_SOURCE_FLAGS (LB_VIP_SOURCES | LB_VIP_ALLOW_LIST)
 
 /**
  * lb_backend_install() - fill a free backend slot and make it usable.

@@ -129,7 +129,8 @@ static int percpu_clear(int fd, __u32 key, size_t value_size)
 
 int lb_vip_counters_clear(const struct lb_maps *maps, __u32 vip_id)
 {
-	return percpu_clear(maps->vip_stats, vip_id, sizeof(struct lb_counters));
+	return percpu_clear(maps->vip_stats, vip_id, sizeof(struct lb_counters)) ?:
+	       percpu_clear(maps->vip_refused, vip_id, sizeof(struct lb_counters));
 }
 
 int lb_backend_counters_clear(const struct lb_maps *maps, __u32 id)

@@ -103,6 +103,20 @@ static int vip_value_set(const struct lb_maps *maps, const struct lb_vip_key *ke
 	return 0;
 }
 
+int lb_vip_sources_swap(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+			__u8 parity, __u8 flags)
+{
+	struct lb_vip vip;
+
+	if (bpf_map_lookup_elem(maps->vips, key, &vip))
+		return -errno;
+	if (vip.vip_id != vip_id)
+		return -ESTALE;
+	vip.source_parity = parity;
+	vip.flags = (__u8)((vip.flags & ~LB_VIP_SOURCE_FLAGS) | (flags & LB_VIP_SOURCE_FLAGS));
+	return vip_value_set(maps, key, &vip);
+}
+
 /* Remove a VIP's value, with the waits of vip_value_set(). */
 static int vip_value_delete(const struct lb_maps *maps, const struct lb_vip_key *key)
 {
@@ -309,8 +323,11 @@ int lb_vip_install_as(const struct lb_maps *maps, const struct lb_vip_key *key, 
 	if (err)
 		return err;
 	/* The new ring goes into the slot the current value does not name. */
-	if (bpf_map_lookup_elem(maps->vips, key, &current) == 0 && current.vip_id == vip_id)
+	if (bpf_map_lookup_elem(maps->vips, key, &current) == 0 && current.vip_id == vip_id) {
 		parity = !current.ring_parity;
+		/* The source set it serves stays: only a sources swap changes it. */
+		vip.source_parity = current.source_parity;
+	}
 	vip.points = (__u32)shape.points;
 	vip.ring_class = (__u8)shape.class;
 	vip.ring_parity = (__u8)parity;

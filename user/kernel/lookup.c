@@ -111,6 +111,10 @@ int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __
 	lb_flow_key_init(&key, client->family, client->bytes, htons(client_port),
 			 vip->spec.addr.bytes, htons(vip->spec.port), vip->spec.protocol);
 	out->hash = lb_flow_hash(kc->secret, &key);
+	/* Refused before the flow table and the ring, as the program does. */
+	out->refused = state_vip_source_refused(vip, client, &out->source);
+	if (out->refused)
+		return 0;
 	/* The pin as the kernel holds it: the flow table's entry and the slot it names. */
 	if (kc->maps && lb_vip_pins(&kc->value) &&
 	    bpf_map_lookup_elem(kc->maps->flows, &key, &flow) == 0 &&

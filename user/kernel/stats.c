@@ -52,11 +52,13 @@ static json_t *stats_vip(const struct state_vip *vp, const struct lb_maps *maps,
 {
 	json_t *backends = json_array();
 	char spec[ADDR_TEXT_MAX];
-	__u64 vc[2];
+	__u64 vc[2], rc[2] = { 0, 0 };
+	json_t *o;
 	size_t j;
 
 	vip_format(&vp->spec, spec);
 	percpu_sum(maps->vip_stats, vp->id, 2, vc);
+	percpu_sum(maps->vip_refused, vp->id, 2, rc);
 	for (j = 0; j < vp->backend_count; j++) {
 		const struct state_backend *b = &vp->backends[j];
 		__u64 bc[3];
@@ -68,8 +70,14 @@ static json_t *stats_vip(const struct state_vip *vp, const struct lb_maps *maps,
 			"new_flows", (json_int_t)bc[2], "live_flows", (json_int_t)tally->live[b->id],
 			"closing_flows", (json_int_t)tally->closing[b->id]));
 	}
-	return json_pack("{s:s, s:I, s:I, s:o}", "vip", spec, "packets", (json_int_t)vc[0],
-			 "bytes", (json_int_t)vc[1], "backends", backends);
+	o = json_pack("{s:s, s:I, s:I, s:o}", "vip", spec, "packets", (json_int_t)vc[0], "bytes",
+		      (json_int_t)vc[1], "backends", backends);
+	/* Frames its source ranges refused: only for a VIP with ranges, or that had some. */
+	if (o && (vp->source_count || rc[0]))
+		json_object_set_new(o, "refused", json_pack("{s:I, s:I}", "packets",
+							    (json_int_t)rc[0], "bytes",
+							    (json_int_t)rc[1]));
+	return o;
 }
 
 int kernel_stats(const struct lb_maps *maps, const struct state *s, __u32 idle_s, json_t **out)

@@ -234,6 +234,172 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 	return 0;
 }
 
+/* Do @before and @v have the same source prefixes? */
+static int sources_same(const struct state_vip *before, const struct state_vip *v)
+{
+	size_t i;
+
+	if (!before || before->id != v->id || before->source_count != v->source_count)
+		return 0;
+	for (i = 0; i < v->source_count; i++)
+		if (!prefix_equal(&before->sources[i].prefix, &v->sources[i].prefix) ||
+		    before->sources[i].deny != v->sources[i].deny)
+			return 0;
+	return 1;
+}
+
+/* Does the kernel's set (@vip_id, @parity) among @have hold exactly @want's @count elements? */
+static int sources_hold(const struct lb_source_entry *have, size_t have_count, __u32 vip_id,
+			__u8 parity, const struct lb_source_entry *want, size_t count)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < have_count; i++) {
+		if (have[i].key.vip_id != vip_id || have[i].key.parity != parity)
+			continue;
+		n++;
+		for (j = 0; j < count; j++)
+			if (memcmp(&have[i].key, &want[j].key, sizeof(want[j].key)) == 0 &&
+			    memcmp(&have[i].value, &want[j].value, sizeof(want[j].value)) == 0)
+				break;
+		if (j == count)
+			return 0;
+	}
+	return n == count;
+}
+
+/*
+ * One VIP's source set. A VIP the kernel serves gets the new set under the
+ * parity its value does not name, then one swap of its value names it, and
+ * once no packet can still read the old value the old set goes: a packet
+ * sees one set whole, never a mix and never none. A VIP the kernel does
+ * not serve yet gets its set under parity 0, which its first value names
+ * (swap_rings(), lb_vip_install_as()).
+ */
+int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *v,
+			    const struct lb_source_entry *have, size_t have_count)
+{
+	struct lb_source_entry *want, *read = NULL;
+	__u8 flags = image_vip_flags(v) & LB_VIP_SOURCE_FLAGS, parity;
+	struct lb_vip_key key;
+	struct lb_vip served;
+	int err, serving;
+
+	if (!have) {
+		err = lb_sources_read(maps, &read, &have_count);
+		if (err)
+			return err;
+		have = read;
+	}
+	image_vip_key(v, &key);
+	serving = bpf_map_lookup_elem(maps->vips, &key, &served) == 0 && served.vip_id == v->id;
+	parity = serving ? served.source_parity : 0;
+	want = image_sources(v, parity);
+	err = -ENOMEM;
+	if (!want)
+		goto out;
+	if (!serving) {
+		err = lb_sources_make(maps, v->id, 0, want, v->source_count, have, have_count);
+		goto out;
+	}
+	err = 0;
+	if ((served.flags & LB_VIP_SOURCE_FLAGS) == flags &&
+	    sources_hold(have, have_count, v->id, parity, want, v->source_count))
+		goto out;
+	free(want);
+	parity = !parity;
+	want = image_sources(v, parity);
+	err = -ENOMEM;
+	if (!want)
+		goto out;
+	err = lb_sources_make(maps, v->id, parity, want, v->source_count, have, have_count) ?:
+	      lb_vip_sources_swap(maps, &key, v->id, parity, flags) ?:
+	      /* Then no packet reads the old value, nor so the old set. */
+	      lb_readers_wait() ?:
+	      lb_sources_make(maps, v->id, !parity, NULL, 0, have, have_count);
+out:
+	free(want);
+	free(read);
+	return err;
+}
+
+/* Phase 2c: every VIP's source ranges (before its first ring makes its key appear). */
+static int sync_sources(const struct lb_maps *maps, const struct state *applied,
+			const struct state *want, struct fault *f)
+{
+	struct lb_source_entry *have = NULL;
+	size_t have_count = 0, i;
+	int err = 0, read = 0;
+
+	for (i = 0; i < want->fleet.vip_count && !err; i++) {
+		const struct state_vip *v = &want->fleet.vips[i], *before = vip_in(applied, v);
+		char spec[ADDR_TEXT_MAX];
+
+		/* Known maps: a VIP the kernel serves with the same prefixes keeps them. */
+		if (applied && before && sources_same(before, v))
+			continue;
+		if (!read) {
+			err = lb_sources_read(maps, &have, &have_count);
+			if (err)
+				return kernel_fail(f, err, "reading the source ranges");
+			read = 1;
+		}
+		err = kernel_vip_sources_sync(maps, v, have, have_count);
+		if (err) {
+			vip_format(&v->spec, spec);
+			err = kernel_fail(f, err, "writing the source ranges of %s", spec);
+		} else {
+			/* What the map holds now, for the next VIP's comparisons. */
+			free(have);
+			have = NULL;
+			read = 0;
+		}
+	}
+	free(have);
+	return err;
+}
+
+/* The sets kernel VIP values name: served[id] is its parity + 1, 0 for none. */
+struct sources_served {
+	__u8 served[LB_VIPS_MAX];
+};
+
+static int sources_keep(const struct lb_source_key *key, void *arg)
+{
+	const struct sources_served *s = arg;
+
+	return key->vip_id < LB_VIPS_MAX && s->served[key->vip_id] == key->parity + 1;
+}
+
+/*
+ * Phase 7: elements of map "sources" no VIP value names (a removed VIP's, a
+ * change cut short), once no packet can still read a value that named them.
+ */
+static int sweep_sources(const struct lb_maps *maps, const struct state *want, struct fault *f)
+{
+	struct sources_served served = { { 0 } };
+	struct lb_source_entry *have = NULL;
+	size_t have_count = 0, i;
+	int err;
+
+	err = lb_readers_release() ?: lb_sources_read(maps, &have, &have_count);
+	if (err)
+		return kernel_fail(f, err, "reading the source ranges");
+	for (i = 0; i < want->fleet.vip_count; i++) {
+		const struct state_vip *v = &want->fleet.vips[i];
+		struct lb_vip_key key;
+		struct lb_vip val;
+
+		image_vip_key(v, &key);
+		if (bpf_map_lookup_elem(maps->vips, &key, &val) == 0 && val.vip_id == v->id &&
+		    (val.flags & LB_VIP_SOURCES))
+			served.served[v->id] = (__u8)(val.source_parity + 1);
+	}
+	err = lb_sources_delete(maps, have, have_count, sources_keep, &served);
+	free(have);
+	return err ? kernel_fail(f, err, "removing stale source ranges") : 0;
+}
+
 /* Do @before and @v keep the same previous rings? */
 static int history_same(const struct state_vip *before, const struct state_vip *v)
 {
@@ -401,9 +567,10 @@ int kernel_sync(const struct lb_maps *maps, const struct state *applied, const s
 	if (!later)
 		return kernel_fail(f, -ENOMEM, "syncing the maps");
 	err = config_sync(maps, want, f) ?: install_backends(maps, want, later, f) ?:
-	      sync_history(maps, applied, want, f) ?: swap_rings(maps, applied, want, f) ?:
-	      install_deferred(maps, later, f) ?: update_states(maps, want, f) ?:
-	      remove_vips(maps, applied, want, f) ?: free_backends(maps, want, f);
+	      sync_history(maps, applied, want, f) ?: sync_sources(maps, applied, want, f) ?:
+	      swap_rings(maps, applied, want, f) ?: install_deferred(maps, later, f) ?:
+	      update_states(maps, want, f) ?: remove_vips(maps, applied, want, f) ?:
+	      free_backends(maps, want, f) ?: sweep_sources(maps, want, f);
 	free(later);
 	/* Whatever happened, no VIP element a packet may read is left for reuse. */
 	if (lb_readers_release() && !err)

@@ -68,7 +68,7 @@ static int verify_vip(const struct lb_maps *maps, const struct state_vip *v, str
 	if (lb_vip_compare(maps, &key, v->id, ring, ids, why, sizeof(why)))
 		say(r, "VIP %s: %s", spec, why);
 	else if (bpf_map_lookup_elem(maps->vips, &key, &served) == 0 &&
-		 served.flags != image_vip_flags(v))
+		 (served.flags & LB_VIP_STATELESS) != (image_vip_flags(v) & LB_VIP_STATELESS))
 		say(r, "VIP %s: the kernel's VIP value is %s", spec,
 		    served.flags & LB_VIP_STATELESS ? "stateless" : "pinned");
 	ring_free(ring);
@@ -94,6 +94,77 @@ static int verify_vip(const struct lb_maps *maps, const struct state_vip *v, str
 			say(r, "VIP %s: backend %s: slot %u is %s", spec, b->name, b->id,
 			    lb_backend_state_name(slot.state));
 	}
+	return 0;
+}
+
+/*
+ * A VIP's source ranges: its value's flags, and the set it names holding
+ * exactly the state's prefixes. Elements no value names are strays
+ * (verify_strays()).
+ */
+static int verify_sources(const struct lb_maps *maps, const struct state_vip *v,
+			  const struct lb_source_entry *have, size_t have_count, struct report *r)
+{
+	__u8 flags = image_vip_flags(v) & LB_VIP_SOURCE_FLAGS;
+	struct lb_source_entry *want;
+	char spec[ADDR_TEXT_MAX];
+	struct lb_vip_key key;
+	struct lb_vip served;
+	size_t i, j, n = 0, missing = 0, extra = 0;
+
+	vip_format(&v->spec, spec);
+	image_vip_key(v, &key);
+	if (bpf_map_lookup_elem(maps->vips, &key, &served) || served.vip_id != v->id)
+		return 0; /* said by verify_vip() */
+	if ((served.flags & LB_VIP_SOURCE_FLAGS) != flags)
+		say(r, "VIP %s: the kernel's VIP value says %s source ranges%s", spec,
+		    served.flags & LB_VIP_SOURCES ? "it has" : "it has no",
+		    served.flags & LB_VIP_ALLOW_LIST ? ", with an allow list" : "");
+	want = image_sources(v, served.source_parity);
+	if (!want)
+		return -ENOMEM;
+	for (i = 0; i < have_count; i++) {
+		if (have[i].key.vip_id != v->id || have[i].key.parity != served.source_parity)
+			continue;
+		n++;
+		for (j = 0; j < v->source_count; j++)
+			if (memcmp(&have[i].key, &want[j].key, sizeof(want[j].key)) == 0 &&
+			    memcmp(&have[i].value, &want[j].value, sizeof(want[j].value)) == 0)
+				break;
+		extra += j == v->source_count;
+	}
+	missing = v->source_count - (n - extra);
+	if (missing || extra)
+		say(r, "VIP %s: its source ranges in the kernel differ from the state's (%zu "
+		    "missing or different, %zu more)", spec, missing, extra);
+	free(want);
+	return 0;
+}
+
+/* Elements of map "sources" that no wanted VIP's value names. */
+static int verify_source_strays(const struct lb_maps *maps, const struct state *want,
+				const struct lb_source_entry *have, size_t have_count,
+				struct report *r)
+{
+	__u8 served[LB_VIPS_MAX] = { 0 };
+	size_t i, strays = 0;
+
+	for (i = 0; i < want->fleet.vip_count; i++) {
+		const struct state_vip *v = &want->fleet.vips[i];
+		struct lb_vip_key key;
+		struct lb_vip val;
+
+		image_vip_key(v, &key);
+		if (bpf_map_lookup_elem(maps->vips, &key, &val) == 0 && val.vip_id == v->id &&
+		    v->source_count)
+			served[v->id] = (__u8)(val.source_parity + 1);
+	}
+	for (i = 0; i < have_count; i++)
+		strays += have[i].key.vip_id >= LB_VIPS_MAX ||
+			  served[have[i].key.vip_id] != have[i].key.parity + 1;
+	(void)maps;
+	if (strays)
+		say(r, "%zu source prefixes in the kernel belong to no VIP's ranges", strays);
 	return 0;
 }
 
@@ -144,12 +215,16 @@ int kernel_verify(const struct lb_maps *maps, const struct state *want,
 		  void (*report)(void *arg, const char *line), void *arg)
 {
 	struct report r = { report, arg, 0 };
-	size_t i;
+	struct lb_source_entry *have = NULL;
+	size_t i, have_count = 0;
 	int err;
 
-	err = verify_record(maps, want, &r);
+	err = verify_record(maps, want, &r) ?: lb_sources_read(maps, &have, &have_count);
 	for (i = 0; !err && i < want->fleet.vip_count; i++)
-		err = verify_vip(maps, &want->fleet.vips[i], &r);
-	err = err ?: verify_config(maps, want, &r) ?: verify_strays(maps, want, &r);
+		err = verify_vip(maps, &want->fleet.vips[i], &r) ?:
+		      verify_sources(maps, &want->fleet.vips[i], have, have_count, &r);
+	err = err ?: verify_config(maps, want, &r) ?: verify_strays(maps, want, &r) ?:
+	      verify_source_strays(maps, want, have, have_count, &r);
+	free(have);
 	return err ? err : r.bad;
 }

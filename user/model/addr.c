@@ -42,6 +42,75 @@ int addr_equal(const struct addr *a, const struct addr *b)
 	return a->family == b->family && memcmp(a->bytes, b->bytes, sizeof(a->bytes)) == 0;
 }
 
+int prefix_parse(const char *text, struct prefix *out, const char **why)
+{
+	char addr_text[ADDR_TEXT_MAX];
+	const char *slash = strchr(text, '/');
+	unsigned int max, bit;
+	size_t len = slash ? (size_t)(slash - text) : strlen(text);
+	__u32 n;
+
+	memset(out, 0, sizeof(*out));
+	if (len >= sizeof(addr_text)) {
+		*why = "not an IPv4 or IPv6 address";
+		return -EINVAL;
+	}
+	memcpy(addr_text, text, len);
+	addr_text[len] = '\0';
+	if (addr_parse(addr_text, &out->addr, why))
+		return -EINVAL;
+	max = out->addr.family == LB_FAMILY_IPV4 ? 32 : 128;
+	out->len = max;
+	if (slash) {
+		if (number_parse(slash + 1, 0, max, &n, why)) {
+			*why = max == 32 ? "the length must be 0..32" : "the length must be 0..128";
+			return -EINVAL;
+		}
+		out->len = n;
+	}
+	for (bit = out->len; bit < max; bit++)
+		if (out->addr.bytes[bit / 8] & (0x80u >> (bit % 8))) {
+			*why = "host bits set past the length";
+			return -EINVAL;
+		}
+	return 0;
+}
+
+void prefix_format(const struct prefix *p, char *buf)
+{
+	size_t n;
+
+	addr_format(&p->addr, buf);
+	n = strlen(buf);
+	snprintf(buf + n, ADDR_TEXT_MAX - n, "/%u", p->len);
+}
+
+int prefix_equal(const struct prefix *a, const struct prefix *b)
+{
+	return a->len == b->len && addr_equal(&a->addr, &b->addr);
+}
+
+int prefix_compare(const struct prefix *a, const struct prefix *b)
+{
+	int c;
+
+	if (a->addr.family != b->addr.family)
+		return a->addr.family < b->addr.family ? -1 : 1;
+	c = memcmp(a->addr.bytes, b->addr.bytes, sizeof(a->addr.bytes));
+	if (c)
+		return c;
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+int prefix_holds(const struct prefix *p, const struct addr *a)
+{
+	unsigned int full = p->len / 8, rest = p->len % 8;
+
+	if (p->addr.family != a->family || memcmp(p->addr.bytes, a->bytes, full))
+		return 0;
+	return !rest || ((p->addr.bytes[full] ^ a->bytes[full]) & (0xffu << (8 - rest)) & 0xff) == 0;
+}
+
 int number_parse(const char *text, unsigned long min, unsigned long max, __u32 *out,
 		 const char **why)
 {

@@ -62,6 +62,34 @@ int vip_equal(const struct vip_spec *a, const struct vip_spec *b);
 /** endpoint_parse() - ADDR:PORT or [ADDR6]:PORT, port 1 .. 65535. */
 int endpoint_parse(const char *text, struct addr *addr, __u16 *port, const char **why);
 
+/**
+ * struct prefix - an IPv4 or IPv6 prefix.
+ * @addr: its address, host bits zero
+ * @len: its length, 0 .. 32 or 0 .. 128
+ */
+struct prefix {
+	struct addr addr;
+	unsigned int len;
+};
+
+/**
+ * prefix_parse() - ADDR/LEN, or a bare ADDR (its whole length); host bits
+ * set (198.18.0.1/24) are refused, not cleared: that is not what was meant.
+ */
+int prefix_parse(const char *text, struct prefix *out, const char **why);
+
+/** prefix_format() - a prefix as ADDR/LEN, into @buf of ADDR_TEXT_MAX bytes. */
+void prefix_format(const struct prefix *p, char *buf);
+
+/** prefix_equal() - same family, address and length. */
+int prefix_equal(const struct prefix *a, const struct prefix *b);
+
+/** prefix_compare() - an order of prefixes: family, then address bytes, then length. */
+int prefix_compare(const struct prefix *a, const struct prefix *b);
+
+/** prefix_holds() - is @a inside @p (same family, first @p->len bits equal)? */
+int prefix_holds(const struct prefix *p, const struct addr *a);
+
 /** mac_parse() - xx:xx:xx:xx:xx:xx, a unicast, non-zero MAC. */
 int mac_parse(const char *text, __u8 mac[6], const char **why);
 

@@ -46,8 +46,10 @@ void state_fleet_free(struct state_fleet *fl)
 {
 	size_t i;
 
-	for (i = 0; i < fl->vip_count; i++)
+	for (i = 0; i < fl->vip_count; i++) {
 		free(fl->vips[i].backends);
+		free(fl->vips[i].sources);
+	}
 	free(fl->vips);
 	memset(fl, 0, sizeof(*fl));
 	fl->next_backend_id = 1;
@@ -78,15 +80,22 @@ int state_clone(struct state *dst, const struct state *src)
 	if (src->host.iface_count)
 		memcpy(dst->host.ifaces, src->host.ifaces, src->host.iface_count * sizeof(*dst->host.ifaces));
 	for (i = 0; i < src->fleet.vip_count; i++) {
-		size_t n = src->fleet.vips[i].backend_count;
+		size_t n = src->fleet.vips[i].backend_count, m = src->fleet.vips[i].source_count;
 
 		dst->fleet.vips[i] = src->fleet.vips[i];
 		dst->fleet.vips[i].backends = calloc(n ? n : 1, sizeof(struct state_backend));
-		if (!dst->fleet.vips[i].backends)
+		dst->fleet.vips[i].sources = calloc(m ? m : 1, sizeof(struct state_source));
+		if (!dst->fleet.vips[i].backends || !dst->fleet.vips[i].sources) {
+			free(dst->fleet.vips[i].backends);
+			free(dst->fleet.vips[i].sources);
 			goto fail;
+		}
 		if (n)
 			memcpy(dst->fleet.vips[i].backends, src->fleet.vips[i].backends,
 			       n * sizeof(struct state_backend));
+		if (m)
+			memcpy(dst->fleet.vips[i].sources, src->fleet.vips[i].sources,
+			       m * sizeof(struct state_source));
 	}
 	return 0;
 fail:
@@ -146,6 +155,7 @@ void state_vip_remove(struct state *s, struct state_vip *vip)
 	size_t at = (size_t)(vip - s->fleet.vips);
 
 	free(vip->backends);
+	free(vip->sources);
 	memmove(&s->fleet.vips[at], &s->fleet.vips[at + 1], (s->fleet.vip_count - at - 1) * sizeof(*s->fleet.vips));
 	s->fleet.vip_count--;
 }
@@ -548,6 +558,111 @@ void state_health_settle(const struct state *before, struct state *after)
 			b->held = !up && old && old->cookie == b->cookie && state_backend_in_ring(old);
 		}
 	}
+}
+
+static int source_order(const void *a, const void *b)
+{
+	return prefix_compare(&((const struct state_source *)a)->prefix,
+			      &((const struct state_source *)b)->prefix);
+}
+
+int state_sources_valid(int family, const struct state_source *list, size_t count,
+			const char **why)
+{
+	struct state_source *sorted;
+	size_t i;
+	int err = 0;
+
+	if (count > LB_SOURCES_PER_VIP_MAX) {
+		*why = "more than " LIMIT_STR(LB_SOURCES_PER_VIP_MAX) " source prefixes";
+		return -E2BIG;
+	}
+	for (i = 0; i < count; i++)
+		if (list[i].prefix.addr.family != family) {
+			*why = family == LB_FAMILY_IPV4 ?
+				       "an IPv6 prefix for an IPv4 VIP, which sees IPv4 clients only" :
+				       "an IPv4 prefix for an IPv6 VIP, which sees IPv6 clients only";
+			return -EINVAL;
+		}
+	if (count < 2)
+		return 0;
+	sorted = malloc(count * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, list, count * sizeof(*sorted));
+	qsort(sorted, count, sizeof(*sorted), source_order);
+	for (i = 1; i < count && !err; i++)
+		if (prefix_equal(&sorted[i - 1].prefix, &sorted[i].prefix)) {
+			*why = sorted[i - 1].deny == sorted[i].deny ?
+				       "a prefix listed twice" :
+				       "a prefix both allowed and denied";
+			err = -EINVAL;
+		}
+	free(sorted);
+	return err;
+}
+
+size_t state_sources_total(const struct state *s)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->fleet.vip_count; i++)
+		n += s->fleet.vips[i].source_count;
+	return n;
+}
+
+int state_vip_sources_set(struct state *s, struct state_vip *v, const struct state_source *list,
+			  size_t count, const char **why)
+{
+	struct state_source *copy;
+	int err;
+
+	err = state_sources_valid(v->spec.addr.family, list, count, why);
+	if (err)
+		return err;
+	if (state_sources_total(s) - v->source_count + count > LB_SOURCES_MAX) {
+		*why = "more than " LIMIT_STR(LB_SOURCES_MAX) " source prefixes in the state";
+		return -ENOSPC;
+	}
+	copy = calloc(count ? count : 1, sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	if (count)
+		memcpy(copy, list, count * sizeof(*copy));
+	qsort(copy, count, sizeof(*copy), source_order);
+	free(v->sources);
+	v->sources = copy;
+	v->source_count = count;
+	return 0;
+}
+
+int state_vip_allow_list(const struct state_vip *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->source_count; i++)
+		if (!v->sources[i].deny)
+			return 1;
+	return 0;
+}
+
+int state_vip_source_refused(const struct state_vip *v, const struct addr *client,
+			     const struct state_source **match)
+{
+	const struct state_source *best = NULL;
+	size_t i;
+
+	for (i = 0; i < v->source_count; i++)
+		if (prefix_holds(&v->sources[i].prefix, client) &&
+		    (!best || v->sources[i].prefix.len > best->prefix.len))
+			best = &v->sources[i];
+	if (match)
+		*match = best;
+	if (!v->source_count)
+		return 0;
+	if (!best)
+		return state_vip_allow_list(v) ? LB_REASON_DROP_SOURCE_NOT_ALLOWED : 0;
+	return best->deny ? LB_REASON_DROP_SOURCE_DENIED : 0;
 }
 
 struct state_iface *state_iface_find(const struct state *s, const char *name)

@@ -33,7 +33,7 @@ struct ring;
  * valid state (every backend id taken, every field at its longest) is well
  * under it (test_state measures one). A longer text is refused unread.
  */
-#define STATE_TEXT_MAX (8u << 20)
+#define STATE_TEXT_MAX (16u << 20)
 /** STATE_WHY_MAX - room for an explanation of a refused state. */
 #define STATE_WHY_MAX 256
 
@@ -120,6 +120,16 @@ struct state_backend {
 };
 
 /**
+ * struct state_source - one source prefix of a VIP.
+ * @prefix: the client prefix, of the VIP's family
+ * @deny: 1 for a deny prefix, 0 for an allow prefix
+ */
+struct state_source {
+	struct prefix prefix;
+	int deny;
+};
+
+/**
  * struct state_vip - one service.
  * @id: its id in the kernel (vip_stats slot, ring slots), 0 .. LB_VIPS_MAX - 1
  * @spec: address, port, protocol
@@ -133,6 +143,10 @@ struct state_backend {
  *         not said)
  * @backend_count: entries in @backends
  * @backends: in the order they were added
+ * @source_count: entries in @sources, 0 .. LB_SOURCES_PER_VIP_MAX
+ * @sources: its source prefixes, allow and deny, in prefix_compare() order
+ *           (each prefix once): the longest one holding a client decides;
+ *           a client in none is refused when one is an allow prefix
  */
 struct state_vip {
 	__u32 id;
@@ -145,6 +159,8 @@ struct state_vip {
 	struct state_check check;
 	size_t backend_count;
 	struct state_backend *backends;
+	size_t source_count;
+	struct state_source *sources;
 };
 
 /**
@@ -446,6 +462,39 @@ void state_history_advance(const struct state *before, struct state *after);
  * Return: 0, or the error state_vip_ring() would return.
  */
 int state_vip_summary(const struct state_vip *vip, size_t *points, uint64_t *fingerprint);
+
+/**
+ * state_vip_sources_set() - replace a VIP's source prefixes with @list
+ * (any order; kept sorted). Refused, with why and nothing changed: a
+ * prefix of another family than the VIP's (a VIP sees clients of its own
+ * family only), one listed twice, or in both lists (-EINVAL); more than
+ * LB_SOURCES_PER_VIP_MAX (-E2BIG); more than LB_SOURCES_MAX in the state
+ * (-ENOSPC). Return: 0, those, or -ENOMEM.
+ */
+int state_vip_sources_set(struct state *s, struct state_vip *v, const struct state_source *list,
+			  size_t count, const char **why);
+
+/**
+ * state_sources_valid() - would @list do as the source prefixes of a VIP of
+ * @family? Return: 0, -EINVAL or -E2BIG, with why (static text).
+ */
+int state_sources_valid(int family, const struct state_source *list, size_t count,
+			const char **why);
+
+/** state_sources_total() - source prefixes of every VIP of @s. */
+size_t state_sources_total(const struct state *s);
+
+/** state_vip_allow_list() - does @v have an allow prefix? */
+int state_vip_allow_list(const struct state_vip *v);
+
+/**
+ * state_vip_source_refused() - what the kernel does with a client of @v, as
+ * bpf/lb_sources.h decides: 0 when served, else LB_REASON_DROP_SOURCE_DENIED
+ * or LB_REASON_DROP_SOURCE_NOT_ALLOWED. @match, when not NULL, is set to the
+ * deciding prefix or NULL.
+ */
+int state_vip_source_refused(const struct state_vip *v, const struct addr *client,
+			     const struct state_source **match);
 
 /** state_iface_find() - an attached interface by name, or NULL. */
 struct state_iface *state_iface_find(const struct state *s, const char *name);

@@ -90,6 +90,24 @@ static json_t *backend_to_json(const struct state_backend *b, const struct state
 	return j;
 }
 
+/* A VIP's prefixes of one list (@deny) as an array of ADDR/LEN, or NULL when it has none. */
+static json_t *sources_to_json(const struct state_vip *v, int deny)
+{
+	char text[ADDR_TEXT_MAX];
+	json_t *a = NULL;
+	size_t i;
+
+	for (i = 0; i < v->source_count; i++) {
+		if (v->sources[i].deny != deny)
+			continue;
+		if (!a && !(a = json_array()))
+			return NULL;
+		prefix_format(&v->sources[i].prefix, text);
+		json_array_append_new(a, json_string(text));
+	}
+	return a;
+}
+
 static json_t *vips_to_json(const struct state *s)
 {
 	json_t *vips = json_array();
@@ -124,6 +142,15 @@ static json_t *vips_to_json(const struct state *s)
 		state_check_default(&v->spec, &dflt);
 		if (o && !state_check_equal(&v->check, &dflt))
 			json_object_set_new(o, "check", check_to_json(&v->check));
+		/* "allow" and "deny" only when not empty: VIPs without ranges read and digest as before. */
+		if (o && v->source_count) {
+			json_t *allow = sources_to_json(v, 0), *deny = sources_to_json(v, 1);
+
+			if (allow)
+				json_object_set_new(o, "allow", allow);
+			if (deny)
+				json_object_set_new(o, "deny", deny);
+		}
 		if (o)
 			json_object_set_new(o, "backends", backends);
 		else
@@ -291,7 +318,8 @@ static const char *const encap_keys[] = { "gue_port", "new_flows_max", "icmp_rat
 static const char *const member_keys[] = { "endpoints", "prefix", "revision", "followed",
 					   "key_digest", NULL };
 static const char *const vip_keys[] = { "vip", "id", "vnodes", "forward", "flows",
-					"past_vnodes", "check", "backends", NULL };
+					"past_vnodes", "check", "allow", "deny", "backends",
+					NULL };
 static const char *const backend_keys[] = { "name", "address", "mac", "state", "weight", "id",
 					    "cookie", "past_weights", "health", "held", "check",
 					    NULL };
@@ -452,6 +480,59 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const struct 
 	return 0;
 }
 
+static int source_order(const void *a, const void *b)
+{
+	return prefix_compare(&((const struct state_source *)a)->prefix,
+			      &((const struct state_source *)b)->prefix);
+}
+
+/* The "allow" and "deny" arrays of a VIP (each absent, or a non-empty array of ADDR/LEN). */
+static int sources_from_json(json_t *obj, struct state_vip *v, const char *where,
+			     char why[STATE_WHY_MAX])
+{
+	static const char *const lists[] = { "allow", "deny" };
+	json_t *a[2], *item;
+	size_t n = 0, k, l;
+	const char *problem = NULL;
+	int err;
+
+	for (l = 0; l < 2; l++) {
+		a[l] = json_object_get(obj, lists[l]);
+		if (a[l] && (!json_is_array(a[l]) || !json_array_size(a[l])))
+			return refuse(why, "%s.%s: must be a non-empty array of prefixes", where,
+				      lists[l]);
+		n += a[l] ? json_array_size(a[l]) : 0;
+	}
+	if (n > LB_SOURCES_PER_VIP_MAX)
+		return refuse(why, "%s: %zu source prefixes, over the limit of %d", where, n,
+			      LB_SOURCES_PER_VIP_MAX);
+	if (!n)
+		return 0;
+	v->sources = calloc(n, sizeof(*v->sources));
+	if (!v->sources)
+		return -ENOMEM;
+	for (l = 0; l < 2; l++) {
+		json_array_foreach(a[l], k, item) {
+			struct state_source *src = &v->sources[v->source_count];
+
+			if (!json_is_string(item) ||
+			    prefix_parse(json_string_value(item), &src->prefix, &problem))
+				return refuse(why, "%s.%s[%zu]: %s", where, lists[l], k,
+					      problem ? problem : "not a string");
+			src->deny = (int)l;
+			v->source_count++;
+		}
+	}
+	err = state_sources_valid(v->spec.addr.family, v->sources, v->source_count, &problem);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		return refuse(why, "%s: %s", where, problem);
+	/* Kept in one order whatever the file's, as state_vip_sources_set() keeps it. */
+	qsort(v->sources, v->source_count, sizeof(*v->sources), source_order);
+	return 0;
+}
+
 static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 			 char why[STATE_WHY_MAX])
 {
@@ -518,6 +599,9 @@ static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 	}
 	v->id = (__u32)id;
 	v->vnodes = (__u32)vnodes;
+	err = sources_from_json(obj, v, where, why);
+	if (err)
+		return err;
 	backends = json_object_get(obj, "backends");
 	if (!json_is_array(backends))
 		return refuse(why, "%s.backends: missing or not an array", where);
@@ -776,6 +860,9 @@ int state_from_text(struct state *s, const char *text, char why[STATE_WHY_MAX])
 			goto out;
 	}
 	err = state_check_unique(s, why);
+	if (!err && state_sources_total(s) > LB_SOURCES_MAX)
+		err = refuse(why, "$.vips: %zu source prefixes, over the limit of %d",
+			     state_sources_total(s), LB_SOURCES_MAX);
 out:
 	json_decref(root);
 	if (err)

@@ -7,8 +7,8 @@
  * balancer's frames arrive on an interface of a network of their own, so
  * that VIPs that encapsulate find a route.
  * For every frame the program's verdict must be the oracle's (forward only a
- * valid flow to a VIP, or an ICMP error quoting one; pass everything else
- * untouched), a forwarded frame must differ only in its MACs, and at the end
+ * valid flow to a VIP, or an ICMP error quoting one, from a client its source
+ * ranges serve; pass everything else untouched), a forwarded frame must differ only in its MACs, and at the end
  * the reason counters must add up to exactly the frames and bytes sent.
  *
  * FRAMES (environment) sets the count; `make soak` raises it. Needs root.
@@ -32,6 +32,7 @@
 
 #include "decap.skel.h"
 #include "harness.h"
+#include "kernel.h"
 
 #define FRAMES_DEFAULT 1000000
 #define SEED 0x686f7374696c65ULL
@@ -45,14 +46,22 @@ static const struct {
 	int has_backends;
 	int forward;         /* enum lb_forward */
 	const char *backend; /* an encapsulated VIP's one backend */
+	const char *allow;   /* its one allow prefix, or NULL */
+	const char *deny;    /* its one deny prefix, or NULL */
 } vips[] = {
-	{ LB_FAMILY_IPV4, "198.18.0.100", 80, IPPROTO_TCP, 1, LB_FORWARD_L2, NULL },
-	{ LB_FAMILY_IPV4, "198.18.0.100", 53, IPPROTO_UDP, 1, LB_FORWARD_L2, NULL },
-	{ LB_FAMILY_IPV6, "2001:db8::100", 80, IPPROTO_TCP, 1, LB_FORWARD_L2, NULL },
-	{ LB_FAMILY_IPV6, "2001:db8::100", 53, IPPROTO_UDP, 1, LB_FORWARD_L2, NULL },
-	{ LB_FAMILY_IPV4, "198.18.0.101", 80, IPPROTO_TCP, 0, LB_FORWARD_L2, NULL },
-	{ LB_FAMILY_IPV4, "198.18.0.102", 80, IPPROTO_TCP, 1, LB_FORWARD_IPIP, "2001:db8:13::11" },
-	{ LB_FAMILY_IPV6, "2001:db8::102", 53, IPPROTO_UDP, 1, LB_FORWARD_GUE, "198.18.13.11" },
+	{ LB_FAMILY_IPV4, "198.18.0.100", 80, IPPROTO_TCP, 1, LB_FORWARD_L2, NULL, NULL, NULL },
+	/* Valid frames' clients are 198.18.X.Y and 2001:db8:c::X: these ranges split them. */
+	{ LB_FAMILY_IPV4, "198.18.0.100", 53, IPPROTO_UDP, 1, LB_FORWARD_L2, NULL, NULL,
+	  "198.18.128.0/17" },
+	{ LB_FAMILY_IPV6, "2001:db8::100", 80, IPPROTO_TCP, 1, LB_FORWARD_L2, NULL,
+	  "2001:db8:c::/113", "2001:db8:c::4000/114" },
+	{ LB_FAMILY_IPV6, "2001:db8::100", 53, IPPROTO_UDP, 1, LB_FORWARD_L2, NULL, NULL, NULL },
+	{ LB_FAMILY_IPV4, "198.18.0.101", 80, IPPROTO_TCP, 0, LB_FORWARD_L2, NULL, NULL,
+	  "198.18.0.0/17" },
+	{ LB_FAMILY_IPV4, "198.18.0.102", 80, IPPROTO_TCP, 1, LB_FORWARD_IPIP, "2001:db8:13::11",
+	  "198.18.0.0/16", "198.18.64.0/18" },
+	{ LB_FAMILY_IPV6, "2001:db8::102", 53, IPPROTO_UDP, 1, LB_FORWARD_GUE, "198.18.13.11",
+	  NULL, NULL },
 };
 #define VIP_COUNT (sizeof(vips) / sizeof(vips[0]))
 
@@ -170,6 +179,42 @@ static int ip_packet(struct win *w, int family, int quoted, unsigned char *src, 
 	}
 }
 
+/* Is @client inside @prefix (ADDR/LEN text), bit by bit? Its length when so, else -1. */
+static int prefix_len_holding(int family, const char *prefix, const unsigned char *client)
+{
+	char addr[64];
+	unsigned char p[16] = { 0 };
+	const char *slash;
+	int len, bit;
+
+	if (!prefix)
+		return -1;
+	slash = strchr(prefix, '/');
+	snprintf(addr, sizeof(addr), "%.*s", (int)(slash - prefix), prefix);
+	len = atoi(slash + 1);
+	if (inet_pton(family == LB_FAMILY_IPV4 ? AF_INET : AF_INET6, addr, p) != 1)
+		return -1;
+	for (bit = 0; bit < len; bit++)
+		if ((p[bit / 8] ^ client[bit / 8]) & (0x80 >> (bit % 8)))
+			return -1;
+	return len;
+}
+
+/*
+ * A VIP's source ranges, as its documentation says: the longest prefix
+ * holding the client decides; in none, the client is refused when the VIP
+ * has an allow prefix.
+ */
+static int refused(int vip, const unsigned char *client)
+{
+	int a = prefix_len_holding(vips[vip].family, vips[vip].allow, client);
+	int d = prefix_len_holding(vips[vip].family, vips[vip].deny, client);
+
+	if (a < 0 && d < 0)
+		return vips[vip].allow != NULL;
+	return d > a;
+}
+
 /* An ICMP error about a packet the VIP sent: the VIP's verdict, else pass. */
 static enum oracle icmp_error(struct win *w, int family, const unsigned char *outer_dst)
 {
@@ -193,6 +238,9 @@ static enum oracle icmp_error(struct win *w, int family, const unsigned char *ou
 	if (vip < 0)
 		return ORACLE_PASS;
 	oracle_vip = vip;
+	/* The client is the quoted packet's destination. */
+	if (refused(vip, qdst))
+		return ORACLE_DROP;
 	return vips[vip].has_backends ? ORACLE_FORWARD : ORACLE_DROP;
 }
 
@@ -241,6 +289,8 @@ static enum oracle oracle(const unsigned char *frame, size_t len)
 	if (vip < 0)
 		return ORACLE_PASS;
 	oracle_vip = vip;
+	if (refused(vip, src))
+		return ORACLE_DROP;
 	return vips[vip].has_backends ? ORACLE_FORWARD : ORACLE_DROP;
 }
 
@@ -370,6 +420,34 @@ static void random_frame(struct test_rng *rng, struct pkt *pkt)
 
 /* --- set-up and the test ----------------------------------------------------------------- */
 
+/* VIP @v's source ranges, written by the controller's code once the VIP has its value. */
+static int vip_sources_install(const struct lb_maps *maps, size_t v)
+{
+	struct state_source list[2];
+	struct state s;
+	struct state_vip *sv;
+	struct vip_spec spec = { .port = vips[v].port, .protocol = vips[v].protocol };
+	const char *why = NULL;
+	size_t n = 0;
+	int err;
+
+	if (addr_parse(vips[v].addr, &spec.addr, &why))
+		return -EINVAL;
+	state_init(&s);
+	err = state_vip_add(&s, &spec, 64, &sv);
+	if (!err) {
+		sv->id = (__u32)v;
+		if (vips[v].allow && !prefix_parse(vips[v].allow, &list[n].prefix, &why))
+			list[n++].deny = 0;
+		if (vips[v].deny && !prefix_parse(vips[v].deny, &list[n].prefix, &why))
+			list[n++].deny = 1;
+		err = state_vip_sources_set(&s, sv, list, n, &why) ?:
+		      kernel_vip_sources_sync(maps, sv, NULL, 0);
+	}
+	state_free(&s);
+	return err;
+}
+
 static int group_setup(void **state)
 {
 	static const __u64 key[2] = { 0xfeed, 0xbeef };
@@ -429,6 +507,9 @@ static int group_setup(void **state)
 		/* Ring members are in name order, as the names were given. */
 		err = lb_vip_install(maps, &key, (__u32)v, ring, ids);
 		ring_free(ring);
+		if (err)
+			return -1;
+		err = vip_sources_install(maps, v);
 		if (err)
 			return -1;
 	}
