@@ -380,9 +380,13 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 		udp = (void *)(ip6 + 1);
 		if ((void *)(udp + 1) > end)
 			return HOP_TAKE;
-		/* Over IPv6 the checksum is never optional: always updated. */
-		udp_check_move(&udp->check, (__u16 *)&ip6->saddr, (__u16 *)hop, 8, old_word,
-			       new_word);
+		/*
+		 * Zero over IPv6 too, as the balancer sends it (RFC 6935/6936 allow
+		 * it for a tunnel): an update from zero would be a wrong checksum.
+		 */
+		if (udp->check)
+			udp_check_move(&udp->check, (__u16 *)&ip6->saddr, (__u16 *)hop, 8, old_word,
+				       new_word);
 		__builtin_memcpy(&ip6->saddr, &ip6->daddr, 16);
 		__builtin_memcpy(&ip6->daddr, hop, 16);
 		fib.family = AF_INET6;

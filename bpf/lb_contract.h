@@ -771,7 +771,7 @@ static inline __u32 lb_decap_vip_home(__u8 family, const __u32 addr[4])
  * exchanges with) and not be one of the host's own addresses. Sent on, the
  * outer source becomes the host's address (the old destination), the
  * destination the hop, next_hop one further, the UDP checksum updated
- * incrementally (over IPv4 a zero checksum stays zero), and the outer TTL or
+ * incrementally (a zero checksum stays zero, over IPv6 too), and the outer TTL or
  * hop limit kept as it came, as GLB's glb-redirect does: the hop list, at
  * most LB_HOPS_MAX - 1 forwards per packet, bounds relaying, not the TTL.
  */

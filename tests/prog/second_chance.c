@@ -566,7 +566,7 @@ static void glb_frame(struct pkt *p, int family, const char *src, const char *ds
  * What GLB's redirect makes of @in, sent on to its next hop @hop by @self,
  * recomputed whole: the outer source @self, the destination @hop, next_hop
  * one further, the IPv4 header checksum and (when @in has one, or over
- * IPv6) the UDP checksum computed anew, every other byte (TTL included) as
+ * IPv6) the UDP checksum computed anew when it is not zero, every other byte (TTL included) as
  * it came; and the next hop's MACs.
  */
 static void glb_redirected(const struct pkt *in, struct pkt *want, int family, const char *self,
@@ -588,7 +588,7 @@ static void glb_redirected(const struct pkt *in, struct pkt *want, int family, c
 		ip[10] = ip[11] = 0;
 		put16(ip + 10, sum_finish(sum_bytes(ip, 20, 0)));
 	}
-	if (family == LB_FAMILY_IPV6 || udp[6] || udp[7]) {
+	if (udp[6] || udp[7]) {
 		size_t len = (size_t)udp[4] << 8 | udp[5];
 
 		udp[6] = udp[7] = 0;
@@ -662,8 +662,8 @@ static void test_sent_on_frames_are_byte_for_byte_glbs(void **state)
 	}
 }
 
-/* Over IPv4 a frame without a UDP checksum leaves without one; over IPv6 it is updated. */
-static void test_udp_checksum_zero_stays_zero_and_ipv6_is_updated(void **state)
+/* A frame without a UDP checksum leaves without one, over IPv4 and IPv6; with one, it is updated. */
+static void test_udp_checksum_zero_stays_zero_and_others_are_updated(void **state)
 {
 	static const char *const hops4[] = { NEXT_HOP, "198.18.13.13" };
 	static const char *const hops6[] = { NEXT_HOP6, "2001:db8:13::13" };
@@ -691,6 +691,13 @@ static void test_udp_checksum_zero_stays_zero_and_ipv6_is_updated(void **state)
 	glb_redirected(&in, &want, LB_FAMILY_IPV6, HARNESS_DECAP_LOCAL6, NEXT_HOP6);
 	expect_sent_on("IPv6 outer", &in, &want);
 	check_eq(want.data[14 + 7], 7);
+
+	/* IPv6 with no checksum, as ringlb's balancer sends it: zero it stays. */
+	glb_frame(&in, LB_FAMILY_IPV6, HARNESS_SOURCE6, HARNESS_DECAP_LOCAL6, 7, hops6, 2, 0,
+		  inner, len, 1, 0);
+	glb_redirected(&in, &want, LB_FAMILY_IPV6, HARNESS_DECAP_LOCAL6, NEXT_HOP6);
+	check_eq(udp_check_of(&want, want.data), 0);
+	expect_sent_on("IPv6 outer, no UDP checksum", &in, &want);
 }
 
 /*
@@ -754,7 +761,7 @@ HARNESS_GROUP(second_chance,
 	cmocka_unit_test(test_a_valid_syn_cookie_is_taken_here),
 	cmocka_unit_test(test_hops_to_strangers_and_packets_to_no_vip_are_dropped),
 	cmocka_unit_test(test_sent_on_frames_are_byte_for_byte_glbs),
-	cmocka_unit_test(test_udp_checksum_zero_stays_zero_and_ipv6_is_updated),
+	cmocka_unit_test(test_udp_checksum_zero_stays_zero_and_others_are_updated),
 	cmocka_unit_test(test_icmp_errors_follow_the_connection_they_quote),
 	cmocka_unit_test_teardown(test_a_hop_without_neighbour_goes_back_to_the_router,
 				  second_chance_teardown));
