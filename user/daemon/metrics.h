@@ -35,7 +35,9 @@
 #define METRICS_DEADLINE_S_MAX 60
 /**
  * METRICS_IDLE_TIMEOUT_S - seconds a connection may stay silent (libmicrohttpd's
- * timeout, reset by every byte): it bounds the sending of an answer.
+ * timeout, reset by every byte). The only bound on sending an answer: a
+ * client reading a page larger than the socket buffers byte by byte holds
+ * its connection (the per-address limit caps how many).
  */
 #define METRICS_IDLE_TIMEOUT_S 10
 
