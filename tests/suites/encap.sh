@@ -138,13 +138,24 @@ t_tcp() {
 	else
 		fail "tcp: $total_agree of $total connections reached the backend lookup names (200 expected)"
 	fi
-	# Each within half and one and a half times its weight's share of the 200 (200 random
-	# client ports: a strict b1 < b2 < b3 failed once, b2=88 b3=81, by chance alone).
-	if [ "${got[b1]}" -ge 17 ] && [ "${got[b1]}" -le 50 ] && [ "${got[b2]}" -ge 33 ] &&
-		[ "${got[b2]}" -le 100 ] && [ "${got[b3]}" -ge 50 ] && [ "${got[b3]}" -le 150 ]; then
-		pass "tcp: spread by weight 1:2:3 over the 200 (each within 0.5 - 1.5 times its share): b1=${got[b1]} b2=${got[b2]} b3=${got[b3]}"
+	# The ring's shares follow the weights (1:2:3, each within 0.8 - 1.2 of its weight's
+	# share), and the 200 connections follow the shares: each backend's count within 4.5
+	# standard deviations of what the four VIPs' shares predict. (Bounds on the weights
+	# alone failed by chance: b1=51 against at most 50, its shares above a sixth.)
+	local want_b spread=1 shares=""
+	for b in b1 b2 b3; do
+		want_b=$(ringlb show --json | jq --arg b "$b" \
+			'[.vips[] | select(.vip | test(":80/tcp$")) | .backends[] | select(.name == $b) | .share] | add * 50')
+		shares+="$b $(printf %.1f "$want_b") "
+		awk -v got="${got[$b]}" -v want="$want_b" -v w="${b#b}" 'BEGIN {
+			sd = sqrt(want * (1 - want / 200)); share = want / 200
+			exit !(share >= 0.8 * w / 6 && share <= 1.2 * w / 6 &&
+				got >= want - 4.5 * sd - 1 && got <= want + 4.5 * sd + 1) }' || spread=0
+	done
+	if [ $spread -eq 1 ]; then
+		pass "tcp: spread by weight 1:2:3 over the 200: b1=${got[b1]} b2=${got[b2]} b3=${got[b3]}, the rings' shares predicting $shares"
 	else
-		fail "tcp: not spread by weight 1:2:3 (each within 0.5 - 1.5 times its share of 33/67/100): b1=${got[b1]} b2=${got[b2]} b3=${got[b3]}"
+		fail "tcp: not spread by weight 1:2:3: b1=${got[b1]} b2=${got[b2]} b3=${got[b3]}, the rings' shares predicting $shares (each share within 0.8 - 1.2 of its weight's, each count within 4.5 sd)"
 	fi
 }
 
