@@ -11,6 +11,7 @@
  * (a session checks privileges); without it the tests skip, except under
  * CI=true.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +26,7 @@
 #include "daemon_impl.h"
 #include "fake_store.h"
 #include "host.h"
+#include "metrics.h"
 
 static int skip_reason;
 
@@ -151,10 +153,48 @@ static void test_an_unusable_state_file_withdraws_them(void **state)
 	      "this host's state file unusable: withdrawn ('%s')", reason ? reason : "announced");
 }
 
+/*
+ * The per-client limit of /metrics counts an IPv4 address, or an IPv6 /64:
+ * two addresses of one /64 are one client, of two /64s two; an IPv4 address
+ * is the same client over IPv4 and v4-mapped over IPv6; other families and
+ * short lengths are refused.
+ */
+static void test_the_metrics_client_is_an_address_or_a_64(void **state)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6 }, b = a;
+	struct sockaddr_in v4 = { .sin_family = AF_INET };
+	struct in6_addr ka, kb;
+	struct sockaddr un = { .sa_family = AF_UNIX };
+
+	(void)state;
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8:1:2::a", &a.sin6_addr), 1);
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8:1:2:ffff:1:2:3", &b.sin6_addr), 1);
+	assert_int_equal(metrics_client_key((struct sockaddr *)&a, sizeof(a), &ka), 0);
+	assert_int_equal(metrics_client_key((struct sockaddr *)&b, sizeof(b), &kb), 0);
+	check(memcmp(&ka, &kb, sizeof(ka)) == 0, "two addresses of one /64 are two clients");
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8:1:3::a", &b.sin6_addr), 1);
+	assert_int_equal(metrics_client_key((struct sockaddr *)&b, sizeof(b), &kb), 0);
+	check(memcmp(&ka, &kb, sizeof(ka)) != 0, "two /64s are one client");
+
+	assert_int_equal(inet_pton(AF_INET, "198.18.0.7", &v4.sin_addr), 1);
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:198.18.0.7", &a.sin6_addr), 1);
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:198.18.0.8", &b.sin6_addr), 1);
+	assert_int_equal(metrics_client_key((struct sockaddr *)&v4, sizeof(v4), &ka), 0);
+	assert_int_equal(metrics_client_key((struct sockaddr *)&a, sizeof(a), &kb), 0);
+	check(memcmp(&ka, &kb, sizeof(ka)) == 0, "an IPv4 address v4-mapped is another client");
+	assert_int_equal(metrics_client_key((struct sockaddr *)&b, sizeof(b), &kb), 0);
+	check(memcmp(&ka, &kb, sizeof(ka)) != 0, "two IPv4 addresses (v4-mapped) are one client");
+
+	assert_int_equal(metrics_client_key(&un, sizeof(un), &ka), -EAFNOSUPPORT);
+	assert_int_equal(metrics_client_key((struct sockaddr *)&v4, sizeof(v4) - 1, &ka),
+			 -EAFNOSUPPORT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_the_class_decides_never_the_words),
+		cmocka_unit_test(test_the_metrics_client_is_an_address_or_a_64),
 		cmocka_unit_test_setup_teardown(test_a_store_failure_keeps_the_routes, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_a_kernel_failure_withdraws_them, setup,

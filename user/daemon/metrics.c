@@ -366,8 +366,7 @@ static __u64 now_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
-/* A client's address as the per-client limit counts it. Return: 0, or -EAFNOSUPPORT. */
-static int client_of(const struct sockaddr *sa, socklen_t len, struct in6_addr *client)
+int metrics_client_key(const struct sockaddr *sa, socklen_t len, struct in6_addr *client)
 {
 	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
 		memset(client, 0, sizeof(*client));
@@ -377,6 +376,9 @@ static int client_of(const struct sockaddr *sa, socklen_t len, struct in6_addr *
 	}
 	if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
 		*client = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+		/* One host has a /64 to pick addresses from (RFC 4941): the /64 is the client. */
+		if (!IN6_IS_ADDR_V4MAPPED(client))
+			memset(&client->s6_addr[8], 0, 8);
 		return 0;
 	}
 	return -EAFNOSUPPORT;
@@ -393,7 +395,7 @@ static enum MHD_Result admit(void *cls, const struct sockaddr *sa, socklen_t len
 	int why = -1;
 	struct in6_addr client;
 
-	if (client_of(sa, len, &client))
+	if (metrics_client_key(sa, len, &client))
 		return MHD_NO;
 	pthread_mutex_lock(&m->lock);
 	if (m->counts.open >= METRICS_CONNECTIONS_MAX) {
@@ -442,7 +444,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	/* Without either it is not tracked: admit() has counted it out already. */
-	if (!addr || !fd || client_of(addr->client_addr, sizeof(struct sockaddr_in6), &client))
+	if (!addr || !fd || metrics_client_key(addr->client_addr, sizeof(struct sockaddr_in6), &client))
 		return;
 	pthread_mutex_lock(&m->lock);
 	/* A free slot: admit() let it in with fewer than METRICS_CONNECTIONS_MAX open. */

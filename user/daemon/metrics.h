@@ -13,6 +13,8 @@
 #define RINGLB_METRICS_H
 
 #include <stdio.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <jansson.h>
 #include <linux/types.h>
 
@@ -25,7 +27,10 @@
 #define METRICS_ADDR_DEFAULT "127.0.0.1:9477"
 /** METRICS_CONNECTIONS_MAX - connections open to /metrics at most, all clients together. */
 #define METRICS_CONNECTIONS_MAX 256
-/** METRICS_CLIENT_CONNECTIONS_MAX - connections open at most from one client address. */
+/**
+ * METRICS_CLIENT_CONNECTIONS_MAX - connections open at most from one client
+ * (an IPv4 address, or an IPv6 /64: metrics_client_key()).
+ */
 #define METRICS_CLIENT_CONNECTIONS_MAX 8
 /** METRICS_DEADLINE_S_DEFAULT - seconds a client has for a request's headers, unless told. */
 #define METRICS_DEADLINE_S_DEFAULT 5
@@ -135,5 +140,14 @@ int metrics_where_check(const char *where);
 
 /** metrics_stop() - stop serving. */
 void metrics_stop(struct metrics_server *m);
+
+/**
+ * metrics_client_key() - the client a connection from @sa (@len bytes) counts
+ * against for METRICS_CLIENT_CONNECTIONS_MAX: an IPv4 address (as
+ * ::ffff:a.b.c.d, also when it came as one over IPv6), or an IPv6 address's
+ * /64, since one host picks addresses from its /64 at will.
+ * Return: 0, or -EAFNOSUPPORT for another family or a short @len.
+ */
+int metrics_client_key(const struct sockaddr *sa, socklen_t len, struct in6_addr *client);
 
 #endif /* RINGLB_METRICS_H */
