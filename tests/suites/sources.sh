@@ -201,7 +201,7 @@ t_drift() {
 		fail "the deleted allow prefix: $IN4 still served"
 	ringlb verify >"$W/verify" 2>&1
 	grep -q "$VIP4: its source ranges in the kernel differ" "$W/verify" &&
-		grep -q "1 source prefixes in the kernel belong to no VIP" "$W/verify" &&
+		grep -q "1 source prefix in the kernel belongs to no VIP" "$W/verify" &&
 		pass "verify names the missing prefix and the stray one" ||
 		fail "verify: $(cat "$W/verify")"
 	seen=$(grep -c 'ready: serving' "$W/daemon.log" 2>/dev/null)

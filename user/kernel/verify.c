@@ -164,7 +164,8 @@ static int verify_source_strays(const struct lb_maps *maps, const struct state *
 			  served[have[i].key.vip_id] != have[i].key.parity + 1;
 	(void)maps;
 	if (strays)
-		say(r, "%zu source prefixes in the kernel belong to no VIP's ranges", strays);
+		say(r, "%zu source prefix%s in the kernel belong%s to no VIP's ranges", strays,
+		    strays == 1 ? "" : "es", strays == 1 ? "s" : "");
 	return 0;
 }
 
