@@ -46,6 +46,7 @@
 #include "bench_xdp.h"
 #include "harness.h"
 #include "bench_xdp.skel.h"
+#include "decap.h"
 #include "decap.skel.h"
 #include "lb.h"
 #include "packets.h"
@@ -581,6 +582,20 @@ static void encap_per_packet(void)
 	decap = harness_decap_open();
 	if (!decap)
 		die("load the decap program", -EIO);
+	/* The backend holds the three VIPs of these frames (the harness's and .101, .102). */
+	{
+		struct addr vips[3] = { { .family = LB_FAMILY_IPV4 }, { .family = LB_FAMILY_IPV4 },
+					{ .family = LB_FAMILY_IPV4 } };
+
+		for (e = 0; e < 3; e++) {
+			char vip[32];
+
+			snprintf(vip, sizeof(vip), "198.18.0.%d", 100 + e);
+			pkt_addr(LB_FAMILY_IPV4, vip, vips[e].bytes);
+		}
+		if (decap_vips_set(bpf_map__fd(decap->maps.decap_vip), vips, 3))
+			die("the decap program's VIPs", -EIO);
+	}
 	pass = bpf_object__open_file("build/xdp_pass.bpf.o", NULL);
 	if (!pass || bpf_object__load(pass))
 		die("load xdp_pass", -errno);
