@@ -142,6 +142,19 @@ static void slots_drop(struct daemon_probes *p)
 }
 
 /*
+ * Target @i's I/O source out of epoll, before anything may close its socket:
+ * a socket closed while registered stays registered for as long as another
+ * process holds it (birdc's posix_spawn() child, between its clone and its
+ * exec), and its events then name a freed source (sd-event aborts in
+ * process_epoll()). slots_update() registers the socket again if it lives.
+ */
+static void slot_forget(struct daemon_probes *p, size_t i)
+{
+	if (i < p->count && p->slots[i].src)
+		p->slots[i].src = sd_event_source_disable_unref(p->slots[i].src);
+}
+
+/*
  * Each target's I/O source waits for what its probe waits for (under the
  * lock). Stale sources go first, then new ones come: a source dropped after
  * a new one was added could take away the registration of a new socket that
@@ -232,6 +245,8 @@ static void probes_run(struct daemon_probes *p, __u64 now)
 	for (i = 0; i < d->target_count; i++) {
 		struct health_target *t = &d->targets[i];
 
+		/* A probe past its deadline is closed here, a new one closes the last. */
+		slot_forget(p, i);
 		health_probe_step(t, 0, now);
 		if (t->phase != HEALTH_IDLE || now < t->next_ns || !d->attached ||
 		    !daemon_leads(d, now))
@@ -269,8 +284,11 @@ static int on_probe(sd_event_source *s, int fd, uint32_t revents, void *userdata
 	(void)s;
 	pthread_mutex_lock(&d->lock);
 	if (sl->index < d->target_count && d->targets[sl->index].probes == sl->probe &&
-	    d->targets[sl->index].fd == fd)
+	    d->targets[sl->index].fd == fd) {
+		/* This very source, while it dispatches: sd-event frees it after. */
+		slot_forget(p, sl->index);
 		health_probe_step(&d->targets[sl->index], (short)revents, now);
+	}
 	settle(p, now);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
@@ -317,6 +335,7 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	/* A follower neither probes nor judges; a new leader starts from the store's verdicts. */
 	if (p->leader != daemon_leads(d, now))
 		for (i = 0; i < d->target_count; i++) {
+			slot_forget(p, i);
 			health_probe_stop(&d->targets[i]);
 			d->targets[i].seen_up = d->targets[i].verdict_up;
 			d->targets[i].ok_run = d->targets[i].fail_run = 0;
