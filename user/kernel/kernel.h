@@ -55,6 +55,25 @@ int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *
 			    const struct lb_source_entry *have, size_t have_count);
 
 /**
+ * struct kernel_sources_named - the source set each VIP id's kernel value
+ * names: @parity[id] is its parity + 1, 0 for none.
+ */
+struct kernel_sources_named {
+	__u8 parity[LB_VIPS_MAX];
+};
+
+/**
+ * kernel_sources_named() - which set the kernel value of each of @want's
+ * VIPs names (a value of that id, with LB_VIP_SOURCES): what the sweep keeps
+ * and what verify calls no stray.
+ */
+void kernel_sources_named(const struct lb_maps *maps, const struct state *want,
+			  struct kernel_sources_named *named);
+
+/** kernel_source_named() - is element @key in a set @named names? */
+int kernel_source_named(const struct kernel_sources_named *named, const struct lb_source_key *key);
+
+/**
  * kernel_record() - write the kernel's record of what the maps hold.
  * @maps: the pinned maps
  * @s: the committed state they hold, or are being made to hold

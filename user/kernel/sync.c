@@ -359,32 +359,12 @@ static int sync_sources(const struct lb_maps *maps, const struct state *applied,
 	return err;
 }
 
-/* The sets kernel VIP values name: served[id] is its parity + 1, 0 for none. */
-struct sources_served {
-	__u8 served[LB_VIPS_MAX];
-};
-
-static int sources_keep(const struct lb_source_key *key, void *arg)
+void kernel_sources_named(const struct lb_maps *maps, const struct state *want,
+			  struct kernel_sources_named *named)
 {
-	const struct sources_served *s = arg;
+	size_t i;
 
-	return key->vip_id < LB_VIPS_MAX && s->served[key->vip_id] == key->parity + 1;
-}
-
-/*
- * Phase 7: elements of map "sources" no VIP value names (a removed VIP's, a
- * change cut short), once no packet can still read a value that named them.
- */
-static int sweep_sources(const struct lb_maps *maps, const struct state *want, struct fault *f)
-{
-	struct sources_served served = { { 0 } };
-	struct lb_source_entry *have = NULL;
-	size_t have_count = 0, i;
-	int err;
-
-	err = lb_readers_release() ?: lb_sources_read(maps, &have, &have_count);
-	if (err)
-		return kernel_fail(f, err, "reading the source ranges");
+	memset(named, 0, sizeof(*named));
 	for (i = 0; i < want->fleet.vip_count; i++) {
 		const struct state_vip *v = &want->fleet.vips[i];
 		struct lb_vip_key key;
@@ -393,9 +373,36 @@ static int sweep_sources(const struct lb_maps *maps, const struct state *want, s
 		image_vip_key(v, &key);
 		if (bpf_map_lookup_elem(maps->vips, &key, &val) == 0 && val.vip_id == v->id &&
 		    (val.flags & LB_VIP_SOURCES))
-			served.served[v->id] = (__u8)(val.source_parity + 1);
+			named->parity[v->id] = (__u8)(val.source_parity + 1);
 	}
-	err = lb_sources_delete(maps, have, have_count, sources_keep, &served);
+}
+
+int kernel_source_named(const struct kernel_sources_named *named, const struct lb_source_key *key)
+{
+	return key->vip_id < LB_VIPS_MAX && named->parity[key->vip_id] == key->parity + 1;
+}
+
+static int sources_keep(const struct lb_source_key *key, void *arg)
+{
+	return kernel_source_named(arg, key);
+}
+
+/*
+ * Phase 7: elements of map "sources" no VIP value names (a removed VIP's, a
+ * change cut short), once no packet can still read a value that named them.
+ */
+static int sweep_sources(const struct lb_maps *maps, const struct state *want, struct fault *f)
+{
+	struct kernel_sources_named named;
+	struct lb_source_entry *have = NULL;
+	size_t have_count = 0;
+	int err;
+
+	err = lb_readers_release() ?: lb_sources_read(maps, &have, &have_count);
+	if (err)
+		return kernel_fail(f, err, "reading the source ranges");
+	kernel_sources_named(maps, want, &named);
+	err = lb_sources_delete(maps, have, have_count, sources_keep, &named);
 	free(have);
 	return err ? kernel_fail(f, err, "removing stale source ranges") : 0;
 }

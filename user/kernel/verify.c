@@ -146,23 +146,12 @@ static int verify_source_strays(const struct lb_maps *maps, const struct state *
 				const struct lb_source_entry *have, size_t have_count,
 				struct report *r)
 {
-	__u8 served[LB_VIPS_MAX] = { 0 };
+	struct kernel_sources_named named;
 	size_t i, strays = 0;
 
-	for (i = 0; i < want->fleet.vip_count; i++) {
-		const struct state_vip *v = &want->fleet.vips[i];
-		struct lb_vip_key key;
-		struct lb_vip val;
-
-		image_vip_key(v, &key);
-		if (bpf_map_lookup_elem(maps->vips, &key, &val) == 0 && val.vip_id == v->id &&
-		    v->source_count)
-			served[v->id] = (__u8)(val.source_parity + 1);
-	}
+	kernel_sources_named(maps, want, &named);
 	for (i = 0; i < have_count; i++)
-		strays += have[i].key.vip_id >= LB_VIPS_MAX ||
-			  served[have[i].key.vip_id] != have[i].key.parity + 1;
-	(void)maps;
+		strays += !kernel_source_named(&named, &have[i].key);
 	if (strays)
 		say(r, "%zu source prefix%s in the kernel belong%s to no VIP's ranges", strays,
 		    strays == 1 ? "" : "es", strays == 1 ? "s" : "");
