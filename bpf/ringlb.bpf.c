@@ -272,14 +272,20 @@ again:
 
 /* --- the program ---------------------------------------------------------------- */
 
-static __always_inline void count(__u32 reason, __u64 bytes)
+/* One frame of @bytes more in slot @key of the lb_counters array @map. */
+static __always_inline void counters_add(void *map, __u32 key, __u64 bytes)
 {
-	struct lb_counters *c = bpf_map_lookup_elem(&reason_stats, &reason);
+	struct lb_counters *c = bpf_map_lookup_elem(map, &key);
 
 	if (c) {
 		c->packets++;
 		c->bytes += bytes;
 	}
+}
+
+static __always_inline void count(__u32 reason, __u64 bytes)
+{
+	counters_add(&reason_stats, reason, bytes);
 }
 
 static __always_inline int verdict(__u32 reason, __u64 bytes)
@@ -299,13 +305,8 @@ static __always_inline int verdict(__u32 reason, __u64 bytes)
 static __always_inline void stats_add(__u32 vip_id, __u32 backend_id, __u64 bytes)
 {
 	struct lb_backend_counters *bc;
-	struct lb_counters *vc;
 
-	vc = bpf_map_lookup_elem(&vip_stats, &vip_id);
-	if (vc) {
-		vc->packets++;
-		vc->bytes += bytes;
-	}
+	counters_add(&vip_stats, vip_id, bytes);
 	bc = bpf_map_lookup_elem(&backend_stats, &backend_id);
 	if (bc) {
 		bc->packets++;
@@ -342,12 +343,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 	/* Source ranges before any flow or ring work; an ICMP error's client is the quoted one. */
 	reason_refused = lb_source_refused(vip, key.src_addr, key.family);
 	if (reason_refused) {
-		struct lb_counters *rc = bpf_map_lookup_elem(&vip_refused, &vip->vip_id);
-
-		if (rc) {
-			rc->packets++;
-			rc->bytes += bytes;
-		}
+		counters_add(&vip_refused, vip->vip_id, bytes);
 		return verdict(reason_refused, bytes);
 	}
 
