@@ -106,11 +106,15 @@ static __always_inline int dropped(__u32 reason, __u64 bytes)
 	return XDP_DROP;
 }
 
-/* Is the address at @a (of @family, @len bytes) a key of the hash @map? */
-static __always_inline int in_set(void *map, __u8 family, const void *a, __u32 len)
+/*
+ * Is the address at @a (of @family, @len bytes) in @map: inside a prefix of
+ * the LPM trie decap_from (@lpm), or a key of the hash decap_local?
+ */
+static __always_inline int addr_in(void *map, int lpm, __u8 family, const void *a, __u32 len)
 {
 	struct lb_decap_from_key key = { .family = family };
 
+	key.prefixlen = lpm ? 32 + len * 8 : 0;
 	if (len == 4)
 		__builtin_memcpy(key.addr, a, 4);
 	else
@@ -137,16 +141,9 @@ static __always_inline int vip_of_host(__u8 family, const __u32 addr[4])
 /* Is @addr (of @family) inside a --from prefix, and is @dst one of the host's addresses? */
 static __always_inline __u32 trusted(__u8 family, const void *src, const void *dst, __u32 len)
 {
-	struct lb_decap_from_key key = { .family = family };
-
-	key.prefixlen = 32 + len * 8;
-	__builtin_memcpy(key.addr, src, len == 4 ? 4 : 16);
-	if (!bpf_map_lookup_elem(&decap_from, &key))
+	if (!addr_in(&decap_from, 1, family, src, len))
 		return LB_DECAP_PASS_NOT_FROM;
-	__builtin_memset(key.addr, 0, sizeof(key.addr));
-	key.prefixlen = 0;
-	__builtin_memcpy(key.addr, dst, len == 4 ? 4 : 16);
-	if (!bpf_map_lookup_elem(&decap_local, &key))
+	if (!addr_in(&decap_local, 0, family, dst, len))
 		return LB_DECAP_PASS_NOT_LOCAL;
 	return 0;
 }
@@ -321,7 +318,6 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct bpf_fib_lookup fib = {};
 	__u8 family = alen == 4 ? LB_FAMILY_IPV4 : LB_FAMILY_IPV6;
-	struct lb_decap_from_key key = { .family = family };
 	struct udphdr *udp;
 	__u16 old_word, new_word;
 	__u8 *hop, *index;
@@ -337,14 +333,9 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 	if ((void *)(hop + 16) > end)
 		return HOP_TAKE;
 	/* Only to a peer, never to this host. */
-	key.prefixlen = 32 + alen * 8;
-	if (alen == 4)
-		__builtin_memcpy(key.addr, hop, 4);
-	else
-		__builtin_memcpy(key.addr, hop, 16);
-	if (!bpf_map_lookup_elem(&decap_from, &key))
+	if (!addr_in(&decap_from, 1, family, hop, alen))
 		return HOP_NOT_PEER;
-	if (in_set(&decap_local, family, hop, alen))
+	if (addr_in(&decap_local, 0, family, hop, alen))
 		return HOP_SELF;
 	/* GUE's next-hop index, in the 16-bit word it shares with hop_count. */
 	at = hops_at - 2;
