@@ -14,6 +14,8 @@
 #          counted refused, every packet under one of the two reasons
 #   ipv6   the same with 1,000 packets to an IPv6 gue VIP
 #   burst  after a quiet time the budget is whole again: a burst answered
+#   refused  --icmp-rate 0, --icmp-burst 100001 and a word: one line, exit 2,
+#          the state file unchanged
 #
 # Needs root. Without it the script skips, except under CI=true.
 set -uo pipefail
@@ -111,7 +113,27 @@ t_burst() {
 		fail "burst: after a quiet second, $sent of $BURST oversize packets got their ICMP error"
 }
 
+t_refused() {
+	local before arg out rc ok=0
+	before=$(sha256sum <"$W/state.json")
+	for arg in "--icmp-rate 0" "--icmp-rate 1000001" "--icmp-burst 0" "--icmp-burst 100001" \
+		"--icmp-rate many"; do
+		# shellcheck disable=SC2086
+		out=$(ringlb attach eth0 $arg 2>&1)
+		rc=$?
+		if [ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+			[ "$(sha256sum <"$W/state.json")" = "$before" ]; then
+			ok=$((ok + 1))
+		else
+			echo "     attach $arg: exit $rc, '$out'"
+		fi
+	done
+	[ $ok -eq 5 ] && pass "refused: 5 of 5 bad budgets got one line and exit 2, the state unchanged ('$out')" ||
+		fail "refused: $ok of 5 bad budgets refused cleanly"
+}
+
 suite_test ipv4
 suite_test ipv6
 suite_test burst ipv4
+suite_test refused
 suite_main "$@"
