@@ -183,9 +183,12 @@ $(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(LAYER_LIBS) $(OUTPUT)/libring.a
 	$(Q)$(CC) $(CFLAGS) $(EXTRA_LDFLAGS) $^ -o $@ $(LDLIBS_CLI) $(LDLIBS_RING)
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
-UNIT_TESTS := test_ring test_ringmap test_state test_health test_picture test_change test_daemon
+UNIT_TESTS := test_ring test_ringmap test_source_set test_state test_health test_picture test_change \
+	test_daemon
 test_ring_SRCS := tests/unit/test_ring.c $(RING_SRCS)
 test_ringmap_SRCS := tests/unit/test_ringmap.c user/kernel/ringmap.c $(RING_SRCS)
+test_source_set_SRCS := tests/unit/test_source_set.c user/kernel/source_set.c $(model_SRCS) \
+	$(RING_SRCS)
 test_state_SRCS := tests/unit/test_state.c $(model_SRCS) $(RING_SRCS)
 test_health_SRCS := tests/unit/test_health.c user/daemon/health.c $(model_SRCS) $(RING_SRCS)
 test_picture_SRCS := tests/unit/test_picture.c $(model_SRCS) $(RING_SRCS)

@@ -117,8 +117,8 @@ struct lb_vip_key {
  * @ring_parity: which of the VIP's two slots there, 0 or 1
  * @index_bits: b of the ring map's buckets, LB_RING_BITS_MIN .. LB_RING_BITS_MAX
  * @flags: LB_VIP_STATELESS, LB_VIP_SOURCES, LB_VIP_ALLOW_LIST, or 0
- * @source_parity: which of the VIP's two source sets (map "sources") serves,
- *                 0 or 1; 0 when it has none
+ * @source_parity: which of the VIP's two source sets (map "source_sets",
+ *                 slot LB_SOURCE_SET_SLOT()) serves, 0 or 1; 0 when it has none
  * @pad: zero
  * @fingerprint: the ring's fingerprint, also in its header: a packet that
  *               finds another ring in the slot (one swapped in after it
@@ -148,72 +148,105 @@ struct lb_vip {
  */
 #define LB_VIP_STATELESS (1u << 0)
 /**
- * LB_VIP_SOURCES - the VIP has source prefixes (map "sources"): its packets'
- * clients are looked up there before any flow or ring work. A VIP without
- * them pays nothing.
+ * LB_VIP_SOURCES - the VIP has source prefixes (map "source_sets"): its
+ * packets' clients are looked up there before any flow or ring work. A VIP
+ * without them pays nothing.
  */
 #define LB_VIP_SOURCES (1u << 1)
 /**
  * LB_VIP_ALLOW_LIST - one of its prefixes is an allow prefix: a client that
  * matches none of them is refused (without it, such a client is served).
+ * Its set's verdicts already say so; the flag is for verify and show.
  */
 #define LB_VIP_ALLOW_LIST (1u << 2)
 
-/* --- source ranges (map "sources", LPM trie) --------------------------------- */
+/* --- source ranges (map "source_sets", array of maps) ------------------------ */
 
 /** LB_SOURCES_PER_VIP_MAX - prefixes, allow and deny together, one VIP may have. */
 #define LB_SOURCES_PER_VIP_MAX 1024
 /** LB_SOURCES_MAX - prefixes of every VIP together (the state's limit). */
 #define LB_SOURCES_MAX 32768
 /**
- * LB_SOURCES_ENTRIES - the map's room: every VIP's serving set, and a new
- * set of one VIP written beside it before the swap (twice the state's
- * limit, so a swap never fails for room).
+ * LB_SOURCE_RUNS_MAX - runs a set may have: N prefixes cut the address space
+ * into at most 2 N + 1 runs of one verdict each.
  */
-#define LB_SOURCES_ENTRIES (2 * LB_SOURCES_MAX)
-/** LB_SOURCE_KEY_FIXED_BITS - bits of a key before the address: vip id, parity, pad. */
-#define LB_SOURCE_KEY_FIXED_BITS 32
+#define LB_SOURCE_RUNS_MAX (2 * LB_SOURCES_PER_VIP_MAX + 1)
+/** LB_SOURCE_INDEX_BITS - the most bits a set's bucket index uses (2^10 buckets). */
+#define LB_SOURCE_INDEX_BITS 10
+/** LB_SOURCE_SEARCH_STEPS - halvings that find any run: ceil(log2(LB_SOURCE_RUNS_MAX)). */
+#define LB_SOURCE_SEARCH_STEPS 12
+/** LB_SOURCE_SET_SLOT() - the slot of map "source_sets" holding a VIP's set @parity. */
+#define LB_SOURCE_SET_SLOT(vip_id, parity) (2 * (vip_id) + (parity))
+/** LB_SOURCE_SET_SLOTS - slots of map "source_sets": two per VIP. */
+#define LB_SOURCE_SET_SLOTS (2 * LB_VIPS_MAX)
 
 /**
- * struct lb_source_key - one client prefix of one VIP's source set.
- * @prefixlen: LB_SOURCE_KEY_FIXED_BITS + the prefix's length (0 .. 32 for
- *             IPv4, 0 .. 128 for IPv6); a lookup gives the address's full
- *             length
- * @vip_id: the VIP's id (host order; only ever compared whole)
- * @parity: which of the VIP's two sets (lb_vip.source_parity)
- * @pad: zero
- * @addr: the prefix, host bits zero (__be, IPv4 in the first 4 bytes); the
- *        family is the VIP's, which sees no other
- *
- * The longest prefix that holds the client decides. A set is replaced by
- * writing the new one under the other parity, swapping the VIP value to
- * name it (one update) and, once no packet can still read the old value,
- * deleting the old parity's entries: every packet sees one set whole.
+ * enum lb_source_verdict - what a run of a set says of the clients in it,
+ * the VIP's allow list already applied (a client in no prefix of a VIP with
+ * an allow list is in a run of LB_SOURCE_NOT_ALLOWED).
  */
-struct lb_source_key {
-	__u32 prefixlen;
-	__u16 vip_id;
-	__u8 parity;
-	__u8 pad;
-	__u8 addr[16];
-};
-
 enum lb_source_verdict {
-	LB_SOURCE_ALLOW = 1, /* served */
-	LB_SOURCE_DENY = 2,  /* refused: dropped, counted as drop_source_denied */
+	LB_SOURCE_SERVED = 0,      /* served */
+	LB_SOURCE_DENIED = 1,      /* dropped, counted as drop_source_denied */
+	LB_SOURCE_NOT_ALLOWED = 2, /* dropped, counted as drop_source_not_allowed */
 };
 
 /**
- * struct lb_source - what a prefix says.
- * @verdict: enum lb_source_verdict
- * @pad: zero
+ * struct lb_source_addr - a client address as one 128-bit number.
+ * @hi: its bytes 0 .. 7 read as a big-endian number (host order here)
+ * @lo: its bytes 8 .. 15, the same way
+ *
+ * An IPv4 address is its 4 bytes followed by 12 zero bytes, as in a flow
+ * key, and an IPv4 prefix of length L the 128-bit prefix of length L: the
+ * search needs no family.
  */
-struct lb_source {
-	__u8 verdict;
-	__u8 pad[3];
+struct lb_source_addr {
+	__u64 hi;
+	__u64 lo;
 };
 
-_Static_assert(LB_VIPS_MAX <= 65536, "a VIP id fits a source key's vip_id");
+/**
+ * struct lb_source_set - one VIP's source ranges, flattened: the address
+ * space cut into runs, each of one verdict, searched as rings are.
+ * @count: runs, 1 .. LB_SOURCE_RUNS_MAX
+ * @shift: bits that every address from run 1's start to before run
+ *         @count - 1's shares, 0 .. 127; 0 when @count <= 2
+ * @bits: bits of the bucket index, 1 .. LB_SOURCE_INDEX_BITS: an address
+ *        between those starts is in bucket (its bits @shift ..
+ *        @shift + @bits - 1); 0 when @count <= 2
+ * @pad: zero
+ * @start: the first address of each run, ascending; @start[0] is 0 (the
+ *         runs cover the whole space); unused entries zero
+ * @index: @index[j] is the run holding bucket j's first address, so an
+ *         address of bucket j is in a run @index[j] .. @index[j + 1];
+ *         @index[2^@bits] is @count - 1; unused entries zero
+ * @verdict: each run's enum lb_source_verdict; unused entries zero
+ * @pad2: zero
+ *
+ * The longest prefix holding a client decides its verdict; the controller
+ * computes the runs from the prefixes (user/kernel/source_set.c), so the
+ * program does one index read and, in a bucket holding more than one start,
+ * a binary search of at most LB_SOURCE_SEARCH_STEPS halvings.
+ * A set is replaced by writing the new one into the VIP's other slot,
+ * swapping the VIP value to name it (one update) and, once no packet can
+ * still read the old value, removing the old slot: every packet sees one set
+ * whole.
+ */
+struct lb_source_set {
+	__u32 count;
+	__u8 shift;
+	__u8 bits;
+	__u8 pad[2];
+	struct lb_source_addr start[LB_SOURCE_RUNS_MAX];
+	__u16 index[(1 << LB_SOURCE_INDEX_BITS) + 1];
+	__u8 verdict[LB_SOURCE_RUNS_MAX];
+	__u8 pad2[5];
+};
+
+_Static_assert(sizeof(struct lb_source_set) % 8 == 0, "a source set has no tail padding");
+_Static_assert(LB_SOURCE_RUNS_MAX <= 65536, "a run's number fits a source set's index");
+_Static_assert(LB_SOURCE_RUNS_MAX <= (1 << LB_SOURCE_SEARCH_STEPS),
+	       "LB_SOURCE_SEARCH_STEPS halvings find any run");
 
 /* --- backends (map "backends", array indexed by backend id) ------------------ */
 
@@ -646,7 +679,9 @@ struct lb_backend_counters {
 	X(DROP_SOURCE_DENIED, "drop_source_denied", DROP,                                  \
 	  "client inside a deny prefix of the VIP (its longest matching prefix)")          \
 	X(DROP_SOURCE_NOT_ALLOWED, "drop_source_not_allowed", DROP,                        \
-	  "VIP with an allow list, client in none of its prefixes")
+	  "VIP with an allow list, client in none of its prefixes")                       \
+	X(DROP_NO_SOURCES, "drop_no_sources", DROP,                                        \
+	  "VIP with source ranges whose set is missing from the kernel (refused: verify names it)")
 
 #define LB_REASON_ENUM_ENTRY(id, name, class, what) LB_REASON_##id,
 enum lb_reason {

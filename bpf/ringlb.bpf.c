@@ -341,7 +341,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 			       bytes);
 
 	/* Source ranges before any flow or ring work; an ICMP error's client is the quoted one. */
-	reason_refused = lb_source_refused(vip, key.src_addr, key.family);
+	reason_refused = lb_source_refused(vip, key.src_addr);
 	if (reason_refused) {
 		counters_add(&vip_refused, vip->vip_id, bytes);
 		return verdict(reason_refused, bytes);

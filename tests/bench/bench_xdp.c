@@ -51,6 +51,7 @@
 #include "lb.h"
 #include "packets.h"
 #include "ring.h"
+#include "source_set.h"
 #include "testutil.h"
 
 #define FLOWS BENCH_FLOWS
@@ -1012,7 +1013,8 @@ static void sources_per_packet(void)
 		"1,000 prefixes, new",
 	};
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] } };
-	struct lb_source_entry *entries = calloc(SOURCES_BENCH_PREFIXES, sizeof(*entries));
+	struct state_source *prefixes = calloc(SOURCES_BENCH_PREFIXES, sizeof(*prefixes));
+	struct lb_source_set *set = malloc(sizeof(*set));
 	double ns[SR_COUNT][ROUNDS], med[SR_COUNT];
 	struct lb_vip_key ranged_key = { .port = htons(80), .protocol = IPPROTO_TCP,
 					 .family = LB_FAMILY_IPV4 };
@@ -1020,7 +1022,7 @@ static void sources_per_packet(void)
 	struct pkt frames[SR_COUNT], unused;
 	struct bench_xdp_bpf *skel;
 	struct lb_prog *shipped;
-	__u8 used[4096] = { 0 };
+	static __u32 flow_addr[FLOWS];
 	struct ring *r;
 	size_t n = 0;
 	int round, e, fd;
@@ -1028,13 +1030,12 @@ static void sources_per_packet(void)
 
 	printf("\n1f. Source ranges per packet: the driver of 1c, IPv4 TCP to two l2 VIPs of %d\n"
 	       "   backends (ring of 1,024 points each), one without source ranges and one with\n"
-	       "   %d allow prefixes (198.0.0.0/8 and %d /20s inside it, so every flow is served\n"
-	       "   and %.0f%% match a /20); ns per packet net of the harness, median of %d\n"
-	       "   interleaved runs of %d packets; established: the %d flows pinned; new: a\n"
+	       "   %d prefixes (198.0.0.0/8 allowed, %d /32s inside it denied, none a flow's\n"
+	       "   client, so every flow is served); ns per packet net of the harness, median of\n"
+	       "   %d interleaved runs of %d packets; established: the %d flows pinned; new: a\n"
 	       "   fresh flow every packet.\n", SOURCES_BENCH_BACKENDS, SOURCES_BENCH_PREFIXES,
-	       SOURCES_BENCH_PREFIXES - 1, 100.0 * (SOURCES_BENCH_PREFIXES - 1) / 4096, ROUNDS,
-	       PACKETS_PER_RUN, FLOWS);
-	if (!entries)
+	       SOURCES_BENCH_PREFIXES - 1, ROUNDS, PACKETS_PER_RUN, FLOWS);
+	if (!prefixes || !set)
 		die("prefixes", -ENOMEM);
 	skel = bench_open(&unused);
 	if (lb_prog_load(&shipped, &opts))
@@ -1044,28 +1045,48 @@ static void sources_per_packet(void)
 	sources_bench_vip(lb_prog_maps(shipped), 1, r, &frames[SR_RANGED_EST]);
 	frames[SR_EMPTY] = frames[SR_PLAIN_NEW] = frames[SR_PLAIN_EST];
 	frames[SR_RANGED_NEW] = frames[SR_RANGED_EST];
-	/* The ranges, under parity 1, then the VIP's value names them: what vip sources does. */
-	while (n < SOURCES_BENCH_PREFIXES) {
-		struct lb_source_entry *x = &entries[n];
-		__u32 sub = n ? (__u32)test_rng_below(&rng, 4096) : 0;
+	/*
+	 * 198.0.0.0/8 allowed and 999 /32s inside it denied, none a flow's client
+	 * (the pinned flows' addresses, and 198.0.0.0/16 where the fresh flows come
+	 * from): runs that cannot merge, every flow served. Then, in slot 1, the
+	 * VIP's value names them: what vip sources does.
+	 */
+	for (n = 0; n < FLOWS; n++) {
+		struct bench_tuple t;
+		__u32 k = (__u32)n;
 
-		if (n && used[sub])
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.flow_tuples), &k, &t))
+			die("flow tuples", -errno);
+		flow_addr[n] = ntohl(t.saddr);
+	}
+	n = 0;
+	while (n < SOURCES_BENCH_PREFIXES) {
+		struct prefix *x = &prefixes[n].prefix;
+		__u32 a = 0xc6000000u | (__u32)(test_rng_next(&rng) & 0xffffff), i;
+
+		for (i = 0; n && i < FLOWS && flow_addr[i] != a; i++)
+			;
+		if (n && (i < FLOWS || (a >> 16) == 0xc600))
 			continue;
-		used[sub] = 1;
-		x->key.prefixlen = LB_SOURCE_KEY_FIXED_BITS + (n ? 20 : 8);
-		x->key.vip_id = 1;
-		x->key.parity = 1;
-		x->key.addr[0] = 198;
-		x->key.addr[1] = (__u8)(sub >> 4);
-		x->key.addr[2] = (__u8)(sub << 4);
-		x->value.verdict = LB_SOURCE_ALLOW;
+		x->addr.family = LB_FAMILY_IPV4;
+		x->len = n ? 32 : 8;
+		if (!n)
+			a = 0xc6000000u;
+		x->addr.bytes[0] = (__u8)(a >> 24);
+		x->addr.bytes[1] = (__u8)(a >> 16);
+		x->addr.bytes[2] = (__u8)(a >> 8);
+		x->addr.bytes[3] = (__u8)a;
+		prefixes[n].deny = n != 0;
 		n++;
 	}
 	pkt_addr(LB_FAMILY_IPV4, "198.18.0.101", ranged_key.addr);
-	if (lb_sources_make(lb_prog_maps(shipped), 1, 1, entries, n, NULL, 0) ||
+	if (source_set_build(set, prefixes, n) ||
+	    lb_source_set_place(lb_prog_maps(shipped), 1, 1, set) ||
 	    lb_vip_sources_swap(lb_prog_maps(shipped), &ranged_key, 1, 1,
 				LB_VIP_SOURCES | LB_VIP_ALLOW_LIST))
 		die("source ranges", -errno);
+	printf("   the set: %u runs, index of %u bits from bit %u\n", set->count,
+	       set->count > 2 ? set->bits : 0, set->shift);
 	fd = lb_prog_fd(shipped);
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
 		die("prog array", -errno);
@@ -1105,7 +1126,8 @@ static void sources_per_packet(void)
 		printf("   %-24s %9.1f %+9.1f %9.2f %-22s %8s\n", names[e + 1], med[e + 1],
 		       med[e + 1] - med[e], med[e + 1] / med[e], names[e], "<= +10 ns");
 	}
-	free(entries);
+	free(prefixes);
+	free(set);
 	ring_free(r);
 	lb_prog_close(shipped);
 	bench_xdp_bpf__destroy(skel);

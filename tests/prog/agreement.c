@@ -292,7 +292,7 @@ static void random_ranges(struct test_rng *rng, struct state *s, struct state_vi
 		n += i == n;
 	}
 	check(state_vip_sources_set(s, v, list, n, &why) == 0, "random ranges: %s", why);
-	check(kernel_vip_sources_sync(maps, v, NULL, 0) == 0, "random ranges not synced");
+	check(kernel_vip_sources_sync(maps, v) == 0, "random ranges not synced");
 }
 
 static void test_kernel_lookup_and_model_agree_on_random_sources(void **state)
@@ -379,7 +379,7 @@ static void test_kernel_lookup_and_model_agree_on_random_sources(void **state)
 		      served, refused);
 		kernel_chooser_close(&kc);
 		assert_int_equal(state_vip_sources_set(&s, sv, NULL, 0, &(const char *){ "" }), 0);
-		check(kernel_vip_sources_sync(maps, sv, NULL, 0) == 0, "ranges not cleared");
+		check(kernel_vip_sources_sync(maps, sv) == 0, "ranges not cleared");
 		state_free(&s);
 		pool_release(&pool);
 	}

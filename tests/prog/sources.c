@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Source ranges (map "sources", bpf/lb_sources.h), table-driven: allow and
+ * Source ranges (map "source_sets", bpf/lb_sources.h), table-driven: allow and
  * deny prefixes, the longest match deciding, IPv4 and IPv6, a VIP without
  * ranges untouched; each case's verdict and reason counter as the model
  * (state_vip_source_refused()) says. Also: an ICMP error about a refused
  * client's flow is refused; a change is a swap that leaves only the new set
- * (under the other parity) and clearing leaves nothing; the per-VIP limit's
- * worth of prefixes works with its last one deciding.
+ * (in the VIP's other slot) and clearing leaves nothing; the per-VIP limit's
+ * worth of prefixes, the most runs a set has, works with its last deciding.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -57,7 +57,7 @@ static void ranges_make(struct ranges *r, int id, const char *const *allow,
 		}
 	}
 	check(state_vip_sources_set(&r->s, r->v, list, n, &why) == 0, "sources: %s", why);
-	check(kernel_vip_sources_sync(maps, r->v, NULL, 0) == 0, "sources of VIP %d not synced",
+	check(kernel_vip_sources_sync(maps, r->v) == 0, "sources of VIP %d not synced",
 	      id);
 }
 
@@ -70,21 +70,20 @@ static void ranges_clear(int id)
 	state_free(&r.s);
 }
 
-/* Elements of map "sources" for VIP @id, and how many are under @parity. */
-static size_t entries_of(int id, __u8 parity, size_t *under_parity)
+/* Runs of the set in slot @parity of test VIP @id; 0 when the slot is empty. */
+static __u32 runs_in(int id, __u8 parity)
 {
-	struct lb_source_entry *have;
-	size_t n, i, count = 0;
+	struct lb_source_set *set = malloc(sizeof(*set));
+	__u32 n;
+	int err;
 
-	assert_int_equal(lb_sources_read(maps, &have, &n), 0);
-	*under_parity = 0;
-	for (i = 0; i < n; i++)
-		if (have[i].key.vip_id == id) {
-			count++;
-			*under_parity += have[i].key.parity == parity;
-		}
-	free(have);
-	return count;
+	assert_non_null(set);
+	err = lb_source_set_read(maps, (__u32)id, parity, set);
+	check(err == 0 || err == -ENOENT, "source slot %u of VIP %d: %s", parity, id,
+	      strerror(-err));
+	n = err ? 0 : set->count;
+	free(set);
+	return n;
 }
 
 static struct lb_vip vip_value(int id)
@@ -224,7 +223,7 @@ static void test_ranges_of_one_vip_leave_the_others_alone(void **state)
 	struct ranges r;
 	char dst[] = V4_VIP;
 	unsigned char out[PKT_MAX];
-	size_t out_len = sizeof(out), n, under;
+	size_t out_len = sizeof(out);
 	struct pkt pkt;
 	struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_UDP,
 				 .src = "198.18.1.9", .dst = dst, .sport = 40000,
@@ -240,8 +239,7 @@ static void test_ranges_of_one_vip_leave_the_others_alone(void **state)
 	pkt_build(&pkt, &spec);
 	check_eq(run_frame(pkt.data, pkt.len, out, &out_len), XDP_TX);
 	check_eq(vip_value(VIP_V4_UDP).flags & (LB_VIP_SOURCES | LB_VIP_ALLOW_LIST), 0);
-	n = entries_of(VIP_V4_UDP, 0, &under);
-	check_eq(n, 0);
+	check_eq(runs_in(VIP_V4_UDP, 0) + runs_in(VIP_V4_UDP, 1), 0);
 	/* Refused before the flow table: the refused SYN pinned nothing. */
 	{
 		struct lb_flow_key key, next;
@@ -290,14 +288,17 @@ static void test_icmp_errors_are_checked_against_the_quoted_client(void **state)
 	pool_release(&p);
 }
 
-/* A change is a swap: the other parity then holds the new set alone; a clear leaves none. */
-static void test_a_change_swaps_parity_and_leaves_only_the_new_set(void **state)
+/*
+ * A change is a swap: the VIP's other slot then holds the new set and the
+ * old slot is empty; a clear leaves neither. Two adjacent allowed /24s make
+ * one run between two refused ones.
+ */
+static void test_a_change_swaps_slots_and_leaves_only_the_new_set(void **state)
 {
 	static const char *const first[] = { "198.18.1.0/24", "198.18.2.0/24", NULL };
 	static const char *const second[] = { "198.18.3.0/24", NULL };
 	struct ranges r;
 	struct lb_vip v;
-	size_t n, under;
 	__u8 parity;
 
 	(void)state;
@@ -307,9 +308,8 @@ static void test_a_change_swaps_parity_and_leaves_only_the_new_set(void **state)
 	v = vip_value(VIP_V4_TCP);
 	parity = v.source_parity;
 	check_eq(v.flags & (LB_VIP_SOURCES | LB_VIP_ALLOW_LIST), LB_VIP_SOURCES | LB_VIP_ALLOW_LIST);
-	n = entries_of(VIP_V4_TCP, parity, &under);
-	check_eq(n, 2);
-	check_eq(under, 2);
+	check_eq(runs_in(VIP_V4_TCP, parity), 3);
+	check_eq(runs_in(VIP_V4_TCP, !parity), 0);
 	/* The same set again: nothing to swap. */
 	ranges_make(&r, VIP_V4_TCP, first, NULL);
 	state_free(&r.s);
@@ -319,23 +319,26 @@ static void test_a_change_swaps_parity_and_leaves_only_the_new_set(void **state)
 	v = vip_value(VIP_V4_TCP);
 	check_eq(v.source_parity, !parity);
 	check_eq(v.flags & (LB_VIP_SOURCES | LB_VIP_ALLOW_LIST), LB_VIP_SOURCES);
-	n = entries_of(VIP_V4_TCP, v.source_parity, &under);
-	check_eq(n, 1);
-	check_eq(under, 1);
+	check_eq(runs_in(VIP_V4_TCP, v.source_parity), 3);
+	check_eq(runs_in(VIP_V4_TCP, parity), 0);
 	ranges_clear(VIP_V4_TCP);
 	v = vip_value(VIP_V4_TCP);
 	check_eq(v.flags & (LB_VIP_SOURCES | LB_VIP_ALLOW_LIST), 0);
-	check_eq(entries_of(VIP_V4_TCP, 0, &under), 0);
+	check_eq(runs_in(VIP_V4_TCP, 0) + runs_in(VIP_V4_TCP, 1), 0);
 }
 
-/* LB_SOURCES_PER_VIP_MAX prefixes: the kernel takes them all, and each still decides. */
+/*
+ * LB_SOURCES_PER_VIP_MAX prefixes, none adjacent (every other /24 from
+ * 198.18.0.0), so the set has the most runs a set can have: the kernel takes
+ * them, and the first, the last and the gaps each decide.
+ */
 static void test_a_vip_takes_its_limit_of_prefixes(void **state)
 {
 	static struct state_source list[LB_SOURCES_PER_VIP_MAX + 1];
 	struct ranges r;
 	const char *why = "";
 	struct pool p;
-	size_t i, n, under;
+	unsigned int i;
 	char text[32];
 
 	(void)state;
@@ -343,10 +346,8 @@ static void test_a_vip_takes_its_limit_of_prefixes(void **state)
 	flows_clear();
 	pool_install(&p, VIP_V4_TCP, ring_weighted(100, 2, NULL, "many"));
 	ranges_make(&r, VIP_V4_TCP, NULL, NULL);
-	/* Allow 198.18.i.0/24 for i up to 255, then 198.19.j.0/24: LB_SOURCES_PER_VIP_MAX of them. */
 	for (i = 0; i < LB_SOURCES_PER_VIP_MAX + 1; i++) {
-		snprintf(text, sizeof(text), "%u.%u.%u.0/24", 198 + (unsigned)(i >> 16),
-			 18 + (unsigned)((i >> 8) & 0xff), (unsigned)(i & 0xff));
+		snprintf(text, sizeof(text), "198.%u.%u.0/24", 18 + (i >> 7), (i & 127) * 2);
 		assert_int_equal(prefix_parse(text, &list[i].prefix, &why), 0);
 		list[i].deny = 0;
 	}
@@ -354,18 +355,47 @@ static void test_a_vip_takes_its_limit_of_prefixes(void **state)
 	      "one past the limit was taken");
 	check(state_vip_sources_set(&r.s, r.v, list, LB_SOURCES_PER_VIP_MAX, &why) == 0, "%s",
 	      why);
-	check_eq(kernel_vip_sources_sync(maps, r.v, NULL, 0), 0);
-	n = entries_of(VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity, &under);
-	check_eq(under, LB_SOURCES_PER_VIP_MAX);
-	check_eq(n, LB_SOURCES_PER_VIP_MAX);
-	/* The last prefix (198.21.255.0/24) and the first serve; the one past the last does not. */
+	check_eq(kernel_vip_sources_sync(maps, r.v), 0);
+	check_eq(runs_in(VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity), LB_SOURCE_RUNS_MAX);
+	i = LB_SOURCES_PER_VIP_MAX - 1;
 	check_eq(syn_from(VIP_V4_TCP, "198.18.0.7"), XDP_TX);
-	snprintf(text, sizeof(text), "%u.%u.%u.7", 198 + ((LB_SOURCES_PER_VIP_MAX - 1) >> 16),
-		 18 + (((LB_SOURCES_PER_VIP_MAX - 1) >> 8) & 0xff), (LB_SOURCES_PER_VIP_MAX - 1) & 0xff);
+	check_eq(syn_from(VIP_V4_TCP, "198.18.1.7"), XDP_DROP);
+	snprintf(text, sizeof(text), "198.%u.%u.7", 18 + (i >> 7), (i & 127) * 2);
 	check_eq(syn_from(VIP_V4_TCP, text), XDP_TX);
-	snprintf(text, sizeof(text), "%u.%u.%u.7", 198 + (LB_SOURCES_PER_VIP_MAX >> 16),
-		 18 + ((LB_SOURCES_PER_VIP_MAX >> 8) & 0xff), LB_SOURCES_PER_VIP_MAX & 0xff);
+	snprintf(text, sizeof(text), "198.%u.%u.7", 18 + (i >> 7), (i & 127) * 2 + 1);
 	check_eq(syn_from(VIP_V4_TCP, text), XDP_DROP);
+	i = LB_SOURCES_PER_VIP_MAX;
+	snprintf(text, sizeof(text), "198.%u.%u.7", 18 + (i >> 7), (i & 127) * 2);
+	check_eq(syn_from(VIP_V4_TCP, text), XDP_DROP);
+	state_free(&r.s);
+	ranges_clear(VIP_V4_TCP);
+	pool_release(&p);
+}
+
+/*
+ * A VIP whose value says it has source ranges but whose set is gone (a map
+ * changed behind the controller's back) refuses every client, counted as
+ * drop_no_sources, until the set is written again: never served unchecked.
+ */
+static void test_a_missing_set_refuses_every_client(void **state)
+{
+	static const char *const deny[] = { "198.18.9.0/24", NULL };
+	struct ranges r;
+	struct pool p;
+	__u64 before;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&p, VIP_V4_TCP, ring_weighted(100, 2, NULL, "gone"));
+	ranges_make(&r, VIP_V4_TCP, NULL, deny);
+	check_eq(syn_from(VIP_V4_TCP, "198.18.1.9"), XDP_TX);
+	check_eq(lb_source_set_place(maps, VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity, NULL), 0);
+	before = reason_total(LB_REASON_DROP_NO_SOURCES);
+	check_eq(syn_from(VIP_V4_TCP, "198.18.1.10"), XDP_DROP);
+	check_eq(reason_total(LB_REASON_DROP_NO_SOURCES) - before, 1);
+	check_eq(kernel_vip_sources_sync(maps, r.v), 0);
+	check_eq(syn_from(VIP_V4_TCP, "198.18.1.11"), XDP_TX);
 	state_free(&r.s);
 	ranges_clear(VIP_V4_TCP);
 	pool_release(&p);
@@ -375,5 +405,6 @@ HARNESS_GROUP(sources,
 	      cmocka_unit_test(test_source_ranges_decide_by_the_longest_prefix),
 	      cmocka_unit_test(test_ranges_of_one_vip_leave_the_others_alone),
 	      cmocka_unit_test(test_icmp_errors_are_checked_against_the_quoted_client),
-	      cmocka_unit_test(test_a_change_swaps_parity_and_leaves_only_the_new_set),
-	      cmocka_unit_test(test_a_vip_takes_its_limit_of_prefixes));
+	      cmocka_unit_test(test_a_change_swaps_slots_and_leaves_only_the_new_set),
+	      cmocka_unit_test(test_a_vip_takes_its_limit_of_prefixes),
+	      cmocka_unit_test(test_a_missing_set_refuses_every_client));

@@ -190,27 +190,57 @@ t_clear() {
 		fail "verify: $(head -3 "$W/verify")"
 }
 
-# key VIP_ID PARITY LEN A B C D: a "sources" key of an IPv4 prefix, as bpftool takes it.
-source_key() { echo "$(($3 + 32)) 0 0 0 $1 0 $2 0 $4 $5 $6 $7 0 0 0 0 0 0 0 0 0 0 0 0"; }
+# le32 N: N as the 4 bytes of a map key, as bpftool takes them.
+le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24)); }
+
+# Offsets in struct lb_source_set (bpf/lb_contract.h): runs, and the verdicts after
+# the 2,049 starts of 16 bytes and the 1,025 index entries of 2.
+SET_VERDICT_AT=$((8 + 2049 * 16 + 1025 * 2))
+
+# refuse_all_in_set INNER_ID: every run of the source set in inner map INNER_ID
+# made LB_SOURCE_NOT_ALLOWED behind ringlb's back.
+refuse_all_in_set() {
+	bpftool -j map lookup id "$1" key 0 0 0 0 | python3 -c '
+import json, sys
+v = [int(b, 16) for b in json.load(sys.stdin)["value"]]
+runs = int.from_bytes(bytes(v[0:4]), "little")
+at = int(sys.argv[1])
+v[at:at + runs] = [2] * runs
+print(" ".join("%02x" % b for b in v))' "$SET_VERDICT_AT" >"$W/set.hex" &&
+		# shellcheck disable=SC2046
+		bpftool map update id "$1" key 0 0 0 0 value hex $(cat "$W/set.hex")
+}
 
 t_drift() {
-	local dpid t id parity seen
+	local dpid t id parity seen inner=
 	ringlb vip sources "$VIP4" --allow 198.18.0.16/28 || fail "vip sources"
 	id=$(ringlb show --json | jq --arg v "$VIP4" '.vips[] | select(.vip == $v) | .id')
+	# The slot that serves: after a change the VIP's other slot is empty.
 	for parity in 0 1; do
 		# shellcheck disable=SC2046
-		bpftool map delete pinned "$PIN/sources" key $(source_key "$id" $parity 28 198 18 0 16) \
-			2>/dev/null
+		inner=$(bpftool -j map lookup pinned "$PIN/source_sets" \
+			key $(le32 $((2 * id + parity))) 2>/dev/null | python3 -c '
+import json, sys
+v = json.load(sys.stdin)["value"]
+print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), "little"))' \
+			2>/dev/null) &&
+			[ -n "$inner" ] &&
+			break
 	done
-	# shellcheck disable=SC2046
-	bpftool map update pinned "$PIN/sources" key $(source_key 200 0 8 10 0 0 0) value 1 0 0 0 ||
-		fail "bpftool update"
-	[ "$(served "$IN4" "$TOPO_VIP4" 1 1)" = 0 ] && pass "the deleted allow prefix: $IN4 refused" ||
-		fail "the deleted allow prefix: $IN4 still served"
+	refuse_all_in_set "$inner" || fail "bpftool: rewriting the set"
+	# A stray: a set in the slot of VIP id 200, which no VIP has.
+	bpftool map create "$PIN/stray" type array key 4 value $((SET_VERDICT_AT + 2049 + 5)) \
+		entries 1 name stray &&
+		# shellcheck disable=SC2046
+		bpftool map update pinned "$PIN/source_sets" key $(le32 400) value pinned "$PIN/stray" ||
+		fail "bpftool: a stray set"
+	rm -f "$PIN/stray"
+	[ "$(served "$IN4" "$TOPO_VIP4" 1 1)" = 0 ] && pass "the rewritten set: $IN4 refused" ||
+		fail "the rewritten set: $IN4 still served"
 	ringlb verify >"$W/verify" 2>&1
 	grep -q "$VIP4: its source ranges in the kernel differ" "$W/verify" &&
-		grep -q "1 source prefix in the kernel belongs to no VIP" "$W/verify" &&
-		pass "verify names the missing prefix and the stray one" ||
+		grep -q "1 source set in the kernel belongs to no VIP" "$W/verify" &&
+		pass "verify names the rewritten set and the stray one" ||
 		fail "verify: $(cat "$W/verify")"
 	seen=$(grep -c 'ready: serving' "$W/daemon.log" 2>/dev/null)
 	nsenter --net="/run/netns/$RINGLB_NS" "$ROOT/build/ringlb" --state "$W/state.json" \

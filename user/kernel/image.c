@@ -111,23 +111,6 @@ __u8 image_vip_flags(const struct state_vip *v)
 		      (state_vip_allow_list(v) ? LB_VIP_ALLOW_LIST : 0));
 }
 
-struct lb_source_entry *image_sources(const struct state_vip *v, __u8 parity)
-{
-	struct lb_source_entry *e = calloc(v->source_count ? v->source_count : 1, sizeof(*e));
-	size_t i;
-
-	for (i = 0; e && i < v->source_count; i++) {
-		const struct state_source *src = &v->sources[i];
-
-		e[i].key.prefixlen = LB_SOURCE_KEY_FIXED_BITS + src->prefix.len;
-		e[i].key.vip_id = (__u16)v->id;
-		e[i].key.parity = parity;
-		memcpy(e[i].key.addr, src->prefix.addr.bytes, sizeof(e[i].key.addr));
-		e[i].value.verdict = src->deny ? LB_SOURCE_DENY : LB_SOURCE_ALLOW;
-	}
-	return e;
-}
-
 /* Build @v's previous rings; free with image_past_rings_free(). */
 int image_past_rings(const struct state_vip *v, struct ring **rings, __u32 **ids)
 {

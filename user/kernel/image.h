@@ -44,12 +44,6 @@ int image_vip_id_wanted(const struct state *s, __u32 id);
 __u8 image_vip_flags(const struct state_vip *v);
 
 /**
- * image_sources() - the elements of map "sources" @v's prefixes make under
- * @parity, in @v's order (calloc()ed; NULL when out of memory).
- */
-struct lb_source_entry *image_sources(const struct state_vip *v, __u8 parity);
-
-/**
  * image_past_rings() - build @v's previous rings, newest first, and their
  * members' backend ids; free with image_past_rings_free() whatever it returns.
  */

@@ -41,18 +41,15 @@ int kernel_sync(const struct lb_maps *maps, const struct state *applied, const s
 
 /**
  * kernel_vip_sources_sync() - make the kernel's source set of @v (map
- * "sources") its prefixes: a VIP the kernel serves gets them under the
- * parity its value does not name, one swap of its value names them (with
- * its source flags), and once no packet can read the old value the old set
- * is deleted; a VIP it does not serve gets them under parity 0, which its
- * first value names. kernel_sync() calls it for each changed VIP.
+ * "source_sets") its prefixes: a VIP the kernel serves gets them in the slot
+ * its value does not name, one swap of its value names them (with its
+ * source flags), and once no packet can read the old value the old slot is
+ * emptied; a VIP it does not serve gets them in slot 0, which its first
+ * value names. kernel_sync() calls it for each changed VIP.
  * @maps: the pinned maps
  * @v: the VIP
- * @have: the map's elements (lb_sources_read()), or NULL to read them
- * @have_count: how many
  */
-int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *v,
-			    const struct lb_source_entry *have, size_t have_count);
+int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *v);
 
 /**
  * struct kernel_sources_named - the source set each VIP id's kernel value
@@ -70,8 +67,8 @@ struct kernel_sources_named {
 void kernel_sources_named(const struct lb_maps *maps, const struct state *want,
 			  struct kernel_sources_named *named);
 
-/** kernel_source_named() - is element @key in a set @named names? */
-int kernel_source_named(const struct kernel_sources_named *named, const struct lb_source_key *key);
+/** kernel_source_named() - does @named name slot @parity of VIP @vip_id? */
+int kernel_source_named(const struct kernel_sources_named *named, __u32 vip_id, __u8 parity);
 
 /**
  * kernel_record() - write the kernel's record of what the maps hold.

@@ -63,7 +63,7 @@ static const struct {
 	{ "vip_stats", offsetof(struct lb_maps, vip_stats) },
 	{ "backend_stats", offsetof(struct lb_maps, backend_stats) },
 	{ "reason_stats", offsetof(struct lb_maps, reason_stats) },
-	{ "sources", offsetof(struct lb_maps, sources) },
+	{ "source_sets", offsetof(struct lb_maps, source_sets) },
 	{ "vip_refused", offsetof(struct lb_maps, vip_refused) },
 };
 

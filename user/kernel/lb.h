@@ -54,7 +54,7 @@ struct lb_maps {
 	int vip_stats;
 	int backend_stats;
 	int reason_stats;
-	int sources;
+	int source_sets;
 	int vip_refused;
 };
 
@@ -271,40 +271,22 @@ int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u
 int lb_vip_ring_digest(const struct lb_maps *maps, const struct lb_vip_key *key, __u64 *digest);
 
 /**
- * struct lb_source_entry - one element of map "sources".
- * @key: its key
- * @value: what the prefix says
+ * lb_source_set_read() - the set in slot @parity of VIP @vip_id (map
+ * "source_sets").
+ * Return: 0, -ENOENT when the slot is empty, -EAGAIN when it changed while
+ * read, or -errno.
  */
-struct lb_source_entry {
-	struct lb_source_key key;
-	struct lb_source value;
-};
+int lb_source_set_read(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
+		       struct lb_source_set *out);
 
 /**
- * lb_sources_read() - every element of map "sources".
- * @maps: the maps
- * @out: the elements (malloc()ed; free() it), in no particular order
- * @count: how many
+ * lb_source_set_place() - make slot @parity of VIP @vip_id hold @set (a new
+ * inner map, written whole before the slot names it), or nothing when @set
+ * is NULL. Only for a slot no VIP value names, or one no packet may read
+ * any more.
  */
-int lb_sources_read(const struct lb_maps *maps, struct lb_source_entry **out, size_t *count);
-
-/**
- * lb_sources_make() - make the set (@vip_id, @parity) of map "sources"
- * exactly @entries (whose keys name that set): its other elements deleted,
- * missing or different ones written. Only for a set no VIP value names.
- * @have: the map's elements (lb_sources_read()), or NULL to read them
- */
-int lb_sources_make(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
-		    const struct lb_source_entry *entries, size_t count,
-		    const struct lb_source_entry *have, size_t have_count);
-
-/**
- * lb_sources_delete() - delete the elements of @have that @keep (called for
- * each) says no to.
- */
-int lb_sources_delete(const struct lb_maps *maps, const struct lb_source_entry *have,
-		      size_t count, int (*keep)(const struct lb_source_key *key, void *arg),
-		      void *arg);
+int lb_source_set_place(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
+			const struct lb_source_set *set);
 
 /**
  * lb_vip_sources_swap() - make a VIP's value name source set @parity with

@@ -14,6 +14,7 @@
 
 #include "image.h"
 #include "ring.h"
+#include "source_set.h"
 
 
 static const struct state_vip *vip_in(const struct state *s, const struct state_vip *v)
@@ -248,78 +249,56 @@ static int sources_same(const struct state_vip *before, const struct state_vip *
 	return 1;
 }
 
-/* Does the kernel's set (@vip_id, @parity) among @have hold exactly @want's @count elements? */
-static int sources_hold(const struct lb_source_entry *have, size_t have_count, __u32 vip_id,
-			__u8 parity, const struct lb_source_entry *want, size_t count)
-{
-	size_t i, j, n = 0;
-
-	for (i = 0; i < have_count; i++) {
-		if (have[i].key.vip_id != vip_id || have[i].key.parity != parity)
-			continue;
-		n++;
-		for (j = 0; j < count; j++)
-			if (memcmp(&have[i].key, &want[j].key, sizeof(want[j].key)) == 0 &&
-			    memcmp(&have[i].value, &want[j].value, sizeof(want[j].value)) == 0)
-				break;
-		if (j == count)
-			return 0;
-	}
-	return n == count;
-}
-
 /*
- * One VIP's source set. A VIP the kernel serves gets the new set under the
- * parity its value does not name, then one swap of its value names it, and
- * once no packet can still read the old value the old set goes: a packet
- * sees one set whole, never a mix and never none. A VIP the kernel does
- * not serve yet gets its set under parity 0, which its first value names
- * (swap_rings(), lb_vip_install_as()).
+ * One VIP's source set. A VIP the kernel serves gets the new set in the slot
+ * its value does not name, then one swap of its value names it, and once no
+ * packet can still read the old value the old slot is emptied: a packet
+ * sees one set whole, never a mix and never none. A VIP the kernel does not
+ * serve yet gets its set in slot 0, which its first value names
+ * (swap_rings(), lb_vip_install_as()). A VIP without prefixes has no set.
  */
-int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *v,
-			    const struct lb_source_entry *have, size_t have_count)
+int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *v)
 {
-	struct lb_source_entry *want, *read = NULL;
 	__u8 flags = image_vip_flags(v) & LB_VIP_SOURCE_FLAGS, parity;
+	struct lb_source_set *want = NULL, *have = NULL;
 	struct lb_vip_key key;
 	struct lb_vip served;
-	int err, serving;
+	int err = 0, serving;
 
-	if (!have) {
-		err = lb_sources_read(maps, &read, &have_count);
+	if (v->source_count) {
+		want = malloc(sizeof(*want));
+		err = !want ? -ENOMEM : source_set_build(want, v->sources, v->source_count);
 		if (err)
-			return err;
-		have = read;
+			goto out;
 	}
 	image_vip_key(v, &key);
 	serving = bpf_map_lookup_elem(maps->vips, &key, &served) == 0 && served.vip_id == v->id;
-	parity = serving ? served.source_parity : 0;
-	want = image_sources(v, parity);
-	err = -ENOMEM;
-	if (!want)
-		goto out;
 	if (!serving) {
-		err = lb_sources_make(maps, v->id, 0, want, v->source_count, have, have_count);
+		err = lb_source_set_place(maps, v->id, 0, want) ?:
+		      lb_source_set_place(maps, v->id, 1, NULL);
 		goto out;
 	}
-	err = 0;
-	if ((served.flags & LB_VIP_SOURCE_FLAGS) == flags &&
-	    sources_hold(have, have_count, v->id, parity, want, v->source_count))
-		goto out;
-	free(want);
+	parity = served.source_parity & 1;
+	if ((served.flags & LB_VIP_SOURCE_FLAGS) == flags) {
+		if (!want)
+			goto out;
+		have = malloc(sizeof(*have));
+		err = -ENOMEM;
+		if (!have)
+			goto out;
+		err = lb_source_set_read(maps, v->id, parity, have);
+		if (err == 0 && memcmp(have, want, sizeof(*want)) == 0)
+			goto out;
+	}
 	parity = !parity;
-	want = image_sources(v, parity);
-	err = -ENOMEM;
-	if (!want)
-		goto out;
-	err = lb_sources_make(maps, v->id, parity, want, v->source_count, have, have_count) ?:
+	err = lb_source_set_place(maps, v->id, parity, want) ?:
 	      lb_vip_sources_swap(maps, &key, v->id, parity, flags) ?:
 	      /* Then no packet reads the old value, nor so the old set. */
 	      lb_readers_wait() ?:
-	      lb_sources_make(maps, v->id, !parity, NULL, 0, have, have_count);
+	      lb_source_set_place(maps, v->id, !parity, NULL);
 out:
 	free(want);
-	free(read);
+	free(have);
 	return err;
 }
 
@@ -327,36 +306,23 @@ out:
 static int sync_sources(const struct lb_maps *maps, const struct state *applied,
 			const struct state *want, struct fault *f)
 {
-	struct lb_source_entry *have = NULL;
-	size_t have_count = 0, i;
-	int err = 0, read = 0;
+	size_t i;
+	int err;
 
-	for (i = 0; i < want->fleet.vip_count && !err; i++) {
+	for (i = 0; i < want->fleet.vip_count; i++) {
 		const struct state_vip *v = &want->fleet.vips[i], *before = vip_in(applied, v);
 		char spec[ADDR_TEXT_MAX];
 
 		/* Known maps: a VIP the kernel serves with the same prefixes keeps them. */
 		if (applied && before && sources_same(before, v))
 			continue;
-		if (!read) {
-			err = lb_sources_read(maps, &have, &have_count);
-			if (err)
-				return kernel_fail(f, err, "reading the source ranges");
-			read = 1;
-		}
-		err = kernel_vip_sources_sync(maps, v, have, have_count);
+		err = kernel_vip_sources_sync(maps, v);
 		if (err) {
 			vip_format(&v->spec, spec);
-			err = kernel_fail(f, err, "writing the source ranges of %s", spec);
-		} else {
-			/* What the map holds now, for the next VIP's comparisons. */
-			free(have);
-			have = NULL;
-			read = 0;
+			return kernel_fail(f, err, "writing the source ranges of %s", spec);
 		}
 	}
-	free(have);
-	return err;
+	return 0;
 }
 
 void kernel_sources_named(const struct lb_maps *maps, const struct state *want,
@@ -373,38 +339,36 @@ void kernel_sources_named(const struct lb_maps *maps, const struct state *want,
 		image_vip_key(v, &key);
 		if (bpf_map_lookup_elem(maps->vips, &key, &val) == 0 && val.vip_id == v->id &&
 		    (val.flags & LB_VIP_SOURCES))
-			named->parity[v->id] = (__u8)(val.source_parity + 1);
+			named->parity[v->id] = (__u8)((val.source_parity & 1) + 1);
 	}
 }
 
-int kernel_source_named(const struct kernel_sources_named *named, const struct lb_source_key *key)
+int kernel_source_named(const struct kernel_sources_named *named, __u32 vip_id, __u8 parity)
 {
-	return key->vip_id < LB_VIPS_MAX && named->parity[key->vip_id] == key->parity + 1;
-}
-
-static int sources_keep(const struct lb_source_key *key, void *arg)
-{
-	return kernel_source_named(arg, key);
+	return vip_id < LB_VIPS_MAX && named->parity[vip_id] == parity + 1;
 }
 
 /*
- * Phase 7: elements of map "sources" no VIP value names (a removed VIP's, a
- * change cut short), once no packet can still read a value that named them.
+ * Phase 7: source sets no VIP value names (a removed VIP's, a change cut
+ * short), once no packet can still read a value that named them.
  */
 static int sweep_sources(const struct lb_maps *maps, const struct state *want, struct fault *f)
 {
 	struct kernel_sources_named named;
-	struct lb_source_entry *have = NULL;
-	size_t have_count = 0;
+	__u32 id;
+	__u8 parity;
 	int err;
 
-	err = lb_readers_release() ?: lb_sources_read(maps, &have, &have_count);
+	err = lb_readers_release();
 	if (err)
-		return kernel_fail(f, err, "reading the source ranges");
+		return kernel_fail(f, err, "waiting for the packets in flight");
 	kernel_sources_named(maps, want, &named);
-	err = lb_sources_delete(maps, have, have_count, sources_keep, &named);
-	free(have);
-	return err ? kernel_fail(f, err, "removing stale source ranges") : 0;
+	for (id = 0; id < LB_VIPS_MAX; id++)
+		for (parity = 0; parity < 2; parity++)
+			if (!kernel_source_named(&named, id, parity) &&
+			    (err = lb_source_set_place(maps, id, parity, NULL)))
+				return kernel_fail(f, err, "removing stale source ranges");
+	return 0;
 }
 
 /* Do @before and @v keep the same previous rings? */

@@ -17,6 +17,7 @@
 
 #include "image.h"
 #include "ring.h"
+#include "source_set.h"
 
 
 /** struct report - where verify's lines go, and how many there were. */
@@ -98,19 +99,19 @@ static int verify_vip(const struct lb_maps *maps, const struct state_vip *v, str
 }
 
 /*
- * A VIP's source ranges: its value's flags, and the set it names holding
- * exactly the state's prefixes. Elements no value names are strays
- * (verify_strays()).
+ * A VIP's source ranges: its value's flags, and the set it names being the
+ * one the state's prefixes make. Sets no value names are strays
+ * (verify_source_strays()).
  */
 static int verify_sources(const struct lb_maps *maps, const struct state_vip *v,
-			  const struct lb_source_entry *have, size_t have_count, struct report *r)
+			  struct report *r)
 {
 	__u8 flags = image_vip_flags(v) & LB_VIP_SOURCE_FLAGS;
-	struct lb_source_entry *want;
+	struct lb_source_set *want = NULL, *have = NULL;
 	char spec[ADDR_TEXT_MAX];
 	struct lb_vip_key key;
 	struct lb_vip served;
-	size_t i, j, n = 0, missing = 0, extra = 0;
+	int err;
 
 	vip_format(&v->spec, spec);
 	image_vip_key(v, &key);
@@ -120,41 +121,47 @@ static int verify_sources(const struct lb_maps *maps, const struct state_vip *v,
 		say(r, "VIP %s: the kernel's VIP value says %s source ranges%s", spec,
 		    served.flags & LB_VIP_SOURCES ? "it has" : "it has no",
 		    served.flags & LB_VIP_ALLOW_LIST ? ", with an allow list" : "");
-	want = image_sources(v, served.source_parity);
-	if (!want)
-		return -ENOMEM;
-	for (i = 0; i < have_count; i++) {
-		if (have[i].key.vip_id != v->id || have[i].key.parity != served.source_parity)
-			continue;
-		n++;
-		for (j = 0; j < v->source_count; j++)
-			if (memcmp(&have[i].key, &want[j].key, sizeof(want[j].key)) == 0 &&
-			    memcmp(&have[i].value, &want[j].value, sizeof(want[j].value)) == 0)
-				break;
-		extra += j == v->source_count;
+	if (!(served.flags & LB_VIP_SOURCES) || !v->source_count)
+		return 0;
+	want = malloc(sizeof(*want));
+	have = malloc(sizeof(*have));
+	err = !want || !have ? -ENOMEM : source_set_build(want, v->sources, v->source_count);
+	if (!err) {
+		err = lb_source_set_read(maps, v->id, served.source_parity & 1, have);
+		if (err == -ENOENT)
+			say(r, "VIP %s: its source ranges are missing from the kernel (its clients "
+			    "are refused as drop_no_sources)", spec);
+		else if (!err && memcmp(have, want, sizeof(*want)))
+			say(r, "VIP %s: its source ranges in the kernel differ from the state's "
+			    "(%zu prefixes)", spec, v->source_count);
+		if (err == -ENOENT)
+			err = 0;
 	}
-	missing = v->source_count - (n - extra);
-	if (missing || extra)
-		say(r, "VIP %s: its source ranges in the kernel differ from the state's (%zu "
-		    "missing or different, %zu more)", spec, missing, extra);
 	free(want);
-	return 0;
+	free(have);
+	return err;
 }
 
-/* Elements of map "sources" that no wanted VIP's value names. */
+/* Source sets that no wanted VIP's value names. */
 static int verify_source_strays(const struct lb_maps *maps, const struct state *want,
-				const struct lb_source_entry *have, size_t have_count,
 				struct report *r)
 {
 	struct kernel_sources_named named;
-	size_t i, strays = 0;
+	size_t strays = 0;
+	__u32 id, slot, inner;
+	__u8 parity;
 
 	kernel_sources_named(maps, want, &named);
-	for (i = 0; i < have_count; i++)
-		strays += !kernel_source_named(&named, &have[i].key);
+	for (id = 0; id < LB_VIPS_MAX; id++)
+		for (parity = 0; parity < 2; parity++) {
+			slot = LB_SOURCE_SET_SLOT(id, parity);
+			if (!kernel_source_named(&named, id, parity) &&
+			    bpf_map_lookup_elem(maps->source_sets, &slot, &inner) == 0)
+				strays++;
+		}
 	if (strays)
-		say(r, "%zu source prefix%s in the kernel belong%s to no VIP's ranges", strays,
-		    strays == 1 ? "" : "es", strays == 1 ? "s" : "");
+		say(r, "%zu source set%s in the kernel belong%s to no VIP", strays,
+		    strays == 1 ? "" : "s", strays == 1 ? "s" : "");
 	return 0;
 }
 
@@ -205,16 +212,14 @@ int kernel_verify(const struct lb_maps *maps, const struct state *want,
 		  void (*report)(void *arg, const char *line), void *arg)
 {
 	struct report r = { report, arg, 0 };
-	struct lb_source_entry *have = NULL;
-	size_t i, have_count = 0;
+	size_t i;
 	int err;
 
-	err = verify_record(maps, want, &r) ?: lb_sources_read(maps, &have, &have_count);
+	err = verify_record(maps, want, &r);
 	for (i = 0; !err && i < want->fleet.vip_count; i++)
 		err = verify_vip(maps, &want->fleet.vips[i], &r) ?:
-		      verify_sources(maps, &want->fleet.vips[i], have, have_count, &r);
+		      verify_sources(maps, &want->fleet.vips[i], &r);
 	err = err ?: verify_config(maps, want, &r) ?: verify_strays(maps, want, &r) ?:
-	      verify_source_strays(maps, want, have, have_count, &r);
-	free(have);
+	      verify_source_strays(maps, want, &r);
 	return err ? err : r.bad;
 }

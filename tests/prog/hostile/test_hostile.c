@@ -442,7 +442,7 @@ static int vip_sources_install(const struct lb_maps *maps, size_t v)
 		if (vips[v].deny && !prefix_parse(vips[v].deny, &list[n].prefix, &why))
 			list[n++].deny = 1;
 		err = state_vip_sources_set(&s, sv, list, n, &why) ?:
-		      kernel_vip_sources_sync(maps, sv, NULL, 0);
+		      kernel_vip_sources_sync(maps, sv);
 	}
 	state_free(&s);
 	return err;
