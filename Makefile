@@ -83,7 +83,7 @@ CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 # Program tests and benchmarks: their shared harness.
 HARNESS_SRCS := tests/prog/harness/packets.c tests/prog/harness/harness.c
 PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
-SKELS := $(OUTPUT)/version.h $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
+SKELS := $(OUTPUT)/version.h $(OUTPUT)/alerts.h $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
 	$(OUTPUT)/vip_reader.skel.h \
 	$(OUTPUT)/syncookie.skel.h \
 	$(OUTPUT)/bench_xdp.skel.h
@@ -154,6 +154,12 @@ $(OUTPUT)/version.h: VERSION
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)printf '/* Generated from VERSION. */\n#define RINGLB_VERSION "%s"\n' "$$(cat $<)" > $@
+
+# The alert thresholds the status page draws, from the shipped rules themselves.
+$(OUTPUT)/alerts.h: scripts/prometheus/ringlb.rules.yml scripts/prometheus/thresholds.sh
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)scripts/prometheus/thresholds.sh $< > $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)

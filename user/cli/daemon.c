@@ -11,11 +11,16 @@
 #include "cli.h"
 #include "daemon.h"
 #include "metrics.h"
+#include "status.h"
+
+#define DAEMON_STR_(x) #x
+#define DAEMON_STR(x) DAEMON_STR_(x)
 
 struct daemon_args {
 	const char *metrics;
 	__u32 metrics_deadline_s;
 	__u32 verify_s;
+	__u32 sample_s;
 	const char *bgp_routes;
 	const char *birdc_socket;
 };
@@ -41,6 +46,8 @@ static int daemon_parse(struct cli *c, void *args, char **operands, int count)
 		a->verify_s = 60;
 	if (!a->metrics_deadline_s)
 		a->metrics_deadline_s = METRICS_DEADLINE_S_DEFAULT;
+	if (!a->sample_s)
+		a->sample_s = STATUS_SAMPLE_INTERVAL_S_DEFAULT;
 	return 0;
 }
 
@@ -49,6 +56,7 @@ static int daemon_cmd_run(struct cli *c, const void *args)
 	const struct daemon_args *a = args;
 	struct daemon_opts o = { .site = c->site, .metrics = a->metrics,
 				 .metrics_deadline_s = a->metrics_deadline_s, .verify_s = a->verify_s,
+				 .sample_s = a->sample_s,
 				 .bgp_routes = a->bgp_routes, .birdc_socket = a->birdc_socket };
 	struct fault f = { 0 };
 	int err = daemon_run(&o, &f);
@@ -67,6 +75,10 @@ static const struct cli_option daemon_options[] = {
 	CLI_OPT_U32("verify-interval", "SECONDS",
 		    "compare the kernel with the state this often (default 60)", struct daemon_args,
 		    verify_s, VERIFY_INTERVAL_S_MIN, VERIFY_INTERVAL_S_MAX, .unit = " seconds"),
+	CLI_OPT_U32("sample-interval", "SECONDS",
+		    "sample the counters the status page (/) draws this often (default 10)",
+		    struct daemon_args, sample_s, STATUS_SAMPLE_INTERVAL_S_MIN,
+		    STATUS_SAMPLE_INTERVAL_S_MAX, .unit = " seconds"),
 	CLI_OPT_STRING("bgp-routes", "FILE",
 		       "announce the VIPs with bird2: write its routes there (see scripts/bird)",
 		       struct daemon_args, bgp_routes),
@@ -87,7 +99,8 @@ const struct cli_command cli_daemon = {
 		"    back after --rise good ones, at most one change per --hold; when every\n"
 		"    checked backend of a VIP is down, the VIP keeps its last healthy set.\n"
 		"    Ring transitions go to rings.log beside the state and to stderr.\n"
-		"    /metrics is Prometheus' text format. With --bgp-routes it decides\n"
+		"    /metrics is Prometheus' text format; / is a status page (HTML) of its\n"
+		"    last " DAEMON_STR(STATUS_SAMPLES_KEPT) " samples of the counters. With --bgp-routes it decides\n"
 		"    whether this host announces the VIPs: not while no data path is\n"
 		"    attached, the host is drained, its key is not the fleet's or its\n"
 		"    kernel does not serve the committed state. The data path never needs it.",

@@ -5,7 +5,8 @@
  * and the periodic comparison here, the committed state in follow.c, the
  * verdicts in verdicts.c, the lead in leader.c, rings.log in translog.c.
  * The health probes run on a thread and loop of their own (probes.c),
- * libmicrohttpd's thread serves /metrics (scrape.c, metrics.c), and sd-event
+ * libmicrohttpd's thread serves /metrics (scrape.c, metrics.c) and the status
+ * page (samples.c, status.c), the sampler has a thread of its own, and sd-event
  * pings systemd's watchdog.
  */
 #include "daemon_impl.h"
@@ -194,7 +195,7 @@ static int daemon_start(struct daemon *d, struct fault *f)
 	err = follow_start(d) ?: leader_start(d) ?: verdicts_start(d) ?: routes_start(d) ?:
 	      daemon_every(d->loop, (__u64)d->o->verify_s * 1000000, (__u64)d->o->verify_s * 1000000,
 			   on_verify, d) ?:
-	      probes_start(d);
+	      probes_start(d) ?: samples_start(d);
 	if (err)
 		return fault_errno(f, FAULT_KERNEL, err < 0 ? err : -EIO, "cannot start the daemon");
 	routes_update(d);
@@ -232,6 +233,7 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 	int lock, err;
 
 	state_init(&d.state);
+	samples_init(&d);
 	d.follow.watch_fd = -1;
 	d.follow.reader.wake = d.follow.reader.done = -1;
 	err = site_privileged(f);
@@ -265,17 +267,19 @@ int daemon_run(const struct daemon_opts *o, struct fault *f)
 	}
 	/* Bound first: a port in use is the one line the caller sees, nothing else done. */
 	if (strcmp(where, "none")) {
-		err = metrics_start(where, o->metrics_deadline_s, scrape_page, &d, &metrics, mwhy);
+		err = metrics_start(where, o->metrics_deadline_s, scrape_page, status_page, &d,
+				    &metrics, mwhy);
 		if (err) {
 			fault_set(f, FAULT_USAGE, err, "%s", mwhy);
 			goto out;
 		}
 	}
 	gethostname(host, sizeof(host) - 1);
+	snprintf(d.hostname, sizeof(d.hostname), "%s", host);
 	daemon_identity(&d, host);
 	dlog("starting on %s (pins in %s)%s%s%s%s%s", o->site.store->spec ? o->site.store->spec :
 	     o->site.state_path, o->site.pin_dir, metrics ? "; metrics on http://" : "",
-	     metrics ? where : "", metrics ? "/metrics" : "",
+	     metrics ? where : "", metrics ? "/metrics and /" : "",
 	     store_shared(o->site.store) ? "; its name for the lead: " : "",
 	     store_shared(o->site.store) ? d.identity : "");
 	err = daemon_start(&d, f);
@@ -296,6 +300,7 @@ out:
 	routes_stop(&d);
 	probes_stop(&d);
 	metrics_stop(metrics);
+	samples_stop(&d);
 	probe_path_drop(&d);
 	daemon_free(&d);
 	if (!err)

@@ -6,7 +6,7 @@
  * repairs what differs; it picks up every change the CLI makes (it reads the
  * state file when it changes); it checks the backends' health and turns
  * verdicts into changes through the same pipeline as the CLI (change_run(),
- * under the same lock); it serves /metrics; it tells systemd when it is
+ * under the same lock); it serves /metrics and a status page (/); it tells systemd when it is
  * ready and that it is alive. The data path never depends on it.
  */
 #ifndef RINGLB_DAEMON_H
@@ -24,6 +24,8 @@
  *           (loopback), "none" for nowhere
  * @metrics_deadline_s: seconds a /metrics client has for a request's headers
  * @verify_s: seconds between comparisons of the kernel with the state
+ * @sample_s: seconds between samples of the data path's counters for the
+ *            status page (STATUS_SAMPLE_INTERVAL_S_DEFAULT unless told)
  * @bgp_routes: when set, the daemon decides whether this host announces the
  *              VIPs: it writes there a bird2 configuration fragment (static
  *              protocols ringlb_vips4 and ringlb_vips6, with a route per VIP,
@@ -35,6 +37,7 @@ struct daemon_opts {
 	const char *metrics;
 	__u32 metrics_deadline_s;
 	__u32 verify_s;
+	__u32 sample_s;
 	const char *bgp_routes;
 	const char *birdc_socket;
 };

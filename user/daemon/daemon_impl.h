@@ -18,6 +18,9 @@
  *   routes.c     whether this host announces the VIPs (bird2)
  *   translog.c   rings.log followed, for the journal and the metrics
  *   scrape.c     a /metrics page from a snapshot (metrics.c serves it)
+ *   samples.c    the samples of the data path's counters, on a thread of
+ *                their own, and the status page (/) from a snapshot
+ *                (status.c renders it, metrics.c serves it)
  *
  * Everything the probe thread or libmicrohttpd's thread reads is under
  * @lock; the rest belongs to the main loop.
@@ -37,7 +40,11 @@
 #include "fault.h"
 #include "health.h"
 #include "metrics.h"
+#include "status.h"
 #include "store.h"
+
+/* Live flows in the metrics: a packet within this long, as `ringlb stats`. */
+#define METRICS_IDLE_S 300
 
 struct daemon_probes;
 struct probe_path;
@@ -114,6 +121,19 @@ struct daemon_counts {
 };
 
 /**
+ * struct daemon_samples - the sampler thread and what it keeps (samples.c).
+ * @lock and @wake: its sleep between samples, and @stopping
+ */
+struct daemon_samples {
+	pthread_t thread;
+	int running;
+	int stopping;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct status_samples kept;
+};
+
+/**
  * struct daemon - one daemon.
  * @o: how it runs
  * @loop: the main loop
@@ -131,6 +151,8 @@ struct daemon_counts {
  * @path_ok: the clients' path for checks is set up
  * @source4: this host's IPv4 address on the attached interface (probes' source)
  * @source6: and IPv6
+ * @samples: the data path's counters sampled (its own lock)
+ * @hostname: this host's name, for the status page
  */
 struct daemon {
 	const struct daemon_opts *o;
@@ -151,6 +173,8 @@ struct daemon {
 	int path_ok;
 	struct addr source4;
 	struct addr source6;
+	struct daemon_samples samples;
+	char hostname[64];
 
 	struct daemon_follow follow;
 	struct daemon_host host;
@@ -306,5 +330,19 @@ void translog_follow(struct daemon *d);
 
 /** scrape_page() - a /metrics page (metrics_render_fn). */
 char *scrape_page(void *arg, size_t *len);
+
+/* --- samples.c ------------------------------------------------------------------------ */
+
+/** samples_init() - an empty buffer of samples, before the status page can be asked for. */
+void samples_init(struct daemon *d);
+
+/** samples_start() - the sampler thread: a sample now, then every --sample-interval. */
+int samples_start(struct daemon *d);
+
+/** samples_stop() - stop the thread (when started) and free the samples; after metrics_stop(). */
+void samples_stop(struct daemon *d);
+
+/** status_page() - the status page, HTML (metrics_render_fn). */
+char *status_page(void *arg, size_t *len);
 
 #endif /* RINGLB_DAEMON_IMPL_H */

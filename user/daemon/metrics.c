@@ -347,6 +347,7 @@ struct door {
 struct metrics_server {
 	struct MHD_Daemon *mhd;
 	metrics_render_fn fn;
+	metrics_render_fn page;
 	void *arg;
 	__u64 deadline_ns;
 	pthread_mutex_t lock;
@@ -549,7 +550,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_size, void **state)
 {
-	static const char not_found[] = "not found: ringlb serves /metrics\n";
+	static const char not_found[] = "not found: ringlb serves /metrics and /\n";
 	static const char not_allowed[] = "method not allowed: /metrics is read-only\n";
 	struct metrics_server *m = cls;
 	struct door *d = door_of(conn);
@@ -573,6 +574,17 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 		code = MHD_HTTP_METHOD_NOT_ALLOWED;
 		r = MHD_create_response_from_buffer(sizeof(not_allowed) - 1, (void *)not_allowed,
 						    MHD_RESPMEM_PERSISTENT);
+	} else if (!strcmp(url, "/") && m->page) {
+		page = m->page(m->arg, &len);
+		if (!page)
+			return MHD_NO;
+		r = MHD_create_response_from_buffer(len, page, MHD_RESPMEM_MUST_FREE);
+		/* The page is whole in itself: a browser is told to fetch nothing for it. */
+		if (r) {
+			MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+			MHD_add_response_header(r, "Content-Security-Policy",
+						"default-src 'none'; style-src 'unsafe-inline'");
+		}
 	} else if (strcmp(url, "/metrics")) {
 		code = MHD_HTTP_NOT_FOUND;
 		r = MHD_create_response_from_buffer(sizeof(not_found) - 1, (void *)not_found,
@@ -660,8 +672,9 @@ static void server_free(struct metrics_server *m)
 	free(m);
 }
 
-int metrics_start(const char *where, unsigned int deadline_s, metrics_render_fn fn, void *arg,
-		  struct metrics_server **out, char why[METRICS_WHY_MAX])
+int metrics_start(const char *where, unsigned int deadline_s, metrics_render_fn fn,
+		  metrics_render_fn page, void *arg, struct metrics_server **out,
+		  char why[METRICS_WHY_MAX])
 {
 	struct metrics_server *m;
 	struct sockaddr_storage ss;
@@ -688,6 +701,7 @@ int metrics_start(const char *where, unsigned int deadline_s, metrics_render_fn 
 	pthread_cond_init(&m->wake, &attr);
 	pthread_condattr_destroy(&attr);
 	m->fn = fn;
+	m->page = page;
 	m->arg = arg;
 	m->deadline_ns = (__u64)deadline_s * 1000000000ull;
 	err = -pthread_create(&m->watch, NULL, watch, m);

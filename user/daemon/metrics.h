@@ -127,13 +127,16 @@ struct metrics_server;
 
 /**
  * metrics_start() - serve GET /metrics on @where ("ADDR:PORT", IPv6 in
- * brackets) with what @fn returns, and the server's own metrics after it.
+ * brackets) with what @fn returns, and the server's own metrics after it;
+ * GET / with what @page returns (HTML; NULL: no page), through the same
+ * doors.
  * A client has @deadline_s seconds (METRICS_DEADLINE_S_MIN to _MAX) from
  * its connection, or from the end of its previous answer, to send its
  * request's headers. Return: 0 or -errno, and why.
  */
-int metrics_start(const char *where, unsigned int deadline_s, metrics_render_fn fn, void *arg,
-		  struct metrics_server **out, char why[METRICS_WHY_MAX]);
+int metrics_start(const char *where, unsigned int deadline_s, metrics_render_fn fn,
+		  metrics_render_fn page, void *arg, struct metrics_server **out,
+		  char why[METRICS_WHY_MAX]);
 
 /** metrics_where_check() - 0 when @where is "ADDR:PORT" or "[ADDR6]:PORT", else -EINVAL. */
 int metrics_where_check(const char *where);

@@ -14,9 +14,6 @@
 #include "site.h"
 #include "stats.h"
 
-/* Live flows in the metrics: a packet within this long, as `ringlb stats`. */
-#define METRICS_IDLE_S 300
-
 char *scrape_page(void *arg, size_t *len)
 {
 	struct daemon *d = arg;
