@@ -496,10 +496,11 @@ static void vip_charts(FILE *f, const struct status_input *in, const struct stat
 	size_t n = 0;
 	__u32 r, drop = 0;
 
-	s[0] = (struct status_series){ .name = "packets", .colour = COLOUR_PACKETS,
-				       .values = v->packets };
-	s[1] = (struct status_series){ .name = "new flows", .colour = COLOUR_NEW_FLOWS,
+	/* Packets last, drawn over new flows where they meet (at 0). */
+	s[0] = (struct status_series){ .name = "new flows", .colour = COLOUR_NEW_FLOWS,
 				       .values = v->new_flows };
+	s[1] = (struct status_series){ .name = "packets", .colour = COLOUR_PACKETS,
+				       .values = v->packets };
 	snprintf(label, sizeof(label), "RinglbBackendImbalance judges a VIP only above %g "
 		 "packets/s", (double)ALERT_IMBALANCE_MIN_PACKETS_PER_S);
 	c.kind = "throughput";
