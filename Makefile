@@ -190,7 +190,7 @@ $(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(LAYER_LIBS) $(OUTPUT)/libring.a
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
 UNIT_TESTS := test_ring test_ringmap test_source_set test_state test_health test_picture test_change \
-	test_daemon
+	test_daemon test_status
 test_ring_SRCS := tests/unit/test_ring.c $(RING_SRCS)
 test_ringmap_SRCS := tests/unit/test_ringmap.c user/kernel/ringmap.c $(RING_SRCS)
 test_source_set_SRCS := tests/unit/test_source_set.c user/kernel/source_set.c $(model_SRCS) \
@@ -203,9 +203,13 @@ test_change_SRCS := tests/unit/test_change.c tests/lib/fake_store.c $(change_SRC
 	$(kernel_SRCS) $(model_SRCS) $(RING_SRCS)
 test_daemon_SRCS := tests/unit/test_daemon.c tests/lib/fake_store.c $(daemon_SRCS) \
 	$(change_SRCS) $(kernel_SRCS) $(model_SRCS) $(RING_SRCS)
+# The status page's values and drawing (lb.c: the reasons' names).
+test_status_SRCS := tests/unit/test_status.c user/daemon/status.c $(kernel_SRCS) $(model_SRCS) \
+	$(RING_SRCS)
 UNIT_LIBS := -lcmocka -ljansson $(LDLIBS_RING)
 test_change_LIBS := -lcmocka $(LDLIBS_CLI) $(LDLIBS_RING)
 test_daemon_LIBS := $(test_change_LIBS)
+test_status_LIBS := $(test_change_LIBS)
 unit_libs = $(or $($(1)_LIBS),$(UNIT_LIBS))
 
 $(foreach t,$(UNIT_TESTS),$(eval $(call program,$(t),$($(t)_SRCS),$(call unit_libs,$(t)))))
