@@ -66,7 +66,7 @@ static int daemon_cmd_run(struct cli *c, const void *args)
 
 static const struct cli_option daemon_options[] = {
 	CLI_OPT_CUSTOM("metrics", "ADDR:PORT",
-		       "serve /metrics there (default 127.0.0.1:9477; none: nowhere)",
+		       "serve /metrics and the status page / there (default 127.0.0.1:9477; none: nowhere)",
 		       daemon_metrics_set),
 	CLI_OPT_U32("metrics-deadline", "SECONDS",
 		    "a /metrics client has this long for a request's headers (default 5)",
