@@ -35,7 +35,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 require_root status
 
-topo_session status rst
+topo_session status rsp
 trap '[ -n "${KEEP:-}" ] && cp "$W"/*.html "$W"/*.png "$KEEP"
 	kill $(jobs -p) 2>/dev/null; topo_down "$P" "$W"; rm -rf "$PIN" "$W"' EXIT
 TOOLS=$ROOT/tests/tools

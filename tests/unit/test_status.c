@@ -283,6 +283,17 @@ static void test_a_page_has_each_chart_the_backends_and_the_ring(void **unused)
 	      "the ring's picture inline, without its XML declaration");
 	check(!strstr(page, "<?xml") && !strstr(page, "<script") && !strstr(page, "href="),
 	      "nothing a browser would run or fetch");
+	free(page);
+	/* A picture drawn ahead for this generation is the one shown. */
+	in.pictures = json_pack("{s:s}", "198.18.0.100:80/tcp", "<svg id=\"ahead\"></svg>");
+	assert_non_null(in.pictures);
+	f = open_memstream(&page, &len);
+	assert_non_null(f);
+	assert_int_equal(status_render(f, &in), 0);
+	assert_int_equal(fclose(f), 0);
+	check(strstr(page, "<div class=\"ring\"><svg id=\"ahead\"></svg></div>") != NULL &&
+	      !strstr(page, "<title>ringlb: the ring of VIP"), "the picture drawn ahead, not drawn again");
+	json_decref((json_t *)in.pictures);
 	for (i = 0; i < 3; i++)
 		free(samples[i].vips);
 	free(page);

@@ -122,7 +122,10 @@ struct daemon_counts {
 
 /**
  * struct daemon_samples - the sampler thread and what it keeps (samples.c).
- * @lock and @wake: its sleep between samples, and @stopping
+ * @lock: @stopping, @pictures and @generation; @wake: its sleep between samples
+ * @pictures: {VIP: its ring's picture} of the state of @generation, drawn
+ *            by the sampler when the generation changes (the biggest ring
+ *            takes 0.2 s: not on libmicrohttpd's thread for every page)
  */
 struct daemon_samples {
 	pthread_t thread;
@@ -130,6 +133,8 @@ struct daemon_samples {
 	int stopping;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	json_t *pictures;
+	__u64 generation;
 	struct status_samples kept;
 };
 

@@ -21,6 +21,34 @@
 #include "stats.h"
 #include "status.h"
 
+/* The rings' pictures of @s, drawn again when its generation is not the one drawn. */
+static void pictures_draw(struct daemon_samples *ds, const struct state *s)
+{
+	char spec[ADDR_TEXT_MAX], *svg;
+	json_t *pictures, *old;
+	size_t i;
+
+	pthread_mutex_lock(&ds->lock);
+	i = ds->pictures && ds->generation == s->fleet.generation;
+	pthread_mutex_unlock(&ds->lock);
+	if (i || !(pictures = json_object()))
+		return;
+	for (i = 0; i < s->fleet.vip_count; i++) {
+		vip_format(&s->fleet.vips[i].spec, spec);
+		/* One that cannot be drawn is drawn (and said missing) by the page. */
+		if (status_ring_svg(&s->fleet.vips[i], s->fleet.generation, &svg) == 0) {
+			json_object_set_new(pictures, spec, json_string(svg));
+			free(svg);
+		}
+	}
+	pthread_mutex_lock(&ds->lock);
+	old = ds->pictures;
+	ds->pictures = pictures;
+	ds->generation = s->fleet.generation;
+	pthread_mutex_unlock(&ds->lock);
+	json_decref(old);
+}
+
 static void sample_once(struct daemon *d)
 {
 	struct status_sample sample;
@@ -28,13 +56,16 @@ static void sample_once(struct daemon *d)
 	json_t *rings, *stats = NULL;
 	struct lb_maps maps;
 	struct state s;
-	int attached;
+	int attached, cloned;
 
 	state_init(&s);
 	pthread_mutex_lock(&d->lock);
-	attached = d->attached && state_clone(&s, &d->state) == 0;
+	cloned = state_clone(&s, &d->state) == 0;
+	attached = d->attached && cloned;
 	rings = json_deep_copy(d->rings);
 	pthread_mutex_unlock(&d->lock);
+	if (cloned)
+		pictures_draw(&d->samples, &s);
 	if (attached && site_maps_open(&d->o->site, &maps, &f) == 0) {
 		kernel_stats(&maps, &s, METRICS_IDLE_S, &stats);
 		lb_maps_close(&maps);
@@ -107,6 +138,7 @@ void samples_stop(struct daemon *d)
 		ds->running = 0;
 	}
 	status_samples_free(&ds->kept);
+	json_decref(ds->pictures);
 	pthread_cond_destroy(&ds->wake);
 	pthread_mutex_destroy(&ds->lock);
 }
@@ -117,7 +149,7 @@ char *status_page(void *arg, size_t *len)
 	struct status_input in = { .interval_s = d->o->sample_s, .host = d->hostname };
 	struct health_target *targets = NULL;
 	struct status_sample *samples = NULL;
-	json_t *rings;
+	json_t *rings, *pictures;
 	struct state s;
 	char *page = NULL;
 	FILE *out;
@@ -134,6 +166,12 @@ char *status_page(void *arg, size_t *len)
 	pthread_mutex_unlock(&d->lock);
 	if (status_samples_copy(&d->samples.kept, &samples, &in.count))
 		in.count = 0;
+	pthread_mutex_lock(&d->samples.lock);
+	/* Pictures of another generation than the state copied are not this page's. */
+	pictures = d->samples.generation == s.fleet.generation ?
+		   json_deep_copy(d->samples.pictures) : NULL;
+	pthread_mutex_unlock(&d->samples.lock);
+	in.pictures = pictures;
 	in.state = &s;
 	in.rings = rings;
 	in.targets = targets;
@@ -149,6 +187,7 @@ char *status_page(void *arg, size_t *len)
 		}
 	}
 	status_samples_copy_free(samples, in.count);
+	json_decref(pictures);
 	json_decref(rings);
 	free(targets);
 	state_free(&s);

@@ -603,26 +603,49 @@ static void vip_backends(FILE *f, const struct status_input *in, const struct st
 	fputs("</table>\n", f);
 }
 
-/* The ring's picture (picture.c) inline, without its XML declaration. */
-static int vip_ring(FILE *f, const struct state_vip *vp, __u64 generation)
+int status_ring_svg(const struct state_vip *vp, __u64 generation, char **out)
 {
 	char *svg = NULL, *at;
 	size_t len = 0;
 	FILE *m = open_memstream(&svg, &len);
 	int err;
 
+	*out = NULL;
 	if (!m)
 		return -ENOMEM;
 	err = picture_write(NULL, vp, generation, m);
 	if (fclose(m) && !err)
 		err = -ENOMEM;
 	if (err) {
-		fprintf(f, "<p>The ring cannot be drawn: %s.</p>\n", strerror(-err));
 		free(svg);
 		return err;
 	}
+	/* Inline in HTML: no XML declaration. */
 	at = strncmp(svg, "<?xml", 5) ? svg : strchr(svg, '\n');
-	fprintf(f, "<div class=\"ring\">%s</div>\n", at ? at + (at != svg) : "");
+	if (at && at != svg)
+		memmove(svg, at + 1, strlen(at + 1) + 1);
+	*out = svg;
+	return 0;
+}
+
+/* The ring's picture: the one drawn ahead for this generation, else drawn now. */
+static int vip_ring(FILE *f, const struct status_input *in, const struct state_vip *vp,
+		    const char *spec)
+{
+	const char *ahead = json_string_value(json_object_get(in->pictures, spec));
+	char *svg;
+	int err;
+
+	if (ahead) {
+		fprintf(f, "<div class=\"ring\">%s</div>\n", ahead);
+		return 0;
+	}
+	err = status_ring_svg(vp, in->state->fleet.generation, &svg);
+	if (err) {
+		fprintf(f, "<p>The ring cannot be drawn: %s.</p>\n", strerror(-err));
+		return err;
+	}
+	fprintf(f, "<div class=\"ring\">%s</div>\n", svg);
 	free(svg);
 	return 0;
 }
@@ -694,7 +717,7 @@ int status_render(FILE *f, const struct status_input *in)
 		vip_series_free(&v);
 		fputs("</div>\n<div class=\"below\">\n", f);
 		vip_backends(f, in, vp, spec);
-		e = vip_ring(f, vp, s->fleet.generation);
+		e = vip_ring(f, in, vp, spec);
 		err = err ?: e;
 		fputs("</div>\n</section>\n", f);
 	}

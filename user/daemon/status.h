@@ -204,6 +204,8 @@ void status_chart_write(FILE *f, const struct status_chart *c);
  * @attached: the data path's maps are there
  * @host: the host's name, for the title
  * @now_s: Unix time of the page
+ * @pictures: {VIP: its ring's picture (status_ring_svg())} drawn ahead for
+ *            @state's generation, or NULL; a VIP without one is drawn now
  */
 struct status_input {
 	const struct state *state;
@@ -216,7 +218,15 @@ struct status_input {
 	int attached;
 	const char *host;
 	__s64 now_s;
+	const json_t *pictures;
 };
+
+/**
+ * status_ring_svg() - @vp's ring picture (picture_write()) as an <svg>
+ * element to put inline in HTML, malloc()ed in @out.
+ * Return: 0, or -errno (nothing in @out).
+ */
+int status_ring_svg(const struct state_vip *vp, __u64 generation, char **out);
 
 /**
  * status_render() - the page: a header, then per VIP its three charts, its
