@@ -333,6 +333,13 @@ int translog_start(struct daemon *d);
 /** translog_follow() - the lines rings.log gained, logged and counted. */
 void translog_follow(struct daemon *d);
 
+/**
+ * daemon_copy_served() - under @d->lock, for a page: the state served into
+ * @s (state_init()ed) and a malloc()ed copy of the checks in @targets.
+ * Return: how many checks were copied (0 when out of memory).
+ */
+size_t daemon_copy_served(struct daemon *d, struct state *s, struct health_target **targets);
+
 /** scrape_page() - a /metrics page (metrics_render_fn). */
 char *scrape_page(void *arg, size_t *len);
 

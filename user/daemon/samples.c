@@ -157,10 +157,7 @@ char *status_page(void *arg, size_t *len)
 
 	state_init(&s);
 	pthread_mutex_lock(&d->lock);
-	if (state_clone(&s, &d->state) == 0 && d->target_count &&
-	    (targets = malloc(d->target_count * sizeof(*targets))))
-		memcpy(targets, d->targets, d->target_count * sizeof(*targets));
-	in.target_count = targets ? d->target_count : 0;
+	in.target_count = daemon_copy_served(d, &s, &targets);
 	rings = json_deep_copy(d->rings);
 	in.attached = d->attached;
 	pthread_mutex_unlock(&d->lock);

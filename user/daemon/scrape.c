@@ -14,6 +14,15 @@
 #include "site.h"
 #include "stats.h"
 
+size_t daemon_copy_served(struct daemon *d, struct state *s, struct health_target **targets)
+{
+	*targets = NULL;
+	if (state_clone(s, &d->state) == 0 && d->target_count &&
+	    (*targets = malloc(d->target_count * sizeof(**targets))))
+		memcpy(*targets, d->targets, d->target_count * sizeof(**targets));
+	return *targets ? d->target_count : 0;
+}
+
 char *scrape_page(void *arg, size_t *len)
 {
 	struct daemon *d = arg;
@@ -27,10 +36,7 @@ char *scrape_page(void *arg, size_t *len)
 
 	state_init(&s);
 	pthread_mutex_lock(&d->lock);
-	if (state_clone(&s, &d->state) == 0 && d->target_count &&
-	    (targets = malloc(d->target_count * sizeof(*targets))))
-		memcpy(targets, d->targets, d->target_count * sizeof(*targets));
-	in.target_count = targets ? d->target_count : 0;
+	in.target_count = daemon_copy_served(d, &s, &targets);
 	in.rings = json_deep_copy(d->rings);
 	in.changes = json_deep_copy(d->counts.changes);
 	memcpy(in.latency, d->counts.latency, sizeof(in.latency));
