@@ -106,42 +106,33 @@ t_vips_backends() {
 	refused "MAC that cannot be resolved" "cannot resolve the MAC" -- ringlb backend add "$VIP" b9 203.0.113.9
 }
 
-# backend_field NAME FIELD: a field of backend NAME of $VIP in `show --json`.
-backend_field() {
-	ringlb show --json | jq -r --arg v "$VIP" --arg b "$1" \
-		".vips[] | select(.vip == \$v) | .backends[] | select(.name == \$b) | .$2"
-}
-vip_digest() {
-	ringlb show --json | jq -r --arg v "$VIP" '.vips[] | select(.vip == $v) | .kernel_ring_digest'
-}
-
 # Undrain, and weight --undrain: the drain undone through the same change as drain (the
 # audit log, the ring), the ring the same one before the drain and after the undrain.
 t_undrain() {
 	local drained undrained again weighed audit plan
-	drained=$(vip_digest)
+	drained=$(vip_digest "$VIP")
 	audit=$(wc -l <"$W/audit.log")
 	plan=$(ringlb plan "$VIP" undrain b2 --json | jq -r '.backends[] | select(.name == "b2") | .share_after')
 	if ringlb backend undrain "$VIP" b2 2>"$W/err" && [ ! -s "$W/err" ] &&
-		[ "$(backend_field b2 state)" = active ]; then
-		pass "undrain: b2 active again, nothing said; plan had said its share after: $plan, show says $(backend_field b2 share)"
+		[ "$(backend_field "$VIP" b2 state)" = active ]; then
+		pass "undrain: b2 active again, nothing said; plan had said its share after: $plan, show says $(backend_field "$VIP" b2 share)"
 	else
-		fail "undrain: b2 $(backend_field b2 state), '$(cat "$W/err")'"
+		fail "undrain: b2 $(backend_field "$VIP" b2 state), '$(cat "$W/err")'"
 	fi
-	undrained=$(vip_digest)
+	undrained=$(vip_digest "$VIP")
 	[ "$(tail -1 "$W/audit.log" | jq -c '[.command[-4:], .result]')" = '[["backend","undrain","'"$VIP"'","b2"],"ok"]' ] &&
 		[ "$(wc -l <"$W/audit.log")" -eq $((audit + 1)) ] &&
 		pass "undrain: one audit line, $(tail -1 "$W/audit.log" | jq -c '[.command[-4:], .result]')" ||
 		fail "undrain: audit log: $(tail -1 "$W/audit.log")"
 	ringlb backend drain "$VIP" b2 || fail "drain again"
-	again=$(vip_digest)
+	again=$(vip_digest "$VIP")
 	ringlb backend weight "$VIP" b2 1 --undrain || fail "weight --undrain"
-	weighed=$(vip_digest)
+	weighed=$(vip_digest "$VIP")
 	if [ "$drained" != "$undrained" ] && [ "$again" = "$drained" ] && [ "$weighed" = "$undrained" ] &&
-		[ "$(backend_field b2 state) $(backend_field b2 weight)" = "active 1" ]; then
+		[ "$(backend_field "$VIP" b2 state) $(backend_field "$VIP" b2 weight)" = "active 1" ]; then
 		pass "undrain: drain, undrain, drain, weight 1 --undrain: the kernel's ring alternates between two digests ($drained drained, $undrained not)"
 	else
-		fail "undrain: ring digests drained $drained, undrained $undrained, drained again $again, weight --undrain $weighed; b2 $(backend_field b2 state) weight $(backend_field b2 weight)"
+		fail "undrain: ring digests drained $drained, undrained $undrained, drained again $again, weight --undrain $weighed; b2 $(backend_field "$VIP" b2 state) weight $(backend_field "$VIP" b2 weight)"
 	fi
 	ringlb backend drain "$VIP" b2 || fail "drain b2 as the set-up had it"
 }
@@ -153,10 +144,10 @@ t_no_route() {
 	rc=$?
 	if [ $rc -eq 0 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
 		grep -qF "ringlb: backend add: warning: this host has no route to 198.19.7.7" "$W/err" &&
-		[ "$(backend_field b7 state)" = active ]; then
+		[ "$(backend_field "$VIP" b7 state)" = active ]; then
 		pass "no route: exit 0, b7 added, '$(cat "$W/err")'"
 	else
-		fail "no route: exit $rc, b7 $(backend_field b7 state), stderr '$(cat "$W/err")'"
+		fail "no route: exit $rc, b7 $(backend_field "$VIP" b7 state), stderr '$(cat "$W/err")'"
 	fi
 	ringlb backend add "$VIP" b8 198.18.0.18 --mac 02:00:00:00:00:18 >/dev/null 2>"$W/err"
 	rc=$?

@@ -78,11 +78,10 @@ whole() {
 	echo "$ok $on_b1"
 }
 
-# fresh N OUT: N new connections, one a line "BACKEND PORT" in OUT; prints "AGREE B1":
-# how many reached the backend `lookup` says a new connection on their tuple goes to,
-# and how many reached b1.
+# fresh WHAT N B1: N new connections; each must reach the backend `lookup` says a new
+# connection on its tuple goes to, and b1 none of them (B1=none) or some (B1=some).
 fresh() {
-	local n=$1 out=$2 name port want agree=0
+	local what=$1 n=$2 b1=$3 out=$W/fresh name port want agree=0 to_b1
 	local -a eps=()
 	client curl -s -m 5 -H 'Connection: close' -w '%{local_port}\n' "http://$ROUTED_VIP4/[1-$n]" |
 		paste -d' ' - - >"$out"
@@ -92,16 +91,15 @@ fresh() {
 		read -r want <&4 || want=
 		[ "$want" = "$name" ] && agree=$((agree + 1))
 	done 3<"$out" 4<"$out.lookup"
-	echo "$agree $(grep -c '^b1 ' "$out")"
+	to_b1=$(grep -c '^b1 ' "$out")
+	if [ "$agree" -eq "$n" ] && { { [ "$b1" = none ] && [ "$to_b1" -eq 0 ]; } ||
+		{ [ "$b1" = some ] && [ "$to_b1" -gt 0 ]; }; }; then
+		pass "$what: $to_b1 of $n new connections reached b1, $n where lookup says"
+	else
+		fail "$what: $to_b1 of $n new connections reached b1 (want $b1), $agree where lookup says"
+	fi
 }
 
-backend_state() {
-	ringlb show --json | jq -r --arg v "$VP" --arg b "$1" \
-		'.vips[] | select(.vip == $v) | .backends[] | select(.name == $b) | .state'
-}
-ring_digest() {
-	ringlb show --json | jq -r --arg v "$VP" '.vips[] | select(.vip == $v) | .kernel_ring_digest'
-}
 # identity NAME: the backend's slot and cookie in the state file.
 identity() {
 	jq -r --arg b "$1" '.vips[0].backends[] | select(.name == $b) | "\(.id) \(.cookie)"' \
@@ -109,18 +107,12 @@ identity() {
 }
 
 t_undrain() {
-	local agree to_b1 ok on_b1
+	local ok on_b1
 	slow "$W/u"
 	ringlb backend drain "$VP" b1 || fail "drain b1"
-	read -r agree to_b1 < <(fresh 30 "$W/u.drained")
-	[ "$agree" -eq 30 ] && [ "$to_b1" -eq 0 ] &&
-		pass "undrain: b1 draining: 0 of 30 new connections reached it, 30 where lookup says" ||
-		fail "undrain: b1 draining: $to_b1 of 30 new connections reached it, $agree where lookup says"
+	fresh "undrain: b1 draining" 30 none
 	ringlb backend undrain "$VP" b1 || fail "undrain b1"
-	read -r agree to_b1 < <(fresh 60 "$W/u.back")
-	[ "$(backend_state b1)" = active ] && [ "$agree" -eq 60 ] && [ "$to_b1" -gt 0 ] &&
-		pass "undrain: b1 active again: $to_b1 of 60 new connections reached it, 60 where lookup says" ||
-		fail "undrain: b1 $(backend_state b1): $to_b1 of 60 new connections reached it, $agree where lookup says"
+	fresh "undrain: b1 $(backend_field "$VP" b1 state) again" 60 some
 	wait "${SLOW[@]}" 2>/dev/null
 	read -r ok on_b1 < <(whole "$W/u")
 	[ "$ok" -eq 30 ] && [ "$on_b1" -gt 0 ] &&
@@ -129,27 +121,23 @@ t_undrain() {
 }
 
 t_readd() {
-	local before_id before_ring agree to_b1 ok on_b1 second0 second
+	local before_id before_ring ok on_b1 second0 second
 	before_id=$(identity b1)
-	before_ring=$(ring_digest)
+	before_ring=$(vip_digest "$VP")
 	second0=$(( $(be 1 decap stats --json | jq .decap_second_chance.packets) ))
 	slow "$W/r"
 	ringlb backend remove "$VP" b1 || fail "remove b1"
-	read -r agree to_b1 < <(fresh 30 "$W/r.removed")
-	[ "$(backend_state b1)" = retired ] && [ "$agree" -eq 30 ] && [ "$to_b1" -eq 0 ] &&
-		pass "readd: b1 removed, retired: 0 of 30 new connections reached it, 30 where lookup says" ||
-		fail "readd: b1 removed ($(backend_state b1)): $to_b1 of 30 new connections reached it, $agree where lookup says"
+	[ "$(backend_field "$VP" b1 state)" = retired ] && pass "readd: b1 removed, retired" ||
+		fail "readd: b1 removed, $(backend_field "$VP" b1 state), not retired"
+	fresh "readd: b1 retired" 30 none
 	# Long enough for each of b1's downloads to send packets while it is retired.
 	sleep 1
 	ringlb backend add "$VP" b1 "$(routed_backend4 1)" 2>"$W/err" || fail "add b1 again: $(cat "$W/err")"
-	[ "$(identity b1)" = "$before_id" ] && [ "$(ring_digest)" = "$before_ring" ] &&
-		[ "$(backend_state b1)" = active ] &&
+	[ "$(identity b1)" = "$before_id" ] && [ "$(vip_digest "$VP")" = "$before_ring" ] &&
+		[ "$(backend_field "$VP" b1 state)" = active ] &&
 		pass "readd: b1 added again at its address came back as itself: slot and cookie '$before_id', the kernel's ring $before_ring as before the removal" ||
-		fail "readd: b1 added again: slot and cookie '$(identity b1)' (was '$before_id'), ring $(ring_digest) (was $before_ring), $(backend_state b1)"
-	read -r agree to_b1 < <(fresh 60 "$W/r.back")
-	[ "$agree" -eq 60 ] && [ "$to_b1" -gt 0 ] &&
-		pass "readd: $to_b1 of 60 new connections reached b1 again, 60 where lookup says" ||
-		fail "readd: $to_b1 of 60 new connections reached b1, $agree where lookup says"
+		fail "readd: b1 added again: slot and cookie '$(identity b1)' (was '$before_id'), ring $(vip_digest "$VP") (was $before_ring), $(backend_field "$VP" b1 state)"
+	fresh "readd: b1 back" 60 some
 	wait "${SLOW[@]}" 2>/dev/null
 	second=$(( $(be 1 decap stats --json | jq .decap_second_chance.packets) - second0 ))
 	read -r ok on_b1 < <(whole "$W/r")

@@ -241,40 +241,36 @@ static int backend_weight_apply(const struct change_ctx *ctx, const void *args,
 	return cli_ring_fits(v, f);
 }
 
-static int backend_drain_apply(const struct change_ctx *ctx, const void *args,
-			       struct state *want, struct fault *f)
+/* Drain (@draining 1) or undrain (0) the backend @args names; refused when it already is. */
+static int backend_draining_set(const void *args, struct state *want, int draining,
+				struct fault *f)
 {
 	const struct backend_args *a = args;
 	struct state_vip *v;
 	struct state_backend *b = backend_of(want, a, &v, f);
 
-	(void)ctx;
-	(void)v;
 	if (!b)
 		return -ENOENT;
-	if (b->draining)
-		return fault_set(f, FAULT_STATE, -EALREADY, "backend '%s' is already draining",
+	if (b->draining == draining)
+		return fault_set(f, FAULT_STATE, -EALREADY, draining ?
+				 "backend '%s' is already draining" : "backend '%s' is not draining",
 				 a->name);
-	b->draining = 1;
+	b->draining = draining;
 	return 0;
+}
+
+static int backend_drain_apply(const struct change_ctx *ctx, const void *args,
+			       struct state *want, struct fault *f)
+{
+	(void)ctx;
+	return backend_draining_set(args, want, 1, f);
 }
 
 static int backend_undrain_apply(const struct change_ctx *ctx, const void *args,
 				 struct state *want, struct fault *f)
 {
-	const struct backend_args *a = args;
-	struct state_vip *v;
-	struct state_backend *b = backend_of(want, a, &v, f);
-
 	(void)ctx;
-	(void)v;
-	if (!b)
-		return -ENOENT;
-	if (!b->draining)
-		return fault_set(f, FAULT_STATE, -EALREADY, "backend '%s' is not draining",
-				 a->name);
-	b->draining = 0;
-	return 0;
+	return backend_draining_set(args, want, 0, f);
 }
 
 static int backend_remove_apply(const struct change_ctx *ctx, const void *args,
