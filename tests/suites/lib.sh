@@ -179,6 +179,17 @@ lookups_json() {
 	ringlb lookup --json "$vip" "$@" | jq -c 'if type == "array" then .[] else . end'
 }
 
+# backend_field VIP NAME FIELD: a field of backend NAME of VIP in `ringlb show --json`.
+backend_field() {
+	ringlb show --json | jq -r --arg v "$1" --arg b "$2" \
+		".vips[] | select(.vip == \$v) | .backends[] | select(.name == \$b) | .$3"
+}
+
+# vip_digest VIP: the digest of the ring the kernel serves for VIP.
+vip_digest() {
+	ringlb show --json | jq -r --arg v "$1" '.vips[] | select(.vip == $v) | .kernel_ring_digest'
+}
+
 # lookups VIP ENDPOINT...: the backend of each flow, a line each, from one lookup.
 lookups() { lookups_json "$@" | jq -r .backend; }
 

@@ -138,6 +138,8 @@ int cli_change(struct cli *c, const void *args, __u32 flow_entries)
 	} else if (out.note[0]) {
 		fprintf(stderr, "ringlb: %s: %s\n", c->name, out.note);
 	}
+	if (!err && c->cmd->after)
+		c->cmd->after(c, args);
 	return err;
 }
 
@@ -155,7 +157,11 @@ static void print_synopsis(FILE *out, const struct cli_command *cmd)
 	if (cmd->flags & CLI_OUTPUT)
 		fprintf(out, " [--json]");
 	for (o = cmd->options; o && o->name; o++)
-		fprintf(out, o->metavar ? " [--%s %s]" : " [--%s]", o->name, o->metavar);
+		if (o->required)
+			fprintf(out, " --%s %s...", o->name, o->metavar);
+	for (o = cmd->options; o && o->name; o++)
+		if (!o->required)
+			fprintf(out, o->metavar ? " [--%s %s]" : " [--%s]", o->name, o->metavar);
 	fputc('\n', out);
 }
 
@@ -255,7 +261,8 @@ static int command_parse(struct cli *c, const struct cli_command *cmd, void *arg
 		{ "help", no_argument, NULL, OPT_HELP },
 	};
 	const int common = 3;
-	int n = common, opt, err;
+	int n = common, opt, err, i;
+	unsigned int seen = 0;
 
 	for (; cmd->options && cmd->options[n - common].name; n++) {
 		if (n == OPTIONS_MAX + common)
@@ -282,7 +289,12 @@ static int command_parse(struct cli *c, const struct cli_command *cmd, void *arg
 		err = cli_option_set(c, &cmd->options[opt - OPT_FIRST], args, optarg);
 		if (err)
 			return err;
+		seen |= 1u << (opt - OPT_FIRST);
 	}
+	for (i = 0; i < n - common; i++)
+		if (cmd->options[i].required && !(seen & (1u << i)))
+			return cli_usage(c, "--%s %s is required: %s", cmd->options[i].name,
+					 cmd->options[i].metavar, cmd->options[i].help);
 	return cli_parse_operands(c, cmd, args, argv + optind, argc - optind);
 }
 

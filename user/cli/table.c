@@ -16,6 +16,7 @@ const struct cli_command *const cli_commands[] = {
 	&cli_backend_add,
 	&cli_backend_weight,
 	&cli_backend_drain,
+	&cli_backend_undrain,
 	&cli_backend_remove,
 	&cli_secret_set,
 	&cli_decap_attach,

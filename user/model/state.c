@@ -14,6 +14,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,56 @@ struct state_vip *state_vip_find(const struct state *s, const struct vip_spec *s
 		if (vip_equal(&s->fleet.vips[i].spec, spec))
 			return &s->fleet.vips[i];
 	return NULL;
+}
+
+/* Levenshtein's distance between two texts of fewer than ADDR_TEXT_MAX bytes. */
+static size_t text_distance(const char *a, const char *b)
+{
+	size_t row[ADDR_TEXT_MAX + 1], la = strlen(a), lb = strlen(b), i, j;
+
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+const struct state_vip *state_vip_nearest(const struct state *s, const struct vip_spec *spec)
+{
+	const struct state_vip *best = NULL;
+	char want[ADDR_TEXT_MAX], text[ADDR_TEXT_MAX];
+	size_t i, d, best_d = SIZE_MAX;
+	int best_same = 0;
+
+	vip_format(spec, want);
+	for (i = 0; i < s->fleet.vip_count; i++) {
+		const struct state_vip *v = &s->fleet.vips[i];
+		int same = addr_equal(&v->spec.addr, &spec->addr);
+
+		vip_format(&v->spec, text);
+		d = text_distance(want, text);
+		/* The same address on another port or protocol first, then the closest text. */
+		if (same > best_same || (same == best_same && d < best_d)) {
+			best = v;
+			best_d = d;
+			best_same = same;
+		}
+	}
+	/* A text that differs in more than a third of its characters is no typo of it. */
+	return best && (best_same || best_d * 3 <= strlen(want)) ? best : NULL;
 }
 
 static int vip_id_taken(const struct state *s, __u32 id)

@@ -343,6 +343,14 @@ void state_tmp_sweep(const char *path);
 struct state_vip *state_vip_find(const struct state *s, const struct vip_spec *spec);
 
 /**
+ * state_vip_nearest() - the VIP of @s an operator most likely meant by
+ * @spec, which @s does not have: one at the same address (another port or
+ * protocol), else the one whose text is fewest edits away, when that is at
+ * most a third of @spec's text; NULL when none is that close.
+ */
+const struct state_vip *state_vip_nearest(const struct state *s, const struct vip_spec *spec);
+
+/**
  * state_vip_add() - add a VIP with no backends, taking the lowest free id.
  * Return: 0, -EEXIST, -ENOSPC when every id is taken, -ENOMEM.
  */
