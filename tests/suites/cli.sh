@@ -280,8 +280,8 @@ t_missing_state() {
 # --help explains every command.
 t_help() {
 	local helped cmd
-	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 29 ]; then
-		pass "ringlb --help lists the 29 commands"
+	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 31 ]; then
+		pass "ringlb --help lists the 31 commands"
 	else
 		fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 	fi

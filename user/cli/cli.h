@@ -225,6 +225,7 @@ extern const struct cli_command cli_secret_set;
 extern const struct cli_command cli_decap_attach, cli_decap_detach, cli_decap_stats,
 	cli_decap_drained;
 extern const struct cli_command cli_show, cli_stats, cli_lookup, cli_plan, cli_verify;
+extern const struct cli_command cli_flows, cli_flows_delete;
 extern const struct cli_command cli_save, cli_restore;
 extern const struct cli_command cli_store_import, cli_store_join, cli_store_leave;
 extern const struct cli_command cli_daemon;

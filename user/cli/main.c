@@ -298,7 +298,11 @@ static int command_parse(struct cli *c, const struct cli_command *cmd, void *arg
 	return cli_parse_operands(c, cmd, args, argv + optind, argc - optind);
 }
 
-/* The command @argv names (@argv[0] its object), or NULL and a report. */
+/*
+ * The command @argv names (@argv[0] its object), or NULL and a report. A
+ * verb matched first: an object may have a command without a verb as well
+ * as some with one ("flows", "flows delete").
+ */
 static const struct cli_command *command_find(int argc, char **argv, int *words)
 {
 	const struct cli_command *const *cmd;
@@ -308,15 +312,16 @@ static const struct cli_command *command_find(int argc, char **argv, int *words)
 		if (strcmp((*cmd)->object, argv[0]))
 			continue;
 		object_known = 1;
-		if (!(*cmd)->verb) {
-			*words = 1;
-			return *cmd;
-		}
-		if (argc > 1 && strcmp((*cmd)->verb, argv[1]) == 0) {
+		if ((*cmd)->verb && argc > 1 && strcmp((*cmd)->verb, argv[1]) == 0) {
 			*words = 2;
 			return *cmd;
 		}
 	}
+	for (cmd = cli_commands; *cmd; cmd++)
+		if (strcmp((*cmd)->object, argv[0]) == 0 && !(*cmd)->verb) {
+			*words = 1;
+			return *cmd;
+		}
 	*words = object_known;
 	return NULL;
 }

@@ -26,6 +26,8 @@ const struct cli_command *const cli_commands[] = {
 	&cli_show,
 	&cli_stats,
 	&cli_lookup,
+	&cli_flows,
+	&cli_flows_delete,
 	&cli_plan,
 	&cli_verify,
 	&cli_save,

@@ -144,7 +144,7 @@ static void data_path(FILE *f, const struct metrics_input *in)
 	       "New flows placed by the ring but not pinned: over the rate of new flows.");
 	sample(f, "ringlb_new_flows_unpinned_total", NULL, NULL, NULL, NULL,
 	       member_num(in->stats, "new_flows_unpinned"));
-	family(f, "ringlb_flow_table_entries", "gauge", "Entries in the flow table, stale ones included.");
+	family(f, "ringlb_flow_table_entries", "gauge", "Entries in the flow table: flows idle less than the daemon's --flow-timeout.");
 	sample(f, "ringlb_flow_table_entries", NULL, NULL, NULL, NULL,
 	       member_num(in->stats, "flow_table_entries"));
 	family(f, "ringlb_flow_table_capacity", "gauge", "Entries the flow table holds at most.");
@@ -276,6 +276,9 @@ static void changes(FILE *f, const struct metrics_input *in)
 	       "Times the daemon found the kernel differing from the state and repaired it "
 	       "(drift: following the store is not counted).");
 	sample(f, "ringlb_kernel_repairs_total", NULL, NULL, NULL, NULL, (double)in->repairs);
+	family(f, "ringlb_flows_expired_total", "counter",
+	       "Flow-table entries the daemon's sweep deleted for being idle past their timeout.");
+	sample(f, "ringlb_flows_expired_total", NULL, NULL, NULL, NULL, (double)in->flows_expired);
 	if (!in->shared)
 		return;
 	family(f, "ringlb_store_fail_static", "gauge",
