@@ -18,6 +18,9 @@
 #                 looks
 #   runbooks      (after install) every alert of the installed rules has a
 #                 runbook_url naming a file of the package and a heading in it
+#   bird          (after install) the installed bird2 example, filled in,
+#                 parses with `bird -p` before the daemon has written its
+#                 routes file and after
 #   make_install  `make install DESTDIR=... PREFIX=...` puts each file where
 #                 PREFIX says (the unit runs that PREFIX's binary), and `make
 #                 uninstall` removes them all but an edited /etc/default/ringlb
@@ -180,6 +183,21 @@ t_runbooks() {
 	fi
 }
 
+# --- the bird2 example, before and after the daemon's routes -------------------------------------
+t_bird() {
+	local conf=/usr/share/ringlb/bird/balancer.conf routes=$W/bird/ringlb-routes.conf before after
+	mkdir -p "$W/bird"
+	sed -e 's|@ROUTER_ID@|198.18.0.2|' -e 's|@LOCAL_AS@|65011|' -e 's|@PEER@|198.18.0.1|' \
+		-e 's|@PEER_AS@|65000|' -e "s|@ROUTES_DIR@|$W/bird|" "$conf" >"$W/bird/bird.conf"
+	before=$(bird -p -c "$W/bird/bird.conf" 2>&1)
+	printf 'protocol static ringlb_vips4 {\n\tipv4;\n}\nprotocol static ringlb_vips6 {\n\tipv6;\n}\n' >"$routes"
+	after=$(bird -p -c "$W/bird/bird.conf" 2>&1)
+	[ -f "$conf" ] && grep -qxF "$conf" "$W/files" && [ -z "$before" ] && [ -z "$after" ] &&
+		! grep -q '@' "$W/bird/bird.conf" &&
+		pass "$conf, filled in: bird -p accepts it with no routes file yet and with the daemon's" ||
+		fail "$conf: without the routes file '$before', with it '$after'"
+}
+
 # --- the demo, with the installed binary --------------------------------------------------------
 t_demo() {
 	local rc
@@ -265,6 +283,7 @@ suite_test man install
 suite_test unit install
 suite_test completion install
 suite_test runbooks install
+suite_test bird install
 suite_test lintian build
 suite_test make_install
 suite_test demo install
