@@ -196,7 +196,7 @@ UNIT_TESTS := test_ring test_ringmap test_state test_health test_picture test_ch
 test_ring_SRCS := tests/unit/test_ring.c $(RING_SRCS)
 test_ringmap_SRCS := tests/unit/test_ringmap.c user/kernel/ringmap.c $(RING_SRCS)
 test_state_SRCS := tests/unit/test_state.c $(model_SRCS) $(RING_SRCS)
-test_health_SRCS := tests/unit/test_health.c user/daemon/health.c $(model_SRCS) $(RING_SRCS)
+test_health_SRCS := tests/unit/test_health.c user/daemon/health.c user/daemon/udp_check.c $(model_SRCS) $(RING_SRCS)
 test_picture_SRCS := tests/unit/test_picture.c $(model_SRCS) $(RING_SRCS)
 # The change pipeline and the daemon over a store in memory (no etcd, no maps).
 test_change_SRCS := tests/unit/test_change.c tests/lib/fake_store.c $(change_SRCS) \
@@ -273,7 +273,7 @@ CRASHES ?= 100
 SLOW_S ?= 30
 CHECKS_DIR := $(OUTPUT)/checks
 # Every suite but those that touch the host, longest first (figures: docs/testing.md).
-SUITES := reliability daemon fleet fleet_faults second_chance e2e integrity cli picture encap sources store routes store_tls completion faultproxy_selftest icmp_rate doors
+SUITES := reliability daemon fleet fleet_faults second_chance e2e integrity cli picture encap sources store routes store_tls udp_checks completion faultproxy_selftest icmp_rate doors
 SUITES_ALONE := package
 UNIT_CHECKS := $(UNIT_TESTS) $(addprefix san-,$(UNIT_TESTS))
 CHECKS := $(addprefix check-,$(SUITES) test_xdp test_hostile $(UNIT_CHECKS) fuzz man rules)
