@@ -76,7 +76,7 @@ t_words() {
 t_values() {
 	expect "$R vip add 198.18.0.9:80/tcp --forward " "gue ipip l2"
 	expect "$R vip add 198.18.0.9:80/tcp --flows " "pinned stateless"
-	expect "$R vip add 198.18.0.9:80/tcp --check " "http: none tcp"
+	expect "$R vip add 198.18.0.9:80/tcp --check " "dns: http: none tcp udp:"
 	expect "$R vip add 198.18.0.9:80/tcp --check-target " "backend vip"
 	expect "$R attach eth0 --mode " "generic native"
 	expect "$R decap attach eth0 --from 198.18.0.0/24 --mode " "generic native"

@@ -293,5 +293,27 @@ pki_cert() {
 			-days 2 -extfile "$d/$2.ext" -out "$d/$2.pem" 2>>"$d/openssl.log"
 }
 
+# refusals WHAT FN VALUE...: `FN VALUE` (a function of the suite that runs the command
+# with that bad value) is refused for each VALUE: one line, exit 2, $W/state.json
+# unchanged; one pass or fail line for WHAT, each value that was not refused said.
+refusals() {
+	local what=$1 fn=$2 before v out rc ok=0 n=0
+	shift 2
+	before=$(sha256sum <"$W/state.json")
+	for v in "$@"; do
+		n=$((n + 1))
+		out=$("$fn" "$v" 2>&1)
+		rc=$?
+		if [ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+			[ "$(sha256sum <"$W/state.json")" = "$before" ]; then
+			ok=$((ok + 1))
+		else
+			echo "     $what '$v': exit $rc, '$out'"
+		fi
+	done
+	[ $ok -eq $n ] && pass "refused: $ok of $n $what got one line and exit 2, the state unchanged ('$out')" ||
+		fail "refused: $ok of $n $what refused cleanly"
+}
+
 # die WHAT: stop the script (TEST_NAME says which) on a failure that is not a check.
 die() { echo "$TEST_NAME: setup failed: $*" >&2; exit 1; }

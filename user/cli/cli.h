@@ -351,8 +351,8 @@ extern const struct cli_word cli_check_targets[];
 
 /** CLI_CHECK_OPTIONS - the check options, as entries of a command's options table. */
 #define CLI_CHECK_OPTIONS                                                                       \
-	CLI_OPT_CUSTOM("check", "tcp|http:PATH|none", "health check (default tcp; none for UDP)", \
-		       cli_check_kind_set),                                                     \
+	CLI_OPT_CUSTOM("check", "tcp|http:PATH|dns:NAME|udp:PAYLOAD:EXPECT|none",               \
+		       "health check (default tcp; none for UDP)", cli_check_kind_set),         \
 	CLI_CHECK_U32("check-port", "P", "port checked (default: the VIP's)", port, PORT_MIN,    \
 		      PORT_MAX, CHECK_GIVEN_PORT),                                              \
 	CLI_OPT_ENUM("check-target", "vip|backend",                                             \

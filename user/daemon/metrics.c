@@ -22,6 +22,7 @@
 
 #include "lb.h"
 #include "ranges.h"
+#include "version.h"
 
 const double metrics_latency_bounds[METRICS_LATENCY_BUCKETS] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
@@ -298,6 +299,14 @@ static void changes(FILE *f, const struct metrics_input *in)
 
 void metrics_render(FILE *f, const struct metrics_input *in)
 {
+	family(f, "ringlb_build_info", "gauge",
+	       "Always 1; its labels say which ringlb serves: the version (the tree's VERSION) "
+	       "and the commit it was built from (unknown outside a git checkout).");
+	fprintf(f, "ringlb_build_info{version=\"");
+	label_value(f, RINGLB_VERSION);
+	fprintf(f, "\",commit=\"");
+	label_value(f, RINGLB_COMMIT);
+	fprintf(f, "\"} 1\n");
 	family(f, "ringlb_attached", "gauge", "1 when the data path's maps are in place.");
 	sample(f, "ringlb_attached", NULL, NULL, NULL, NULL, in->attached);
 	if (in->stats)
