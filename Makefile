@@ -68,7 +68,7 @@ endif
 # The BPF objects are what the skeletons embed; keep them for bpftool and tests.
 .SECONDARY:
 .PHONY: all test unit-test prog-test fuzz-seeds soak bench demo deps clean \
-	man install uninstall deb
+	man install uninstall deb FORCE
 
 # --- sources --------------------------------------------------------------------
 # The ring library: pure C11, usable on its own.
@@ -149,11 +149,20 @@ $(OUTPUT)/%.bpf.o: tests/bench/%.bpf.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# The tree's version (the file VERSION; debian/changelog says the same) for --version.
-$(OUTPUT)/version.h: VERSION
-	$(call msg,GEN,$@)
+# The tree's version (the file VERSION; debian/changelog says the same) for --version,
+# and the commit it was built from for ringlb_build_info: the file COMMIT (`make deb`
+# writes it into the copy it builds, which has no .git of its own), else HEAD when this
+# directory is a git checkout's top (not merely inside another repository), else
+# "unknown". Looked at on every make, rewritten only when it changed, so that a new
+# commit rebuilds what includes it and nothing else does.
+COMMIT := $(or $(shell cat COMMIT 2>/dev/null),$(shell [ "$$(git rev-parse --show-toplevel \
+	2>/dev/null)" = "$(CURDIR)" ] && git rev-parse --short=12 HEAD),unknown)
+$(OUTPUT)/version.h: VERSION FORCE
 	$(Q)mkdir -p $(@D)
-	$(Q)printf '/* Generated from VERSION. */\n#define RINGLB_VERSION "%s"\n' "$$(cat $<)" > $@
+	$(Q)printf '/* Generated from VERSION and the commit. */\n#define RINGLB_VERSION "%s"\n#define RINGLB_COMMIT "%s"\n' \
+		"$$(cat VERSION)" "$(COMMIT)" > $@.new
+	$(Q)if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; echo "  GEN      $@"; fi
+FORCE:
 
 # The alert thresholds the status page draws, from the shipped rules themselves.
 $(OUTPUT)/alerts.h: scripts/prometheus/ringlb.rules.yml scripts/prometheus/thresholds.sh
@@ -196,7 +205,7 @@ test_ringmap_SRCS := tests/unit/test_ringmap.c user/kernel/ringmap.c $(RING_SRCS
 test_source_set_SRCS := tests/unit/test_source_set.c user/kernel/source_set.c $(model_SRCS) \
 	$(RING_SRCS)
 test_state_SRCS := tests/unit/test_state.c $(model_SRCS) $(RING_SRCS)
-test_health_SRCS := tests/unit/test_health.c user/daemon/health.c $(model_SRCS) $(RING_SRCS)
+test_health_SRCS := tests/unit/test_health.c user/daemon/health.c user/daemon/udp_check.c $(model_SRCS) $(RING_SRCS)
 test_picture_SRCS := tests/unit/test_picture.c $(model_SRCS) $(RING_SRCS)
 # The change pipeline and the daemon over a store in memory (no etcd, no maps).
 test_change_SRCS := tests/unit/test_change.c tests/lib/fake_store.c $(change_SRCS) \
@@ -277,7 +286,7 @@ CRASHES ?= 100
 SLOW_S ?= 30
 CHECKS_DIR := $(OUTPUT)/checks
 # Every suite but those that touch the host, longest first (figures: docs/testing.md).
-SUITES := reliability daemon fleet fleet_faults second_chance e2e integrity cli picture encap sources status store routes store_tls completion faultproxy_selftest icmp_rate doors
+SUITES := reliability daemon fleet fleet_faults second_chance e2e integrity cli picture encap sources flows status store routes store_tls udp_checks completion faultproxy_selftest icmp_rate doors undrain
 SUITES_ALONE := package
 UNIT_CHECKS := $(UNIT_TESTS) $(addprefix san-,$(UNIT_TESTS))
 CHECKS := $(addprefix check-,$(SUITES) test_xdp test_hostile $(UNIT_CHECKS) fuzz man rules)
@@ -309,8 +318,12 @@ check-fuzz:
 check-man:
 	$(Q)$(call timed,man,tests/suites/man.sh)
 
+# The rules, their unit tests, and every alert's runbook_url: the installed runbooks.md
+# (beside the rules) is docs/runbooks.md here.
 check-rules:
 	$(Q)$(call timed,rules,promtool check rules scripts/prometheus/ringlb.rules.yml && \
+		tests/tools/runbooks.py scripts/prometheus/ringlb.rules.yml \
+			--map /usr/share/ringlb/prometheus/runbooks.md=docs/runbooks.md && \
 		cd tests/unit/prometheus && promtool test rules ringlb.rules.test.yml)
 
 test-build:
@@ -396,6 +409,7 @@ INSTALL_FILES := \
 	$(MANDIR)/man5/ringlb-state.5=$(OUTPUT)/man/ringlb-state.5:0644 \
 	$(BASHCOMPDIR)/ringlb=scripts/ringlb.bash-completion:0644 \
 	$(DATADIR)/prometheus/ringlb.rules.yml=scripts/prometheus/ringlb.rules.yml:0644 \
+	$(DATADIR)/prometheus/runbooks.md=docs/runbooks.md:0644 \
 	$(DATADIR)/bird/balancer.conf=scripts/bird/balancer.conf:0644
 # Configuration: installed when absent, kept by uninstall when edited.
 CONF_FILES := \
@@ -408,6 +422,9 @@ install: $(OUTPUT)/ringlb man
 		echo "  INSTALL  $(DESTDIR)$$to"; \
 		$(INSTALL) -D -m $$mode $$from "$(DESTDIR)$$to"; \
 	done
+	$(Q)# The alerts' runbook links name the runbooks where this install put them.
+	$(Q)sed -i 's|file:///usr/share/ringlb/|file://$(DATADIR)/|' \
+		"$(DESTDIR)$(DATADIR)/prometheus/ringlb.rules.yml"
 	$(Q)echo "  INSTALL  $(DESTDIR)$(SYSTEMDUNITDIR)/ringlb.service"
 	$(Q)$(INSTALL) -d "$(DESTDIR)$(SYSTEMDUNITDIR)"
 	$(Q)sed 's|/usr/sbin/ringlb|$(SBINDIR)/ringlb|' scripts/ringlb.service \
@@ -443,6 +460,7 @@ deb:
 	$(call msg,DEB,$(OUTPUT)/deb/ringlb_$(VERSION)_*.deb)
 	$(Q)rm -rf $(OUTPUT)/deb && mkdir -p $(OUTPUT)/deb/ringlb-$(VERSION)
 	$(Q)tar -c --exclude=./$(OUTPUT) --exclude=./.git . | tar -x -C $(OUTPUT)/deb/ringlb-$(VERSION)
+	$(Q)echo "$(COMMIT)" > $(OUTPUT)/deb/ringlb-$(VERSION)/COMMIT
 	$(Q)cd $(OUTPUT)/deb/ringlb-$(VERSION) && dpkg-buildpackage -b -us -uc -j$$(nproc) \
 		> ../build.log 2>&1 || { tail -30 ../build.log; exit 1; }
 

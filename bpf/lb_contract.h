@@ -76,7 +76,8 @@ struct lb_flow_key {
  * @vip_id: the VIP the flow belongs to
  * @flags: LB_FLOW_*; a SYN without ACK (a new connection on the tuple) clears
  *         them, a packet other than a RST clears LB_FLOW_RST
- * @pad: zero
+ * @pinned_s: when the flow was pinned, or its tuple last saw a new
+ *            connection: bpf_ktime_get_coarse_ns() in whole seconds
  */
 struct lb_flow {
 	__u64 backend_cookie;
@@ -84,8 +85,11 @@ struct lb_flow {
 	__u32 backend_id;
 	__u32 vip_id;
 	__u32 flags;
-	__u32 pad;
+	__u32 pinned_s;
 };
+
+/** LB_NS_PER_S - nanoseconds a second, for @pinned_s. */
+#define LB_NS_PER_S 1000000000ull
 
 /** LB_FLOW_TOUCH_NS - refresh a flow's last_seen_ns at most once a second. */
 #define LB_FLOW_TOUCH_NS 1000000000ull

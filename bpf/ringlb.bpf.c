@@ -114,8 +114,10 @@ static __always_inline void flow_touch(struct lb_flow *flow, __u64 now, __u8 tcp
 {
 	__u32 flags = flow->flags;
 
-	if (lb_new_connection(tcp_flags))
+	if (lb_new_connection(tcp_flags)) {
 		flags = 0;
+		flow->pinned_s = (__u32)(now / LB_NS_PER_S);
+	}
 	if (tcp_flags & LB_TCP_FIN)
 		flags |= LB_FLOW_FIN;
 	/* A RST the backend ignored (RFC 5961) is followed by more packets. */
@@ -261,7 +263,7 @@ again:
 		fresh.backend_id = id;
 		fresh.vip_id = vip_id;
 		fresh.flags = tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0;
-		fresh.pad = 0;
+		fresh.pinned_s = (__u32)(now / LB_NS_PER_S);
 		bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
 	}
 	bc = bpf_map_lookup_elem(&backend_stats, &id);

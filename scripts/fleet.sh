@@ -89,7 +89,7 @@ fleet_balancer_bird() {
 	here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 	sed -e "s|@ROUTER_ID@|$(fleet_lb "$i")|" -e "s|@LOCAL_AS@|6501$i|" \
 		-e "s|@PEER@|198.18.20.1|" -e "s|@PEER_AS@|65000|" \
-		-e "s|@ROUTES@|$dir/routes.conf|" "$here/scripts/bird/balancer.conf" >"$dir/bird.conf"
+		-e "s|@ROUTES_DIR@|$dir|" "$here/scripts/bird/balancer.conf" >"$dir/bird.conf"
 	ip netns exec "${FLEET_PREFIX}lb$i" bird -c "$dir/bird.conf" -s "$dir/bird.ctl" \
 		-P "$dir/bird.pid"
 }

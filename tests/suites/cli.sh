@@ -81,7 +81,11 @@ t_vips_backends() {
 	refused "IPv6 VIP without brackets" "IPv6 endpoints are written" -- ringlb vip add 2001:db8::100:80/tcp
 	refused "duplicate VIP" "already exists" -- ringlb vip add "$VIP"
 	refused "unknown VIP" "no such VIP" -- ringlb vip del 198.18.0.199:80/tcp
-	refused "vnodes out of range" "--vnodes must be" -- ringlb vip add 198.18.0.101:80/tcp --vnodes 0
+	refused "mistyped VIP: the nearest named" "no such VIP 198.18.0.10:80/tcp (did you mean 198.18.0.100:80/tcp?)" -- ringlb backend drain 198.18.0.10:80/tcp b1
+	refused "VIP on another port: the same address named" "no such VIP 198.18.0.100:8080/tcp (did you mean 198.18.0.100:80/tcp?)" -- ringlb backend weight 198.18.0.100:8080/tcp b1 3
+	refused "unknown VIP like no other: no guess" "no such VIP 198.19.77.1:25/udp" -- ringlb vip del 198.19.77.1:25/udp
+	refused "vnodes out of range" "--vnodes must be 1..1048576, not 0" -- ringlb vip add 198.18.0.101:80/tcp --vnodes 0
+	refused "vnodes not a number" "--vnodes must be a number, 1..1048576; 'many' is not a decimal number" -- ringlb vip add 198.18.0.101:80/tcp --vnodes many
 	refused "malformed MAC" "malformed MAC" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:zz:00:19
 	refused "multicast MAC" "must be unicast" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 01:00:5e:00:00:19
 	refused "malformed backend address" "malformed address" -- ringlb backend add "$VIP" b9 198.18.0.500 --mac 02:00:00:00:00:19
@@ -89,11 +93,84 @@ t_vips_backends() {
 	refused "duplicate backend" "already exists" -- ringlb backend add "$VIP" b1 198.18.0.19 --mac 02:00:00:00:00:19
 	refused "backend of an unknown VIP" "no such VIP" -- ringlb backend add 198.18.0.199:80/tcp b9 198.18.0.19 --mac 02:00:00:00:00:19
 	refused "unknown backend" "no backend 'ghost'" -- ringlb backend drain "$VIP" ghost
-	refused "weight out of range" "out of range" -- ringlb backend weight "$VIP" b1 10001
-	refused "weight not a number" "out of range" -- ringlb backend weight "$VIP" b1 heavy
+	refused "weight out of range" "the weight must be 0..10000, not 10001" -- ringlb backend weight "$VIP" b1 10001
+	refused "weight not a number" "the weight must be a number, 0..10000; 'abc' is not a decimal number" -- ringlb backend weight "$VIP" b1 abc
+	refused "weight with a leading zero" "'07' is a number with a leading zero" -- ringlb backend weight "$VIP" b1 07
+	refused "--weight not a number" "--weight must be a number, 0..10000; 'heavy' is not a decimal number" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:00:00:19 --weight heavy
+	refused "port not a number" "port is not a decimal number" -- ringlb vip add 198.18.0.100:http/tcp
 	refused "ring over the point limit" "ring over its limit" -- ringlb backend weight "$VIP" b1 10000
 	refused "drain twice" "already draining" -- ringlb backend drain "$VIP" b2
+	refused "undrain of an active backend" "backend 'b1' is not draining" -- ringlb backend undrain "$VIP" b1
+	refused "weight of a draining backend" "backend 'b2' is draining: add --undrain to weigh and undrain it, or 'ringlb backend undrain $VIP b2' first" -- ringlb backend weight "$VIP" b2 3
+	refused "undrain of an unknown backend" "no backend 'ghost'" -- ringlb backend undrain "$VIP" ghost
 	refused "MAC that cannot be resolved" "cannot resolve the MAC" -- ringlb backend add "$VIP" b9 203.0.113.9
+}
+
+# Undrain, and weight --undrain: the drain undone through the same change as drain (the
+# audit log, the ring), the ring the same one before the drain and after the undrain.
+t_undrain() {
+	local drained undrained again weighed audit plan
+	drained=$(vip_digest "$VIP")
+	audit=$(wc -l <"$W/audit.log")
+	plan=$(ringlb plan "$VIP" undrain b2 --json | jq -r '.backends[] | select(.name == "b2") | .share_after')
+	if ringlb backend undrain "$VIP" b2 2>"$W/err" && [ ! -s "$W/err" ] &&
+		[ "$(backend_field "$VIP" b2 state)" = active ]; then
+		pass "undrain: b2 active again, nothing said; plan had said its share after: $plan, show says $(backend_field "$VIP" b2 share)"
+	else
+		fail "undrain: b2 $(backend_field "$VIP" b2 state), '$(cat "$W/err")'"
+	fi
+	undrained=$(vip_digest "$VIP")
+	[ "$(tail -1 "$W/audit.log" | jq -c '[.command[-4:], .result]')" = '[["backend","undrain","'"$VIP"'","b2"],"ok"]' ] &&
+		[ "$(wc -l <"$W/audit.log")" -eq $((audit + 1)) ] &&
+		pass "undrain: one audit line, $(tail -1 "$W/audit.log" | jq -c '[.command[-4:], .result]')" ||
+		fail "undrain: audit log: $(tail -1 "$W/audit.log")"
+	ringlb backend drain "$VIP" b2 || fail "drain again"
+	again=$(vip_digest "$VIP")
+	ringlb backend weight "$VIP" b2 1 --undrain || fail "weight --undrain"
+	weighed=$(vip_digest "$VIP")
+	if [ "$drained" != "$undrained" ] && [ "$again" = "$drained" ] && [ "$weighed" = "$undrained" ] &&
+		[ "$(backend_field "$VIP" b2 state) $(backend_field "$VIP" b2 weight)" = "active 1" ]; then
+		pass "undrain: drain, undrain, drain, weight 1 --undrain: the kernel's ring alternates between two digests ($drained drained, $undrained not)"
+	else
+		fail "undrain: ring digests drained $drained, undrained $undrained, drained again $again, weight --undrain $weighed; b2 $(backend_field "$VIP" b2 state) weight $(backend_field "$VIP" b2 weight)"
+	fi
+	ringlb backend drain "$VIP" b2 || fail "drain b2 as the set-up had it"
+}
+
+# A backend this host has no route to is added, with one line of warning; one it can reach, silently.
+t_no_route() {
+	local rc
+	ringlb backend add "$VIP" b7 198.19.7.7 --mac 02:00:00:00:00:17 >/dev/null 2>"$W/err"
+	rc=$?
+	if [ $rc -eq 0 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
+		grep -qF "ringlb: backend add: warning: this host has no route to 198.19.7.7" "$W/err" &&
+		[ "$(backend_field "$VIP" b7 state)" = active ]; then
+		pass "no route: exit 0, b7 added, '$(cat "$W/err")'"
+	else
+		fail "no route: exit $rc, b7 $(backend_field "$VIP" b7 state), stderr '$(cat "$W/err")'"
+	fi
+	ringlb backend add "$VIP" b8 198.18.0.18 --mac 02:00:00:00:00:18 >/dev/null 2>"$W/err"
+	rc=$?
+	[ $rc -eq 0 ] && [ ! -s "$W/err" ] && pass "no route: a backend on eth0's network added without a word" ||
+		fail "no route: b8 on eth0's network: exit $rc, '$(cat "$W/err")'"
+	ringlb backend remove "$VIP" b7 && ringlb backend remove "$VIP" b8 || fail "remove b7, b8"
+}
+
+# decap attach takes --from and --vip as comma-separated lists; its synopsis shows both required.
+t_lists() {
+	local from synopsis
+	synopsis=$(ringlb decap attach --help | head -1)
+	[[ $synopsis == *" --from PREFIX... --vip ADDR... [--mode native|generic]"* ]] &&
+		pass "decap attach --help: '${synopsis#  }'" || fail "decap attach --help: '$synopsis'"
+	if ringlb decap attach eth1 --mode generic --from 198.18.11.2/32,198.18.13.0/24 \
+		--from 2001:db8:11::2/128 --vip 198.18.0.100,2001:db8::100 2>"$W/err"; then
+		from=$(bpftool map dump pinned "$PIN/decap/decap_from" -j 2>/dev/null | jq length)
+		[ "$from" = 3 ] && pass "decap attach --from A,B --from C --vip X,Y: the program trusts 3 prefixes" ||
+			fail "decap attach with lists: the peers map holds '$from' entries, want 3"
+		ringlb decap detach eth1 || fail "decap detach eth1"
+	else
+		fail "decap attach with lists: '$(cat "$W/err")'"
+	fi
 }
 
 t_interfaces() {
@@ -112,6 +189,13 @@ t_options() {
 	refused "HTTP check path with a space" "without spaces" -- ringlb vip add 198.18.0.101:80/tcp --check "http:/a b"
 	refused "check timeout over the interval" "timeout is 10 ms .. the interval" -- ringlb vip add 198.18.0.101:80/tcp --check-interval 500 --check-timeout 600
 	refused "check port 0" "--check-port must be" -- ringlb vip add 198.18.0.101:80/tcp --check-port 0
+	refused "check interval not a number" "--check-interval must be a number" -- ringlb vip check "$VIP" --check-interval 2s
+	refused "decap attach without --from" "--from PREFIX is required" -- ringlb decap attach eth1 --vip 198.18.0.100
+	refused "decap attach without --vip" "--vip ADDR is required" -- ringlb decap attach eth1 --from 198.18.0.0/24
+	refused "--from with a bad item in its list" "malformed prefix '198.18.300.0/24': not an IPv4 or IPv6 address" -- ringlb decap attach eth1 --from 198.18.0.0/24,198.18.300.0/24 --vip 198.18.0.100
+	refused "--from with an empty item" "--from '198.18.0.0/24,': an empty item" -- ringlb decap attach eth1 --from 198.18.0.0/24, --vip 198.18.0.100
+	refused "--from length not a number" "malformed prefix '198.18.0.0/2x': the length is not a decimal number" -- ringlb decap attach eth1 --from 198.18.0.0/2x --vip 198.18.0.100
+	refused "--from length out of range" "the length must be 0..32" -- ringlb decap attach eth1 --from 198.18.0.0/33 --vip 198.18.0.100
 	refused "rise 0" "--rise must be" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:00:00:19 --rise 0
 	refused "check target other than vip or backend" "--check-target is vip or backend" -- ringlb vip check "$VIP" --check-target router
 	refused "vip check without an option" "at least one check option" -- ringlb vip check "$VIP"
@@ -123,7 +207,7 @@ t_options() {
 	refused "missing arguments" "missing arguments" -- ringlb backend add "$VIP" b9
 	refused "lookup of a malformed client" "malformed client" -- ringlb lookup "$VIP" 198.18.0.21
 	refused "lookup across families" "address family" -- ringlb lookup "$VIP" "[2001:db8::21]:4000"
-	refused "plan of an unknown verb" "plan add, remove or weight" -- ringlb plan "$VIP" frob b1
+	refused "plan of an unknown verb" "plan add, remove, weight, drain or undrain" -- ringlb plan "$VIP" frob b1
 }
 
 t_privilege() {
@@ -196,8 +280,8 @@ t_missing_state() {
 # --help explains every command.
 t_help() {
 	local helped cmd
-	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 28 ]; then
-		pass "ringlb --help lists the 28 commands"
+	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 31 ]; then
+		pass "ringlb --help lists the 31 commands"
 	else
 		fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 	fi
@@ -354,6 +438,9 @@ t_detach() {
 }
 
 suite_test vips_backends
+suite_test undrain
+suite_test no_route
+suite_test lists
 suite_test interfaces
 suite_test options
 suite_test privilege

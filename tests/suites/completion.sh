@@ -66,19 +66,20 @@ expect() { # LINE WANT
 }
 
 t_words() {
-	expect "$R " "attach backend daemon decap detach host lookup plan restore save secret show stats store verify vip"
+	expect "$R " "attach backend daemon decap detach flows host lookup plan restore save secret show stats store verify vip"
 	expect "$R ba" "backend"
 	expect "$R --" "--help --json --pin-dir --state --store --verbose --version"
 	expect "$R vip " "add check del sources"
-	expect "$R backend " "add drain remove weight"
+	expect "$R backend " "add drain remove undrain weight"
 }
 
 t_values() {
 	expect "$R vip add 198.18.0.9:80/tcp --forward " "gue ipip l2"
 	expect "$R vip add 198.18.0.9:80/tcp --flows " "pinned stateless"
-	expect "$R vip add 198.18.0.9:80/tcp --check " "http: none tcp"
+	expect "$R vip add 198.18.0.9:80/tcp --check " "dns: http: none tcp udp:"
 	expect "$R vip add 198.18.0.9:80/tcp --check-target " "backend vip"
 	expect "$R attach eth0 --mode " "generic native"
+	expect "$R decap attach eth0 --from 198.18.0.0/24 --mode " "generic native"
 	touch "$W/ring.svg"
 	expect "$R show $V4 --svg $W/ring.s" "$W/ring.svg"
 	expect "$R --state $W/sta" "$W/state.json $W/state.json.lock"
@@ -90,8 +91,10 @@ t_names() {
 	expect "$R backend weight $V4 " "web-1 web-2 web-3"
 	expect "$R backend remove $V6 " "dns-1"
 	expect "$R backend add $V4 " ""
-	expect "$R plan $V4 " "add remove weight"
+	expect "$R plan $V4 " "add drain remove undrain weight"
 	expect "$R plan $V4 remove " "web-1 web-2 web-3"
+	expect "$R plan $V4 undrain " "web-1 web-2 web-3"
+	expect "$R decap attach eth0 --from 198.18.0.0/24 --vip 198.18.0.9 --" "--from --gue-port --help --json --mode --verbose --vip"
 	expect "$R lookup " "$V4 $V6"
 	expect "$R backend weight --json $V4 w" "web-1 web-2 web-3"
 }
@@ -106,7 +109,7 @@ t_options() {
 	while read -r object rest; do
 		verb=""
 		[[ $rest =~ ^[a-z]+ ]] && verb=${BASH_REMATCH[0]}
-		want=$({ grep -o '\[--[a-z-]*' <<<"$rest" | tr -d '['; echo --json; echo --verbose; echo --help; } |
+		want=$({ grep -o -- '--[a-z-]*' <<<"$rest"; echo --json; echo --verbose; echo --help; } |
 			sort -u | tr '\n' ' ' | sed 's/ $//')
 		got=$(complete_line "$R $object ${verb:+$verb }--")
 		[ "$got" = "$want" ] || { bad=$((bad + 1)); echo "  $object $verb: got '$got', want '$want'"; }

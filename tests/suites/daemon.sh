@@ -11,7 +11,8 @@
 #                  the background while the tests up to `flaps` run
 #   watchdog       (after start) watchdog pings reach the notify socket
 #   metrics        (after start) /metrics passes promtool check metrics and
-#                  is read-only
+#                  is read-only; ringlb_build_info gives VERSION and the
+#                  commit built
 #   slow_clients   (after start) /metrics' doors: past 8 connections from one
 #                  address refused, past 256 in all refused, a client
 #                  trickling its headers a byte a second cut at the deadline,
@@ -207,13 +208,19 @@ t_watchdog() {
 }
 
 t_metrics() {
-	local t lint code code2
+	local t lint code code2 info
 	for t in $(seq 1 40); do [ "$(health "$VIP" b3)" = up ] && break; sleep 0.1; done
 	in_lb curl -s "http://$METRICS/metrics" >"$W/metrics.txt"
 	lint=$(promtool check metrics <"$W/metrics.txt" 2>&1)
 	[ $? -eq 0 ] && [ -z "$lint" ] && grep -q '^ringlb_check_results_total' "$W/metrics.txt" &&
 		pass "promtool check metrics: nothing to fix in $(grep -c '^ringlb_' "$W/metrics.txt") samples" ||
 		fail "promtool check metrics: $lint"
+	# The version and commit of the build that serves (build/version.h, written from
+	# VERSION and git when it was built).
+	info="ringlb_build_info{version=\"$(cat "$ROOT/VERSION")\",commit=\"$(sed -n 's/^#define RINGLB_COMMIT "\(.*\)"$/\1/p' "$ROOT/build/version.h")\"} 1"
+	grep -qxF "$info" "$W/metrics.txt" && grep -Eq '^ringlb_build_info\{version="[^"]+",commit="([0-9a-f]{12}|unknown)"\} 1$' "$W/metrics.txt" &&
+		pass "/metrics: $info" ||
+		fail "build info: '$(grep '^ringlb_build_info' "$W/metrics.txt")', want '$info'"
 	code=$(in_lb curl -s -o /dev/null -w '%{http_code}' -X POST "http://$METRICS/metrics")
 	code2=$(in_lb curl -s -o /dev/null -w '%{http_code}' "http://$METRICS/state")
 	[ "$code" = 405 ] && [ "$code2" = 404 ] && pass "/metrics is read-only: POST 405, other paths 404" ||

@@ -22,7 +22,7 @@ daemon_on() {
 	nsenter --net="/run/netns/${P}lb$1" $(type -t daemon_wrap >/dev/null && daemon_wrap "$1") \
 		"$ROOT/build/ringlb" --state "$W/lb$1/state.json" \
 		--pin-dir "$PIN-lb$1" --store "$STORE" daemon --metrics none \
-		--bgp-routes "$W/lb$1/routes.conf" --birdc-socket "$W/lb$1/bird.ctl" ${DAEMON_ARGS:-} \
+		--bgp-routes "$W/lb$1/ringlb-routes.conf" --birdc-socket "$W/lb$1/bird.ctl" ${DAEMON_ARGS:-} \
 		>>"$W/lb$1/daemon.log" 2>&1 &
 	local pid=$! t
 	# Under a wrapper that forks (unshare), the daemon is its child: the pid to signal.
@@ -87,7 +87,7 @@ fleet_setup() {
 	# The three daemons start together; each host's bird once its daemon wrote the routes.
 	for i in 1 2 3; do daemon_on "$i"; done
 	for i in 1 2 3; do
-		for t in $(seq 1 50); do [ -s "$W/lb$i/routes.conf" ] && break; sleep 0.1; done
+		for t in $(seq 1 50); do [ -s "$W/lb$i/ringlb-routes.conf" ] && break; sleep 0.1; done
 		fleet_balancer_bird "$i"
 	done
 }

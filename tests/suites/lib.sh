@@ -179,6 +179,17 @@ lookups_json() {
 	ringlb lookup --json "$vip" "$@" | jq -c 'if type == "array" then .[] else . end'
 }
 
+# backend_field VIP NAME FIELD: a field of backend NAME of VIP in `ringlb show --json`.
+backend_field() {
+	ringlb show --json | jq -r --arg v "$1" --arg b "$2" \
+		".vips[] | select(.vip == \$v) | .backends[] | select(.name == \$b) | .$3"
+}
+
+# vip_digest VIP: the digest of the ring the kernel serves for VIP.
+vip_digest() {
+	ringlb show --json | jq -r --arg v "$1" '.vips[] | select(.vip == $v) | .kernel_ring_digest'
+}
+
 # lookups VIP ENDPOINT...: the backend of each flow, a line each, from one lookup.
 lookups() { lookups_json "$@" | jq -r .backend; }
 
@@ -280,6 +291,28 @@ pki_cert() {
 		printf 'subjectAltName=%s\nextendedKeyUsage=%s\n' "$4" "$5" >"$d/$2.ext" &&
 		openssl x509 -req -in "$d/$2.csr" -CA "$d/$3.pem" -CAkey "$d/$3-key.pem" -CAcreateserial \
 			-days 2 -extfile "$d/$2.ext" -out "$d/$2.pem" 2>>"$d/openssl.log"
+}
+
+# refusals WHAT FN VALUE...: `FN VALUE` (a function of the suite that runs the command
+# with that bad value) is refused for each VALUE: one line, exit 2, $W/state.json
+# unchanged; one pass or fail line for WHAT, each value that was not refused said.
+refusals() {
+	local what=$1 fn=$2 before v out rc ok=0 n=0
+	shift 2
+	before=$(sha256sum <"$W/state.json")
+	for v in "$@"; do
+		n=$((n + 1))
+		out=$("$fn" "$v" 2>&1)
+		rc=$?
+		if [ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] &&
+			[ "$(sha256sum <"$W/state.json")" = "$before" ]; then
+			ok=$((ok + 1))
+		else
+			echo "     $what '$v': exit $rc, '$out'"
+		fi
+	done
+	[ $ok -eq $n ] && pass "refused: $ok of $n $what got one line and exit 2, the state unchanged ('$out')" ||
+		fail "refused: $ok of $n $what refused cleanly"
 }
 
 # die WHAT: stop the script (TEST_NAME says which) on a failure that is not a check.

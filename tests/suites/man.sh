@@ -87,7 +87,8 @@ def command_options():
     for synopsis in commands:
         words = synopsis.split()
         name = words[0] + (" " + words[1] if len(words) > 1 and re.fullmatch(r"[a-z]+", words[1]) else "")
-        out.append((name, re.findall(r"\[(--[a-z-]+)", synopsis)))
+        # Optional options in brackets, required ones bare (decap attach --from PREFIX...).
+        out.append((name, re.findall(r"(?<![\w-])(--[a-z-]+)", synopsis)))
     return out
 
 def global_options():
@@ -104,7 +105,7 @@ def check_commands():
             continue
         missing += ["%s: %s" % (name, o) for o in options if not option_in(block, o)]
     return not missing, ("ringlb(8): a section for each of the %d commands of ringlb --help, with each of "
-        "their %d options%s" % (len(commands), sum(len(re.findall(r"\[--", c)) for c in commands),
+        "their %d options%s" % (len(commands), sum(len(o) for _, o in command_options()),
                                 "; missing: " + ", ".join(missing) if missing else ""))
 
 def check_globals():

@@ -16,6 +16,11 @@
 #                 is installed disabled, the state directory is 0700
 #   completion    (after install) the completion is where bash-completion
 #                 looks
+#   runbooks      (after install) every alert of the installed rules has a
+#                 runbook_url naming a file of the package and a heading in it
+#   bird          (after install) the installed bird2 example, filled in,
+#                 parses with `bird -p` before the daemon has written its
+#                 routes file and after
 #   make_install  `make install DESTDIR=... PREFIX=...` puts each file where
 #                 PREFIX says (the unit runs that PREFIX's binary), and `make
 #                 uninstall` removes them all but an edited /etc/default/ringlb
@@ -93,6 +98,7 @@ t_lintian() {
 # --- install -----------------------------------------------------------------------------------
 # DEMO: the demo running on the installed binary, when its test runs.
 t_install() {
+	local commit
 	export DEBIAN_FRONTEND=noninteractive
 	OURS=1
 	if apt-get install -y -q --no-install-recommends "$DEB" >"$W/install.log" 2>&1; then
@@ -107,6 +113,11 @@ t_install() {
 		[ "$(type -P ringlb)" = /usr/sbin/ringlb ] &&
 		pass "the installed ringlb --version says 'ringlb $VERSION', as VERSION and the package's version" ||
 		fail "version: '$(/usr/sbin/ringlb --version 2>&1)', package $(dpkg-query -W -f='${Version}' ringlb), VERSION $VERSION"
+	# The copy make deb built from has no .git: the commit of ringlb_build_info came in its COMMIT file.
+	commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+	grep -qaF "$commit" /usr/sbin/ringlb &&
+		pass "the installed ringlb knows the commit it was built from ($commit), for ringlb_build_info" ||
+		fail "the installed ringlb does not hold the commit $commit"
 	ldd /usr/sbin/ringlb >"$W/ldd" && ! grep -q "not found" "$W/ldd" &&
 		pass "its $(wc -l <"$W/ldd") libraries resolve (the package's Depends: $(dpkg-query -W -f='${Depends}' ringlb | tr ',' '\n' | grep -c .) packages)" ||
 		fail "ldd: $(grep 'not found' "$W/ldd")"
@@ -155,6 +166,36 @@ t_completion() {
 		COMP_POINT=9; _ringlb ringlb ba ringlb; echo "${COMPREPLY[*]}"' 2>&1)
 	[ "$got" = backend ] && pass "bash-completion loads the installed completion: 'ringlb ba<Tab>' offers backend" ||
 		fail "installed completion: '$got'"
+}
+
+# --- the alerts' runbooks ----------------------------------------------------------------------
+t_runbooks() {
+	local rules=/usr/share/ringlb/prometheus/ringlb.rules.yml out rc files
+	out=$("$ROOT/tests/tools/runbooks.py" "$rules" 2>&1)
+	rc=$?
+	# Each file a link names is the package's own, not one left on the machine by something else.
+	files=$(grep -o 'file://[^#]*' "$rules" | sed 's|^file://||' | sort -u)
+	if [ "$rc" -eq 0 ] && [ -n "$files" ] &&
+		[ -z "$(grep -vxFf "$W/files" <<<"$files")" ]; then
+		pass "$(tail -1 <<<"$out") in the installed rules, to $(tr '\n' ' ' <<<"$files")(the package's)"
+	else
+		fail "runbook links of $rules: $(grep -v '^ok' <<<"$out" | head -3); files '$files'"
+	fi
+}
+
+# --- the bird2 example, before and after the daemon's routes -------------------------------------
+t_bird() {
+	local conf=/usr/share/ringlb/bird/balancer.conf routes=$W/bird/ringlb-routes.conf before after
+	mkdir -p "$W/bird"
+	sed -e 's|@ROUTER_ID@|198.18.0.2|' -e 's|@LOCAL_AS@|65011|' -e 's|@PEER@|198.18.0.1|' \
+		-e 's|@PEER_AS@|65000|' -e "s|@ROUTES_DIR@|$W/bird|" "$conf" >"$W/bird/bird.conf"
+	before=$(bird -p -c "$W/bird/bird.conf" 2>&1)
+	printf 'protocol static ringlb_vips4 {\n\tipv4;\n}\nprotocol static ringlb_vips6 {\n\tipv6;\n}\n' >"$routes"
+	after=$(bird -p -c "$W/bird/bird.conf" 2>&1)
+	[ -f "$conf" ] && grep -qxF "$conf" "$W/files" && [ -z "$before" ] && [ -z "$after" ] &&
+		! grep -q '@[A-Z_]*@' "$W/bird/bird.conf" &&
+		pass "$conf, filled in: bird -p accepts it with no routes file yet and with the daemon's" ||
+		fail "$conf: without the routes file '$before', with it '$after'"
 }
 
 # --- the demo, with the installed binary --------------------------------------------------------
@@ -222,6 +263,10 @@ t_make_install() {
 			[ "$(stat -c %a "$dest/var/lib/ringlb")" = 700 ] &&
 			pass "make install DESTDIR PREFIX=$prefix: $(echo "$files" | wc -w) files; the unit runs $prefix/sbin/ringlb" ||
 			fail "make install PREFIX=$prefix: $files"
+		"$ROOT/tests/tools/runbooks.py" "$dest$prefix/share/ringlb/prometheus/ringlb.rules.yml" \
+			--root "$dest" >"$W/runbooks.out" 2>&1 &&
+			pass "make install PREFIX=$prefix: $(tail -1 "$W/runbooks.out") (to $prefix/share/ringlb/prometheus/runbooks.md)" ||
+			fail "make install PREFIX=$prefix: runbook links: $(grep -v '^ok' "$W/runbooks.out" | head -3)"
 		echo "DAEMON_OPTS=\"--metrics none\"" >>"$dest/etc/default/ringlb"
 		make -C "$ROOT" --no-print-directory uninstall DESTDIR="$dest" PREFIX="$prefix" >"$W/uninstall.log" 2>&1
 		rest=$(cd "$dest" && find . -type f | sort | tr '\n' ' ')
@@ -237,6 +282,8 @@ suite_test install build
 suite_test man install
 suite_test unit install
 suite_test completion install
+suite_test runbooks install
+suite_test bird install
 suite_test lintian build
 suite_test make_install
 suite_test demo install

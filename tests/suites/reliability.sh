@@ -129,7 +129,9 @@ EOF
 		if [ -z "$present" ]; then
 			cmd=(backend add "$vip" "b$i" "$(topo_backend_addr4 "$i")" --weight $((RANDOM % 4 + 1)))
 		elif [ "$i" = 1 ] || [ $op -le 1 ]; then
+			# A draining backend's weight is refused unless it is undrained too.
 			cmd=(backend weight "$vip" "b$i" $((RANDOM % 4 + 1)))
+			[ "$present" = draining ] && cmd+=(--undrain)
 		elif [ $op -eq 2 ] && [ "$present" = active ]; then
 			cmd=(backend drain "$vip" "b$i")
 		else

@@ -28,8 +28,15 @@
 #              namespace, whether or not the host runs one), a change's audit
 #              line, accepted or refused, is also a journal entry with its
 #              fields; with no journald a change is made all the same
+#   bird       a real bird2 on scripts/bird/balancer.conf, started before the
+#              daemon has written its routes file, runs and announces
+#              nothing; the daemon started after writes the file, and an
+#              IPv4 and an IPv6 VIP reach a peer bird over BGP and its
+#              kernel's table (next hops on the link); a host drain
+#              withdraws both, an undrain brings them back
 #
-# Runs in a private network namespace with one veth pair. Needs root; skips
+# Runs in a private network namespace with one veth pair (and, for bird, a
+# peer namespace beside it). Needs root; skips
 # without it, except under CI=true. DEBUG=1 prints the daemon's log at the end.
 set -uo pipefail
 
@@ -52,7 +59,9 @@ cleanup() {
 	[ -n "${DPID:-}" ] && kill -9 "$DPID" 2>/dev/null
 	[ -n "$JPID" ] && kill "$JPID" 2>/dev/null
 	for pid in $(cat "$W/birdc.pids" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+	for pid in "$W"/bird/*.pid; do [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null; done
 	ip netns del "$NS" 2>/dev/null
+	ip netns del "${NS}p" 2>/dev/null
 	rm -rf "$PIN" "$W"
 	# shellcheck disable=SC2086
 	[ -z "$MADE_DIRS" ] || rmdir $MADE_DIRS
@@ -80,12 +89,13 @@ wait_for() {
 calls_at_least() { [ "$(calls)" -ge "$1" ]; }
 logged() { [ "$(grep -c -- "$1" "$W/daemon.log")" -ge "${2:-1}" ]; }
 
-# daemon_start ROUTES_FILE: the daemon in the namespace, the stand-in first in its PATH.
+# daemon_start ROUTES_FILE [BIRD_SOCKET PATH]: the daemon in the namespace; by default
+# with the stand-in first in its PATH.
 daemon_start() {
 	# nsenter execs env, which execs ringlb: $! is the daemon itself.
-	nsenter --net="/run/netns/$NS" env PATH="$W/bin:$PATH" "$ROOT/build/ringlb" \
+	nsenter --net="/run/netns/$NS" env PATH="${3:-$W/bin:$PATH}" "$ROOT/build/ringlb" \
 		--state "$W/state.json" --pin-dir "$PIN" daemon --metrics "$METRICS" \
-		--verify-interval 3600 --bgp-routes "$1" --birdc-socket "$W/bird.ctl" \
+		--verify-interval 3600 --bgp-routes "$1" --birdc-socket "${2:-$W/bird.ctl}" \
 		>>"$W/daemon.log" 2>&1 &
 	DPID=$!
 }
@@ -379,10 +389,99 @@ t_journal() {
 		fail "without a journald: exit $rc, VIP there: $rc2, stderr '$(cat "$W/nojournal.err")'"
 }
 
+# --- a real bird2, started first ---------------------------------------------------------------
+# bird_up: bgp0 from the namespace (198.18.1.1/24, 2001:db8:1::1/64) to a peer
+# namespace ${NS}p (.2, ::2), whose bird takes every route of the session, both
+# families, into its kernel's table; then this host's bird from
+# scripts/bird/balancer.conf, its routes file not written yet.
+BIRD_VIP4=198.18.0.120
+BIRD_VIP6=2001:db8::120
+bird_up() {
+	local b=$W/bird ns
+	mkdir -p "$b"
+	ip netns add "${NS}p"
+	ip -n "$NS" link add bgp0 type veth peer name bgp0 netns "${NS}p"
+	ip -n "${NS}p" link set lo up
+	for ns in "$NS" "${NS}p"; do
+		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
+		ip -n "$ns" link set bgp0 up
+	done
+	ip -n "$NS" addr add 198.18.1.1/24 dev bgp0
+	ip -n "$NS" -6 addr add 2001:db8:1::1/64 dev bgp0 nodad
+	ip -n "${NS}p" addr add 198.18.1.2/24 dev bgp0
+	ip -n "${NS}p" -6 addr add 2001:db8:1::2/64 dev bgp0 nodad
+	cat >"$b/peer.conf" <<EOF
+router id 198.18.1.2;
+protocol device { scan time 1; }
+protocol kernel { ipv4 { import none; export all; }; }
+protocol kernel { ipv6 { import none; export all; }; }
+protocol bgp lb {
+	local 198.18.1.2 as 65000;
+	neighbor 198.18.1.1 as 65011;
+	hold time 3;
+	keepalive time 1;
+	connect retry time 1;
+	error wait time 1, 2;
+	ipv4 { import all; export none; };
+	ipv6 { import all; export none; };
+}
+EOF
+	sed -e 's|@ROUTER_ID@|198.18.1.1|' -e 's|@LOCAL_AS@|65011|' -e 's|@PEER@|198.18.1.2|' \
+		-e 's|@PEER_AS@|65000|' -e "s|@ROUTES_DIR@|$b|" "$ROOT/scripts/bird/balancer.conf" >"$b/lb.conf"
+	ip netns exec "${NS}p" bird -c "$b/peer.conf" -s "$b/peer.ctl" -P "$b/peer.pid" ||
+		die "the peer's bird: $(bird -p -c "$b/peer.conf" 2>&1)"
+	ip netns exec "$NS" bird -c "$b/lb.conf" -s "$b/lb.ctl" -P "$b/lb.pid" 2>"$b/lb.err"
+}
+# peer_routes: the peer kernel's routes to the two VIPs, one "ADDR via HOP" a line.
+peer_routes() {
+	{
+		ip -n "${NS}p" -j route show "$BIRD_VIP4/32"
+		ip -n "${NS}p" -j -6 route show "$BIRD_VIP6/128"
+	} | jq -r '.[] | "\(.dst) via \(.gateway)"'
+}
+peer_has() { [ "$(peer_routes | tr '\n' ';')" = "$1" ]; }
+session_up() { birdc -s "$W/bird/lb.ctl" show protocols upstream | grep -q Established; }
+
+t_bird() {
+	local b=$W/bird t0 took protos want="$BIRD_VIP4 via 198.18.1.1;$BIRD_VIP6 via 2001:db8:1::1;"
+	daemon_kill
+	ringlb vip add "$BIRD_VIP4:53/udp" --vnodes 64 && ringlb vip add "[$BIRD_VIP6]:53/udp" --vnodes 64 ||
+		fail "vip add"
+	bird_up
+	# bird first: no routes file yet, and it runs all the same, with its BGP session.
+	if [ ! -e "$b/ringlb-routes.conf" ] && wait_for 15 session_up; then
+		protos=$(birdc -s "$b/lb.ctl" show protocols | awk 'NR > 2 { print $1 }' | tr '\n' ' ')
+		sleep 1
+		[ -z "$(peer_routes)" ] && ! grep -q ringlb_vips <<<"$protos" &&
+			pass "bird started before the daemon, no routes file: it runs, its session is up, its protocols are '${protos% }', the peer has no route to the VIPs" ||
+			fail "bird without the routes file: protocols '$protos', the peer has '$(peer_routes | tr '\n' ';')'"
+	else
+		fail "bird did not start without the routes file: $(cat "$b/lb.err") $(birdc -s "$b/lb.ctl" show protocols 2>&1 | tail -2)"
+		return
+	fi
+	t0=$(now)
+	daemon_start "$b/ringlb-routes.conf" "$b/lb.ctl" "$PATH"
+	if wait_for 20 peer_has "$want"; then
+		took=$(since "$t0" "$(now)")
+		pass "the daemon started after: it wrote the routes file ('$(grep -m1 'routes announced' "$W/daemon.log" | cut -c16-)'); the peer's kernel routes $(peer_routes | tr '\n' ';' | sed 's/;$//; s/;/ and /') $took s after the daemon's start"
+	else
+		fail "after the daemon's start: the peer has '$(peer_routes | tr '\n' ';')', want '$want'; bird: $(birdc -s "$b/lb.ctl" show route 2>&1 | tail -4 | tr '\n' ' '); daemon: $(tail -3 "$W/daemon.log")"
+		return
+	fi
+	ringlb host drain >/dev/null || fail "host drain"
+	wait_for 10 peer_has "" && pass "host drain: the peer's routes to both VIPs withdrawn" ||
+		fail "host drain: the peer still has '$(peer_routes | tr '\n' ';')'"
+	ringlb host undrain >/dev/null || fail "host undrain"
+	wait_for 10 peer_has "$want" && pass "host undrain: both routes back at the peer" ||
+		fail "host undrain: the peer has '$(peer_routes | tr '\n' ';')'"
+	daemon_kill
+}
+
 suite_test hung
 suite_test announce hung
 suite_test symlink announce
 suite_test sigterm announce
 suite_test no_temp
 suite_test journal
+suite_test bird
 suite_main "$@"

@@ -18,6 +18,9 @@
 #   host2        (after daemon) a second host, attached, serves the store's
 #                rings
 #   converge     (after host2) it converges to a change of the first
+#   undrain      (after converge) a drain on host 1 and its undrain on host 2
+#                go through the store: each host serves both, and the rings
+#                are back to those of before the drain
 #   concurrent   (after host2) 16 concurrent changes from both are all kept
 #   leader       (after host2) one daemon runs the health checks, another
 #                takes them when it dies
@@ -160,6 +163,24 @@ t_converge() {
 	[ "$(digest h2)" = "$(digest sringlb)" ] && h2 verify >/dev/null &&
 		pass "a change made on host 1 serves on host 2 after $took s (its daemon watches the store)" ||
 		fail "host 2 never converged: $(tail -3 "$W/h2/daemon.log")"
+}
+
+# A drain on host 1, undone on host 2: both through the store, both served by both hosts.
+t_undrain() {
+	local before drained t state1 state2
+	before=$(digest sringlb)
+	sringlb backend drain "$VIP" b1 || fail "drain on host 1"
+	for t in $(seq 1 100); do [ "$(digest h2)" = "$(digest sringlb)" ] && break; sleep 0.05; done
+	drained=$(digest h2)
+	state1=$(stored | jq -r '.vips[0].backends[] | select(.name == "b1") | .state')
+	h2 backend undrain "$VIP" b1 || fail "undrain on host 2"
+	for t in $(seq 1 100); do [ "$(digest sringlb)" = "$(digest h2)" ] && break; sleep 0.05; done
+	state2=$(stored | jq -r '.vips[0].backends[] | select(.name == "b1") | .state')
+	[ "$state1 $state2" = "draining active" ] && [ "$drained" != "$before" ] &&
+		[ "$(digest sringlb)" = "$before" ] && [ "$(digest h2)" = "$before" ] &&
+		sringlb verify >/dev/null && h2 verify >/dev/null &&
+		pass "drain on host 1, undrain on host 2: the store says $state1 then $state2, both hosts served the drained rings ($drained) and then the rings of before ($before)" ||
+		fail "fleet undrain: store $state1 then $state2; rings before $before, drained $drained, after $(digest sringlb) / $(digest h2)"
 }
 
 # Concurrent changes from both hosts: none lost.
@@ -366,6 +387,7 @@ suite_test view commits
 suite_test daemon commits
 suite_test host2 daemon
 suite_test converge host2
+suite_test undrain converge
 suite_test concurrent host2
 suite_test leader host2
 suite_test other_key commits

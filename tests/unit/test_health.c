@@ -5,7 +5,8 @@
  * per hold period, a restart starts from the committed verdict, and a VIP
  * whose every checked backend is down keeps its last healthy set (fail
  * open) until one comes back. Also: the check options' parsing and the
- * state file's check and health fields.
+ * state file's check and health fields, and what DNS and UDP checks send
+ * and which replies they take.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -232,6 +233,137 @@ static void test_malformed_checks_are_refused(void **unused)
 	state_free(&s);
 }
 
+/* A dns:NAME and a udp:PAYLOAD:EXPECT check read, written back and decoded as the man page says. */
+static void test_dns_and_udp_checks_parse(void **unused)
+{
+	static const char *const refused[] = {
+		"dns:", "dns:who..test", "dns:.who.test", "dns:who test", "dns:w%ho",
+		"dns:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.test",
+		"udp:", "udp:ping", "udp::pong", "udp:pi ng:pong", "udp:ping:po:ng", "udp:%zz:x",
+		"udp:%4:x", "udp:ping:%", "udp", "dns",
+	};
+	__u8 send[STATE_CHECK_UDP_MAX], expect[STATE_CHECK_UDP_MAX];
+	size_t send_len, expect_len, i;
+	struct state_check c;
+	const char *why = NULL;
+	char text[STATE_CHECK_PATH_MAX + 8];
+
+	(void)unused;
+	check(state_check_parse("dns:Who.test.", &c, &why) == 0 && c.kind == STATE_CHECK_DNS,
+	      "dns:Who.test. is a DNS check: %s", why ? why : "");
+	state_check_format(&c, text, sizeof(text));
+	check(strcmp(text, "dns:Who.test.") == 0, "written back: got '%s', want 'dns:Who.test.'", text);
+	check(state_check_parse("udp:ping%0a:pong", &c, &why) == 0 && c.kind == STATE_CHECK_UDP,
+	      "udp:ping%%0a:pong is a UDP check: %s", why ? why : "");
+	state_check_format(&c, text, sizeof(text));
+	check(strcmp(text, "udp:ping%0a:pong") == 0, "written back as given: got '%s'", text);
+	check(state_check_udp_bytes(c.path, send, &send_len, expect, &expect_len) == 0,
+	      "its bytes decode");
+	check(send_len == 5 && memcmp(send, "ping\n", 5) == 0 && expect_len == 4 &&
+		      memcmp(expect, "pong", 4) == 0,
+	      "sends 'ping\\n' (got %zu bytes), expects 'pong' (got %zu bytes)", send_len, expect_len);
+	check(state_check_udp_bytes("%00%FF%3a%25%20:", send, &send_len, expect, &expect_len) == 0 &&
+		      send_len == 5 && memcmp(send, "\0\xff:% ", 5) == 0 && expect_len == 0,
+	      "%%XX is any byte, either case; an empty EXPECT takes any reply (got %zu and %zu bytes)",
+	      send_len, expect_len);
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		why = NULL;
+		check(state_check_parse(refused[i], &c, &why) == -EINVAL && why,
+		      "'%s' refused, with why", refused[i]);
+	}
+}
+
+/* The query a DNS check sends, byte for byte (RFC 1035 4.1). */
+static void test_dns_query_is_one_question_for_the_name(void **unused)
+{
+	static const __u8 want[] = {
+		0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, /* ID, RD, one question */
+		3, 'w', 'h', 'o', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1, /* who.test A IN */
+	};
+	__u8 q[HEALTH_DNS_QUERY_MAX];
+	int len;
+
+	(void)unused;
+	len = health_dns_query("who.test", 0x1234, q);
+	check_eq(len, sizeof(want));
+	check(memcmp(q, want, sizeof(want)) == 0, "the query's bytes are RFC 1035's");
+	check_eq(health_dns_query("who.test.", 0x1234, q), sizeof(want));
+	check(health_dns_query("a..b", 1, q) < 0, "an empty label is not a name");
+}
+
+/* @q's answer: QR set, rcode @rcode, @answers records (each who.test A 198.18.99.1). */
+static size_t dns_reply(const __u8 *q, size_t qlen, __u16 rcode, __u16 answers, __u8 *out)
+{
+	static const __u8 rr[] = { 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 198, 18, 99, 1 };
+	size_t len = qlen;
+	__u16 i;
+
+	memcpy(out, q, qlen);
+	out[2] |= 0x80;
+	out[3] = (__u8)(0x80 | rcode);
+	out[6] = (__u8)(answers >> 8);
+	out[7] = (__u8)answers;
+	for (i = 0; i < answers; i++, len += sizeof(rr))
+		memcpy(out + len, rr, sizeof(rr));
+	return len;
+}
+
+/* Only the answer to this query counts, and only NOERROR with an answer is up. */
+static void test_dns_judge_takes_only_its_answer(void **unused)
+{
+	__u8 q[HEALTH_DNS_QUERY_MAX], r[512], other[HEALTH_DNS_QUERY_MAX];
+	char why[HEALTH_WHY_MAX];
+	size_t len;
+	int qlen, olen;
+
+	(void)unused;
+	qlen = health_dns_query("who.test", 0x4242, q);
+	assert_true(qlen > 0);
+	len = dns_reply(q, (size_t)qlen, 0, 1, r);
+	check_eq(health_dns_judge(r, len, "who.test", 0x4242, why), HEALTH_REPLY_UP);
+	check(strcmp(why, "DNS NOERROR, 1 answers") == 0, "why: got '%s'", why);
+	check_eq(health_dns_judge(r, len, "who.test", 0x4243, why), HEALTH_REPLY_STRAY);
+	check(strcmp(why, "DNS ID 16962, want 16963") == 0, "another ID is a stray, said so: got '%s'", why);
+	/* The query itself (QR clear) echoed back: not an answer. */
+	check_eq(health_dns_judge(q, (size_t)qlen, "who.test", 0x4242, why), HEALTH_REPLY_STRAY);
+	check(strcmp(why, "not a DNS response") == 0, "a query is not a response: got '%s'", why);
+	/* The answer to another name, with our ID: not ours. */
+	olen = health_dns_query("who.tesu", 0x4242, other);
+	len = dns_reply(other, (size_t)olen, 0, 1, r);
+	check_eq(health_dns_judge(r, len, "who.test", 0x4242, why), HEALTH_REPLY_STRAY);
+	/* DNS names are case-insensitive (and a server may answer 0x20-mixed case). */
+	olen = health_dns_query("WHO.Test", 0x4242, other);
+	len = dns_reply(other, (size_t)olen, 0, 2, r);
+	check_eq(health_dns_judge(r, len, "who.test", 0x4242, why), HEALTH_REPLY_UP);
+	len = dns_reply(q, (size_t)qlen, 3, 0, r);
+	check_eq(health_dns_judge(r, len, "who.test", 0x4242, why), HEALTH_REPLY_DOWN);
+	check(strcmp(why, "DNS NXDOMAIN") == 0, "NXDOMAIN is down: got '%s'", why);
+	len = dns_reply(q, (size_t)qlen, 2, 0, r);
+	check_eq(health_dns_judge(r, len, "who.test", 0x4242, why), HEALTH_REPLY_DOWN);
+	check(strcmp(why, "DNS SERVFAIL") == 0, "SERVFAIL is down: got '%s'", why);
+	len = dns_reply(q, (size_t)qlen, 0, 0, r);
+	check_eq(health_dns_judge(r, len, "who.test", 0x4242, why), HEALTH_REPLY_DOWN);
+	check(strcmp(why, "DNS NOERROR with no answer") == 0, "no answer is down: got '%s'", why);
+	check_eq(health_dns_judge(r, 11, "who.test", 0x4242, why), HEALTH_REPLY_STRAY);
+	check_eq(health_dns_judge(r, (size_t)qlen - 1, "who.test", 0x4242, why), HEALTH_REPLY_STRAY);
+}
+
+/* A plain UDP check: up when the reply starts with EXPECT. */
+static void test_udp_judge_wants_the_prefix(void **unused)
+{
+	char why[HEALTH_WHY_MAX];
+
+	(void)unused;
+	check_eq(health_udp_judge((const __u8 *)"pong 1", 6, (const __u8 *)"pong", 4, why),
+		 HEALTH_REPLY_UP);
+	check_eq(health_udp_judge((const __u8 *)"pon", 3, (const __u8 *)"pong", 4, why),
+		 HEALTH_REPLY_DOWN);
+	check(strstr(why, "does not start as expected"), "why: got '%s'", why);
+	check_eq(health_udp_judge((const __u8 *)"xpong", 5, (const __u8 *)"pong", 4, why),
+		 HEALTH_REPLY_DOWN);
+	check_eq(health_udp_judge((const __u8 *)"", 0, (const __u8 *)"", 0, why), HEALTH_REPLY_UP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +373,10 @@ int main(void)
 		cmocka_unit_test(test_fail_open_keeps_the_last_healthy_set),
 		cmocka_unit_test(test_state_file_keeps_checks_and_health),
 		cmocka_unit_test(test_malformed_checks_are_refused),
+		cmocka_unit_test(test_dns_and_udp_checks_parse),
+		cmocka_unit_test(test_dns_query_is_one_question_for_the_name),
+		cmocka_unit_test(test_dns_judge_takes_only_its_answer),
+		cmocka_unit_test(test_udp_judge_wants_the_prefix),
 	};
 
 	return tests_run("test_health", tests);

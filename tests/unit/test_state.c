@@ -112,6 +112,83 @@ static void test_mac_name_and_number_parsing(void **state)
 		      "number '%s' %s", numbers[i].text, numbers[i].ok ? "refused" : "accepted");
 }
 
+/* "abc" is not a number, 10001 is a number out of range: each parser says which. */
+static void test_numbers_tell_not_a_number_from_out_of_range(void **state)
+{
+	static const struct {
+		const char *text;
+		int err;
+	} numbers[] = {
+		{ "10001", -ERANGE }, { "4", -ERANGE }, { "99999999999999999999999", -ERANGE },
+		{ "abc", -EINVAL }, { "99999x", -EINVAL }, { "", -EINVAL }, { "01", -EINVAL },
+		{ "-1", -EINVAL },
+	};
+	struct prefix p;
+	struct addr a;
+	const char *why = NULL;
+	__u16 port;
+	__u32 n;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		int err = number_parse(numbers[i].text, 5, 10000, &n, &why);
+
+		check(err == numbers[i].err, "number '%s': got %d (%s), want %d", numbers[i].text,
+		      err, why, numbers[i].err);
+	}
+	check(prefix_parse("198.18.0.0/abc", &p, &why) && strcmp(why, "the length is not a "
+	      "decimal number") == 0, "prefix length 'abc': got '%s'", why);
+	check(prefix_parse("198.18.0.0/33", &p, &why) && strcmp(why, "the length must be 0..32") == 0,
+	      "prefix length 33: got '%s'", why);
+	check(endpoint_parse("198.18.0.21:http", &a, &port, &why) &&
+	      strcmp(why, "port is not a decimal number") == 0, "port 'http': got '%s'", why);
+	check(endpoint_parse("198.18.0.21:65536", &a, &port, &why) &&
+	      strcmp(why, "port must be 1..65535") == 0, "port 65536: got '%s'", why);
+}
+
+/* A VIP that is not there: the one meant, when one is close enough to be a typo. */
+static void test_the_nearest_vip_of_a_mistyped_one(void **state)
+{
+	static const char *const have[] = { "198.18.0.100:80/tcp", "198.18.0.100:53/udp",
+					    "198.18.0.7:443/tcp", "[2001:db8::100]:443/tcp" };
+	static const struct {
+		const char *typed;
+		const char *want; /* NULL: none */
+	} cases[] = {
+		{ "198.18.0.10:80/tcp", "198.18.0.100:80/tcp" },   /* a digit short */
+		{ "198.18.0.100:8080/tcp", "198.18.0.100:80/tcp" }, /* the same address first */
+		{ "198.18.0.100:54/udp", "198.18.0.100:53/udp" },
+		{ "198.18.0.7:80/tcp", "198.18.0.7:443/tcp" },
+		{ "[2001:db8::10]:443/tcp", "[2001:db8::100]:443/tcp" },
+		{ "203.0.113.5:25/udp", NULL },                     /* nothing like it */
+	};
+	const struct state_vip *near;
+	struct state_vip *v;
+	struct vip_spec spec;
+	struct state s;
+	const char *why = NULL;
+	char text[ADDR_TEXT_MAX];
+	size_t i;
+
+	(void)state;
+	state_init(&s);
+	for (i = 0; i < sizeof(have) / sizeof(have[0]); i++) {
+		assert_int_equal(vip_parse(have[i], &spec, &why), 0);
+		assert_int_equal(state_vip_add(&s, &spec, 10, &v), 0);
+	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(vip_parse(cases[i].typed, &spec, &why), 0);
+		near = state_vip_nearest(&s, &spec);
+		if (near)
+			vip_format(&near->spec, text);
+		check(cases[i].want ? near && strcmp(text, cases[i].want) == 0 : !near,
+		      "%s: got %s, want %s", cases[i].typed, near ? text : "none",
+		      cases[i].want ? cases[i].want : "none");
+	}
+	state_free(&s);
+}
+
 static void test_endpoint_parse_reads_clients(void **state)
 {
 	struct addr a;
@@ -1103,6 +1180,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vip_parse_accepts_canonical_forms_and_refuses_the_rest),
 		cmocka_unit_test(test_mac_name_and_number_parsing),
+		cmocka_unit_test(test_numbers_tell_not_a_number_from_out_of_range),
+		cmocka_unit_test(test_the_nearest_vip_of_a_mistyped_one),
 		cmocka_unit_test(test_endpoint_parse_reads_clients),
 		cmocka_unit_test(test_state_round_trips_through_its_file),
 		cmocka_unit_test(test_state_validation_refuses_every_bad_field),

@@ -30,24 +30,66 @@ int cli_name_arg(struct cli *c, const char *text, const char **name)
 	return 0;
 }
 
-int cli_weight_arg(struct cli *c, const char *text, __u32 *weight)
+int cli_number_arg(struct cli *c, const char *what, const char *text, unsigned long min,
+		   unsigned long max, const char *unit, __u32 *out)
 {
 	const char *why = NULL;
+	int err = number_parse(text, min, max, out, &why);
 
-	if (number_parse(text, 0, RING_WEIGHT_MAX, weight, &why))
-		return cli_usage(c, "weight '%s' out of range 0..%u", text, RING_WEIGHT_MAX);
+	if (err == -ERANGE)
+		return cli_usage(c, "%s must be %lu..%lu%s, not %s", what, min, max,
+				 unit ? unit : "", text);
+	if (err)
+		return cli_usage(c, "%s must be a number, %lu..%lu%s; '%s' is %s", what, min, max,
+				 unit ? unit : "", text, why);
 	return 0;
+}
+
+int cli_weight_arg(struct cli *c, const char *text, __u32 *weight)
+{
+	return cli_number_arg(c, "the weight", text, 0, RING_WEIGHT_MAX, NULL, weight);
+}
+
+int cli_list_each(struct cli *c, const char *option, const char *value, void *args,
+		  int (*one)(struct cli *c, void *args, const char *item))
+{
+	const char *p = value;
+	char item[ADDR_TEXT_MAX + 8];
+	int err;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (!len)
+			return cli_usage(c, "--%s '%s': an empty item in the comma-separated list",
+					 option, value);
+		if (len >= sizeof(item))
+			return cli_usage(c, "--%s '%.*s': too long for one item", option,
+					 (int)sizeof(item), p);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		err = one(c, args, item);
+		if (err || !comma)
+			return err;
+		p = comma + 1;
+	}
 }
 
 struct state_vip *cli_vip_find(const struct state *s, const struct vip_spec *spec,
 			       struct fault *f)
 {
 	struct state_vip *v = state_vip_find(s, spec);
-	char text[ADDR_TEXT_MAX];
+	const struct state_vip *near;
+	char text[ADDR_TEXT_MAX], other[ADDR_TEXT_MAX];
 
 	if (!v) {
 		vip_format(spec, text);
-		fault_set(f, FAULT_STATE, -ENOENT, "no such VIP %s", text);
+		near = state_vip_nearest(s, spec);
+		if (near)
+			vip_format(&near->spec, other);
+		fault_set(f, FAULT_STATE, -ENOENT, near ? "no such VIP %s (did you mean %s?)" :
+			  "no such VIP %s", text, other);
 	}
 	return v;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * backend add, weight, drain and remove: a VIP's members. Each is a change
+ * backend add, weight, drain, undrain and remove: a VIP's members. Each is a change
  * of the desired state (an apply function); plan runs the same functions on
  * a copy to measure them. Only add asks the host anything (a backend's MAC
  * from the neighbour table), and not in a dry run.
@@ -108,23 +108,49 @@ static int backend_route_check(const struct change_ctx *ctx, const struct state 
 	return err;
 }
 
+/*
+ * A retired backend added again at its address comes back as itself, as
+ * GLB's "filling" backends do: its slot and cookie, so the pins of its old
+ * connections hold again, and its name, so its ring points are the ones it
+ * had. Its kept weights stay, for the hop lists of the rings that name it.
+ * What the add says (weight, check) is its own now, and it starts up.
+ */
+static void backend_readd(struct state_backend *old, const struct state_backend *b)
+{
+	old->retired = 0;
+	old->draining = 0;
+	old->down = 0;
+	old->held = 0;
+	old->weight = b->weight;
+	old->check_set = b->check_set;
+	old->check = b->check;
+}
+
 static int backend_add_apply(const struct change_ctx *ctx, const void *args, struct state *want,
 			     struct fault *f)
 {
 	const struct backend_args *a = args;
 	struct state_backend b = { .addr = a->addr, .weight = a->weight };
 	struct state_vip *v = cli_vip_find(want, &a->vip, f);
+	struct state_backend *old;
 	char vip[ADDR_TEXT_MAX];
 	int err;
 
 	if (!v)
 		return -ENOENT;
 	vip_format(&v->spec, vip);
-	if (state_backend_find(v, a->name)) {
-		return fault_set(f, FAULT_STATE, -EEXIST, state_backend_find(v, a->name)->retired ?
-				 "backend '%s' of VIP %s was removed, and previous rings still name "
-				 "it: add it under another name" :
-				 "backend '%s' already exists on VIP %s", a->name, vip);
+	old = state_backend_find(v, a->name);
+	if (old && !old->retired)
+		return fault_set(f, FAULT_STATE, -EEXIST, "backend '%s' already exists on VIP %s",
+				 a->name, vip);
+	if (old && !addr_equal(&old->addr, &a->addr)) {
+		char was[ADDR_TEXT_MAX];
+
+		addr_format(&old->addr, was);
+		return fault_set(f, FAULT_STATE, -EEXIST, "backend '%s' of VIP %s was removed from "
+				 "%s, and previous rings still name it: add it again at %s (it "
+				 "comes back as itself) or under another name", a->name, vip, was,
+				 was);
 	}
 	snprintf(b.name, sizeof(b.name), "%s", a->name);
 	if (a->check.given) {
@@ -146,12 +172,35 @@ static int backend_add_apply(const struct change_ctx *ctx, const void *args, str
 		if (err)
 			return err;
 	}
+	if (old) {
+		backend_readd(old, &b);
+		return cli_ring_fits(v, f);
+	}
 	err = state_backend_add(want, v, &b);
 	if (err == -ENOSPC)
 		fault_set(f, FAULT_STATE, err, "all %d backend slots are in use", LB_BACKENDS_MAX - 1);
 	else if (err)
 		fault_set(f, FAULT_STATE, err, "%s", strerror(-err));
 	return err ?: cli_ring_fits(v, f);
+}
+
+/*
+ * Made, but perhaps to no avail: a backend whose address this host has no
+ * route to (an l2 backend given its --mac is asked nothing else) is said
+ * in one line. An encapsulated one was refused already.
+ */
+static void backend_add_after(struct cli *c, const void *args)
+{
+	const struct backend_args *a = args;
+	char why[HOST_WHY_MAX] = "", addr[ADDR_TEXT_MAX];
+	struct addr hop;
+	int oif;
+
+	if (host_next_hop(&a->addr, &hop, &oif, why) == 0)
+		return;
+	addr_format(&a->addr, addr);
+	fprintf(stderr, "ringlb: %s: warning: this host has no route to %s (%s); backend '%s' "
+		"was added all the same\n", c->name, addr, why, a->name);
 }
 
 /* The backend @a names, and its VIP; NULL and why when there is none. */
@@ -178,26 +227,50 @@ static int backend_weight_apply(const struct change_ctx *ctx, const void *args,
 	(void)ctx;
 	if (!b)
 		return -ENOENT;
+	/* A weight given to a draining backend would change nothing until an undrain. */
+	if (b->draining && !a->undrain) {
+		char vip[ADDR_TEXT_MAX];
+
+		vip_format(&v->spec, vip);
+		return fault_set(f, FAULT_STATE, -EBUSY, "backend '%s' is draining: add --undrain "
+				 "to weigh and undrain it, or 'ringlb backend undrain %s %s' first",
+				 a->name, vip, a->name);
+	}
 	b->weight = a->weight;
+	b->draining = 0;
 	return cli_ring_fits(v, f);
 }
 
-static int backend_drain_apply(const struct change_ctx *ctx, const void *args,
-			       struct state *want, struct fault *f)
+/* Drain (@draining 1) or undrain (0) the backend @args names; refused when it already is. */
+static int backend_draining_set(const void *args, struct state *want, int draining,
+				struct fault *f)
 {
 	const struct backend_args *a = args;
 	struct state_vip *v;
 	struct state_backend *b = backend_of(want, a, &v, f);
 
-	(void)ctx;
-	(void)v;
 	if (!b)
 		return -ENOENT;
-	if (b->draining)
-		return fault_set(f, FAULT_STATE, -EALREADY, "backend '%s' is already draining",
+	if (b->draining == draining)
+		return fault_set(f, FAULT_STATE, -EALREADY, draining ?
+				 "backend '%s' is already draining" : "backend '%s' is not draining",
 				 a->name);
-	b->draining = 1;
+	b->draining = draining;
 	return 0;
+}
+
+static int backend_drain_apply(const struct change_ctx *ctx, const void *args,
+			       struct state *want, struct fault *f)
+{
+	(void)ctx;
+	return backend_draining_set(args, want, 1, f);
+}
+
+static int backend_undrain_apply(const struct change_ctx *ctx, const void *args,
+				 struct state *want, struct fault *f)
+{
+	(void)ctx;
+	return backend_draining_set(args, want, 0, f);
 }
 
 static int backend_remove_apply(const struct change_ctx *ctx, const void *args,
@@ -228,7 +301,8 @@ const struct cli_command cli_backend_add = {
 	.object = "backend", .verb = "add", .operands = "VIP NAME ADDR", .min_operands = 3,
 	.max_operands = 3, .options = backend_add_options,
 	.args_size = sizeof(struct backend_args), .parse = backend_add_parse,
-	.apply = backend_add_apply, .flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.apply = backend_add_apply, .after = backend_add_after,
+	.flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
 	.help = "    Add a backend. On an l2 VIP, without --mac its MAC is taken from the\n"
 		"    neighbour table of an interface ringlb is attached to, resolving it if\n"
 		"    needed. On an ipip or gue VIP, ADDR may be of either family: the route\n"
@@ -236,12 +310,20 @@ const struct cli_command cli_backend_add = {
 		"    backend a check of its own: its VIP's, with what the options change.",
 };
 
+static const struct cli_option backend_weight_options[] = {
+	CLI_OPT_FLAG("undrain", "a draining backend: undrain it too (without, it is refused)",
+		     struct backend_args, undrain),
+	CLI_OPT_END,
+};
+
 const struct cli_command cli_backend_weight = {
 	.object = "backend", .verb = "weight", .operands = "VIP NAME W", .min_operands = 3,
-	.max_operands = 3, .args_size = sizeof(struct backend_args),
+	.max_operands = 3, .options = backend_weight_options,
+	.args_size = sizeof(struct backend_args),
 	.parse = backend_weight_parse, .apply = backend_weight_apply,
 	.flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
-	.help = "    Change a backend's weight; only the flows that must move do.",
+	.help = "    Change a backend's weight; only the flows that must move do. A draining\n"
+		"    backend's weight is refused unless --undrain says to undrain it too.",
 };
 
 const struct cli_command cli_backend_drain = {
@@ -250,6 +332,15 @@ const struct cli_command cli_backend_drain = {
 	.apply = backend_drain_apply, .flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
 	.help = "    Stop new connections to a backend; its established ones continue. Watch\n"
 		"    LIVE FLOWS in `ringlb stats`; at 0, `ringlb backend remove`.",
+};
+
+const struct cli_command cli_backend_undrain = {
+	.object = "backend", .verb = "undrain", .operands = "VIP NAME", .min_operands = 2,
+	.max_operands = 2, .args_size = sizeof(struct backend_args), .parse = backend_parse,
+	.apply = backend_undrain_apply, .flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Undo a drain: the backend takes its points of the ring again, and new\n"
+		"    connections with them; the connections it kept stay. Under the daemon,\n"
+		"    its health checks still decide whether it is in the ring.",
 };
 
 const struct cli_command cli_backend_remove = {

@@ -124,6 +124,8 @@ struct cli_word {
  * @words: CLI_OPT_ENUM: the words it takes, ending with a NULL word
  * @set: CLI_OPT_CUSTOM: parse @value into the arguments; on a bad value,
  *       cli_usage() or cli_report() and a negative errno
+ * @required: the command refuses to run without it (its synopsis shows it
+ *            without brackets)
  */
 struct cli_option {
 	const char *name;
@@ -139,6 +141,7 @@ struct cli_option {
 	const char *unit;
 	const struct cli_word *words;
 	int (*set)(struct cli *c, void *args, const char *value);
+	int required;
 };
 
 #define CLI_FIELD(st, field) .offset = offsetof(st, field), .size = sizeof(((st *)0)->field)
@@ -157,6 +160,10 @@ struct cli_option {
 	  .words = (w), __VA_ARGS__ }
 #define CLI_OPT_CUSTOM(n, mv, h, fn) \
 	{ .name = (n), .metavar = (mv), .help = (h), .type = CLI_OPT_CUSTOM, .set = (fn) }
+/* A custom option the command cannot run without. */
+#define CLI_OPT_REQUIRED(n, mv, h, fn)                                                   \
+	{ .name = (n), .metavar = (mv), .help = (h), .type = CLI_OPT_CUSTOM, .set = (fn), \
+	  .required = 1 }
 #define CLI_OPT_END { .name = NULL }
 
 /** cli_option_set() - parse @value (NULL for a flag) as option @o of @args; reported. */
@@ -185,6 +192,8 @@ enum cli_flags {
  * @parse: check the operands and fill the arguments (after the options)
  * @run: a command that is not a change: do it; NULL for a change
  * @apply: a change: edit the desired state (change_run() does the rest)
+ * @after: a change: once made, what to say about it besides (a warning
+ *         on stderr that refuses nothing); NULL for nothing
  * @flags: enum cli_flags
  * @help: what it does, indented four spaces
  */
@@ -199,6 +208,7 @@ struct cli_command {
 	int (*parse)(struct cli *c, void *args, char **operands, int count);
 	int (*run)(struct cli *c, const void *args);
 	change_apply_fn apply;
+	void (*after)(struct cli *c, const void *args);
 	unsigned int flags;
 	const char *help;
 };
@@ -210,11 +220,12 @@ extern const struct cli_command *const cli_commands[];
 extern const struct cli_command cli_attach, cli_detach;
 extern const struct cli_command cli_vip_add, cli_vip_del, cli_vip_check, cli_vip_sources;
 extern const struct cli_command cli_backend_add, cli_backend_weight, cli_backend_drain,
-	cli_backend_remove;
+	cli_backend_undrain, cli_backend_remove;
 extern const struct cli_command cli_secret_set;
 extern const struct cli_command cli_decap_attach, cli_decap_detach, cli_decap_stats,
 	cli_decap_drained;
 extern const struct cli_command cli_show, cli_stats, cli_lookup, cli_plan, cli_verify;
+extern const struct cli_command cli_flows, cli_flows_delete;
 extern const struct cli_command cli_save, cli_restore;
 extern const struct cli_command cli_store_import, cli_store_join, cli_store_leave;
 extern const struct cli_command cli_daemon;
@@ -253,8 +264,28 @@ int cli_name_arg(struct cli *c, const char *text, const char **name);
 /** cli_modes - --mode's words: native or generic (enum lb_attach_mode). */
 extern const struct cli_word cli_modes[];
 
+/**
+ * cli_number_arg() - @text as a decimal number within [@min, @max], or a
+ * usage report that says which is wrong: "WHAT must be MIN..MAX, not N"
+ * for a number out of range, "WHAT must be a number, MIN..MAX; 'X' is not
+ * a decimal number" for anything else. Every number the command line
+ * gives (operands and options) goes through it.
+ * @what: what the number is ("--vnodes", "the weight")
+ * @unit: said after the range (" ms"), or NULL
+ */
+int cli_number_arg(struct cli *c, const char *what, const char *text, unsigned long min,
+		   unsigned long max, const char *unit, __u32 *out);
+
 /** cli_weight_arg() - a weight, 0 .. RING_WEIGHT_MAX. */
 int cli_weight_arg(struct cli *c, const char *text, __u32 *weight);
+
+/**
+ * cli_list_each() - @one on each item of @value, a comma-separated list
+ * given to --@option (an empty item is refused, naming the list). Return:
+ * 0, or the first failure (reported).
+ */
+int cli_list_each(struct cli *c, const char *option, const char *value, void *args,
+		  int (*one)(struct cli *c, void *args, const char *item));
 
 /**
  * cli_word_arg() - the parse function of a command whose one operand is a
@@ -320,8 +351,8 @@ extern const struct cli_word cli_check_targets[];
 
 /** CLI_CHECK_OPTIONS - the check options, as entries of a command's options table. */
 #define CLI_CHECK_OPTIONS                                                                       \
-	CLI_OPT_CUSTOM("check", "tcp|http:PATH|none", "health check (default tcp; none for UDP)", \
-		       cli_check_kind_set),                                                     \
+	CLI_OPT_CUSTOM("check", "tcp|http:PATH|dns:NAME|udp:PAYLOAD:EXPECT|none",               \
+		       "health check (default tcp; none for UDP)", cli_check_kind_set),         \
 	CLI_CHECK_U32("check-port", "P", "port checked (default: the VIP's)", port, PORT_MIN,    \
 		      PORT_MAX, CHECK_GIVEN_PORT),                                              \
 	CLI_OPT_ENUM("check-target", "vip|backend",                                             \
@@ -358,6 +389,7 @@ struct backend_args {
 	unsigned int mac_given;
 	__u32 weight;
 	unsigned int weight_given;
+	int undrain;
 };
 
 #endif /* RINGLB_CLI_H */

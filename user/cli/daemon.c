@@ -23,6 +23,8 @@ struct daemon_args {
 	__u32 sample_s;
 	const char *bgp_routes;
 	const char *birdc_socket;
+	__u32 flow_timeout_s;
+	__u32 flow_closed_timeout_s;
 };
 
 
@@ -39,13 +41,19 @@ static int daemon_parse(struct cli *c, void *args, char **operands, int count)
 {
 	struct daemon_args *a = args;
 
-	(void)c;
 	(void)operands;
 	(void)count;
 	if (!a->verify_s)
 		a->verify_s = 60;
 	if (!a->metrics_deadline_s)
 		a->metrics_deadline_s = METRICS_DEADLINE_S_DEFAULT;
+	if (!a->flow_timeout_s)
+		a->flow_timeout_s = FLOW_TIMEOUT_S_DEFAULT;
+	if (!a->flow_closed_timeout_s)
+		a->flow_closed_timeout_s = FLOW_CLOSED_TIMEOUT_S_DEFAULT;
+	if (a->flow_closed_timeout_s > a->flow_timeout_s)
+		return cli_usage(c, "--flow-closed-timeout %u is longer than --flow-timeout %u",
+				 a->flow_closed_timeout_s, a->flow_timeout_s);
 	if (!a->sample_s)
 		a->sample_s = STATUS_SAMPLE_INTERVAL_S_DEFAULT;
 	return 0;
@@ -57,7 +65,9 @@ static int daemon_cmd_run(struct cli *c, const void *args)
 	struct daemon_opts o = { .site = c->site, .metrics = a->metrics,
 				 .metrics_deadline_s = a->metrics_deadline_s, .verify_s = a->verify_s,
 				 .sample_s = a->sample_s,
-				 .bgp_routes = a->bgp_routes, .birdc_socket = a->birdc_socket };
+				 .bgp_routes = a->bgp_routes, .birdc_socket = a->birdc_socket,
+				 .flow_timeout_s = a->flow_timeout_s,
+				 .flow_closed_timeout_s = a->flow_closed_timeout_s };
 	struct fault f = { 0 };
 	int err = daemon_run(&o, &f);
 
@@ -75,6 +85,14 @@ static const struct cli_option daemon_options[] = {
 	CLI_OPT_U32("verify-interval", "SECONDS",
 		    "compare the kernel with the state this often (default 60)", struct daemon_args,
 		    verify_s, VERIFY_INTERVAL_S_MIN, VERIFY_INTERVAL_S_MAX, .unit = " seconds"),
+	CLI_OPT_U32("flow-timeout", "SECONDS",
+		    "delete flows idle this long from the flow table (default 300)",
+		    struct daemon_args, flow_timeout_s, FLOW_TIMEOUT_S_MIN, FLOW_TIMEOUT_S_MAX,
+		    .unit = " seconds"),
+	CLI_OPT_U32("flow-closed-timeout", "SECONDS",
+		    "and flows whose client sent FIN or RST idle this long (default 30)",
+		    struct daemon_args, flow_closed_timeout_s, FLOW_CLOSED_TIMEOUT_S_MIN,
+		    FLOW_CLOSED_TIMEOUT_S_MAX, .unit = " seconds"),
 	CLI_OPT_U32("sample-interval", "SECONDS",
 		    "sample the counters the status page (/) draws this often (default 10)",
 		    struct daemon_args, sample_s, STATUS_SAMPLE_INTERVAL_S_MIN,
@@ -99,6 +117,9 @@ const struct cli_command cli_daemon = {
 		"    back after --rise good ones, at most one change per --hold; when every\n"
 		"    checked backend of a VIP is down, the VIP keeps its last healthy set.\n"
 		"    Ring transitions go to rings.log beside the state and to stderr.\n"
+		"    Every few seconds it deletes flows idle past --flow-timeout (past\n"
+		"    --flow-closed-timeout once the client sent FIN or RST): the flow table\n"
+		"    holds the live flows, and a flow that sends again is placed by the ring.\n"
 		"    /metrics is Prometheus' text format; / is a status page (HTML) of its\n"
 		"    last " DAEMON_STR(STATUS_SAMPLES_KEPT) " samples of the counters. With --bgp-routes it decides\n"
 		"    whether this host announces the VIPs: not while no data path is\n"

@@ -43,52 +43,53 @@ struct decap_args {
 	unsigned int gue_port_given;
 };
 
-static int decap_from_set(struct cli *c, void *args, const char *value)
+static int decap_from_one(struct cli *c, void *args, const char *item)
 {
 	struct decap_args *a = args;
-	char text[ADDR_TEXT_MAX + 8];
+	struct prefix p;
 	const char *why = NULL;
-	char *slash;
-	__u32 len, max;
 
 	if (a->from_count == DECAP_PREFIXES_MAX)
 		return cli_usage(c, "at most %d --from prefixes", DECAP_PREFIXES_MAX);
-	snprintf(text, sizeof(text), "%s", value);
-	slash = strchr(text, '/');
-	if (slash)
-		*slash = '\0';
-	if (addr_parse(text, &a->from[a->from_count].addr, &why))
-		return cli_report(c, "malformed prefix '%s': %s", value, why);
-	max = a->from[a->from_count].addr.family == LB_FAMILY_IPV4 ? 32 : 128;
-	len = max;
-	if (slash && number_parse(slash + 1, 0, max, &len, &why))
-		return cli_report(c, "malformed prefix '%s': the length must be 0..%u", value, max);
-	a->from[a->from_count++].len = len;
+	if (prefix_parse(item, &p, &why))
+		return cli_report(c, "malformed prefix '%s': %s", item, why);
+	a->from[a->from_count].addr = p.addr;
+	a->from[a->from_count++].len = p.len;
 	return 0;
 }
 
-static int decap_vip_set(struct cli *c, void *args, const char *value)
+/* --from PREFIX[,PREFIX...], repeatable. */
+static int decap_from_set(struct cli *c, void *args, const char *value)
+{
+	return cli_list_each(c, "from", value, args, decap_from_one);
+}
+
+static int decap_vip_one(struct cli *c, void *args, const char *item)
 {
 	struct decap_args *a = args;
 	const char *why = NULL;
 
 	if (a->vip_count == LB_DECAP_VIPS_MAX)
 		return cli_usage(c, "at most %d --vip addresses", LB_DECAP_VIPS_MAX);
-	if (addr_parse(value, &a->vips[a->vip_count], &why))
-		return cli_report(c, "malformed VIP address '%s': %s", value, why);
+	if (addr_parse(item, &a->vips[a->vip_count], &why))
+		return cli_report(c, "malformed VIP address '%s': %s", item, why);
 	a->vip_count++;
 	return 0;
 }
 
+/* --vip ADDR[,ADDR...], repeatable. */
+static int decap_vip_set(struct cli *c, void *args, const char *value)
+{
+	return cli_list_each(c, "vip", value, args, decap_vip_one);
+}
+
+/* --from and --vip are required options: the dispatcher has seen both. */
 static int decap_attach_parse(struct cli *c, void *args, char **operands, int count)
 {
 	struct decap_args *a = args;
 	int i;
 
-	if (!a->from_count)
-		return cli_usage(c, "--from PREFIX is required: the balancers' outer sources");
-	if (!a->vip_count)
-		return cli_usage(c, "--vip ADDR is required: the VIP addresses this host serves");
+	(void)c;
 	for (i = 0; i < count; i++)
 		a->ifaces[i] = operands[i];
 	a->iface_count = count;
@@ -158,10 +159,10 @@ static int decap_attach_run(struct cli *c, const void *args)
 static const struct cli_option decap_attach_options[] = {
 	CLI_OPT_ENUM("mode", "native|generic", "where the program runs (default native)",
 		     struct decap_args, mode, cli_modes),
-	CLI_OPT_CUSTOM("from", "PREFIX", "outer sources and hops to accept (balancers, backends)",
-		       decap_from_set),
-	CLI_OPT_CUSTOM("vip", "ADDR", "a VIP this host serves (inner destination), one or more",
-		       decap_vip_set),
+	CLI_OPT_REQUIRED("from", "PREFIX", "the balancers' outer sources and the hops to accept "
+			 "(backends); comma-separated, repeatable", decap_from_set),
+	CLI_OPT_REQUIRED("vip", "ADDR", "the VIP addresses this host serves (inner "
+			 "destinations); comma-separated, repeatable", decap_vip_set),
 	CLI_OPT_U32("gue-port", "P", "GUE's UDP port (default 19523)", struct decap_args, gue_port,
 		    PORT_MIN, PORT_MAX, CLI_GIVEN(struct decap_args, gue_port_given, 1)),
 	CLI_OPT_END,

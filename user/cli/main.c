@@ -138,6 +138,8 @@ int cli_change(struct cli *c, const void *args, __u32 flow_entries)
 	} else if (out.note[0]) {
 		fprintf(stderr, "ringlb: %s: %s\n", c->name, out.note);
 	}
+	if (!err && c->cmd->after)
+		c->cmd->after(c, args);
 	return err;
 }
 
@@ -155,7 +157,11 @@ static void print_synopsis(FILE *out, const struct cli_command *cmd)
 	if (cmd->flags & CLI_OUTPUT)
 		fprintf(out, " [--json]");
 	for (o = cmd->options; o && o->name; o++)
-		fprintf(out, o->metavar ? " [--%s %s]" : " [--%s]", o->name, o->metavar);
+		if (o->required)
+			fprintf(out, " --%s %s...", o->name, o->metavar);
+	for (o = cmd->options; o && o->name; o++)
+		if (!o->required)
+			fprintf(out, o->metavar ? " [--%s %s]" : " [--%s]", o->name, o->metavar);
 	fputc('\n', out);
 }
 
@@ -255,7 +261,8 @@ static int command_parse(struct cli *c, const struct cli_command *cmd, void *arg
 		{ "help", no_argument, NULL, OPT_HELP },
 	};
 	const int common = 3;
-	int n = common, opt, err;
+	int n = common, opt, err, i;
+	unsigned int seen = 0;
 
 	for (; cmd->options && cmd->options[n - common].name; n++) {
 		if (n == OPTIONS_MAX + common)
@@ -282,11 +289,20 @@ static int command_parse(struct cli *c, const struct cli_command *cmd, void *arg
 		err = cli_option_set(c, &cmd->options[opt - OPT_FIRST], args, optarg);
 		if (err)
 			return err;
+		seen |= 1u << (opt - OPT_FIRST);
 	}
+	for (i = 0; i < n - common; i++)
+		if (cmd->options[i].required && !(seen & (1u << i)))
+			return cli_usage(c, "--%s %s is required: %s", cmd->options[i].name,
+					 cmd->options[i].metavar, cmd->options[i].help);
 	return cli_parse_operands(c, cmd, args, argv + optind, argc - optind);
 }
 
-/* The command @argv names (@argv[0] its object), or NULL and a report. */
+/*
+ * The command @argv names (@argv[0] its object), or NULL and a report. A
+ * verb matched first: an object may have a command without a verb as well
+ * as some with one ("flows", "flows delete").
+ */
 static const struct cli_command *command_find(int argc, char **argv, int *words)
 {
 	const struct cli_command *const *cmd;
@@ -296,15 +312,16 @@ static const struct cli_command *command_find(int argc, char **argv, int *words)
 		if (strcmp((*cmd)->object, argv[0]))
 			continue;
 		object_known = 1;
-		if (!(*cmd)->verb) {
-			*words = 1;
-			return *cmd;
-		}
-		if (argc > 1 && strcmp((*cmd)->verb, argv[1]) == 0) {
+		if ((*cmd)->verb && argc > 1 && strcmp((*cmd)->verb, argv[1]) == 0) {
 			*words = 2;
 			return *cmd;
 		}
 	}
+	for (cmd = cli_commands; *cmd; cmd++)
+		if (strcmp((*cmd)->object, argv[0]) == 0 && !(*cmd)->verb) {
+			*words = 1;
+			return *cmd;
+		}
 	*words = object_known;
 	return NULL;
 }

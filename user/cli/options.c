@@ -2,7 +2,8 @@
 /*
  * Typed options (cli.h): an option's declaration says what its value is and
  * where it goes; this parses it, in one place, with one wording of every
- * refusal ("--X must be MIN..MAX", "--X is a, b or c, not 'y'").
+ * refusal ("--X must be MIN..MAX, not N" and its other half in
+ * cli_number_arg(), "--X is a, b or c, not 'y'").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +45,6 @@ static void words_format(const struct cli_word *w, char *out, size_t len)
 int cli_option_set(struct cli *c, const struct cli_option *o, void *args, const char *value)
 {
 	const struct cli_word *w;
-	const char *why = NULL;
 	char words[128];
 	__u32 v = 0;
 	int err = 0;
@@ -57,9 +57,10 @@ int cli_option_set(struct cli *c, const struct cli_option *o, void *args, const 
 		*(const char **)field_of(o, args) = value;
 		break;
 	case CLI_OPT_U32:
-		if (number_parse(value, o->min, o->max, &v, &why))
-			return cli_usage(c, "--%s must be %lu..%lu%s", o->name, o->min, o->max,
-					 o->unit ? o->unit : "");
+		snprintf(words, sizeof(words), "--%s", o->name);
+		err = cli_number_arg(c, words, value, o->min, o->max, o->unit, &v);
+		if (err)
+			return err;
 		store(o, args, v);
 		break;
 	case CLI_OPT_ENUM:

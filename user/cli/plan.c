@@ -29,6 +29,8 @@ static const struct {
 	{ "add", &cli_backend_add },
 	{ "remove", &cli_backend_remove },
 	{ "weight", &cli_backend_weight },
+	{ "drain", &cli_backend_drain },
+	{ "undrain", &cli_backend_undrain },
 };
 
 
@@ -45,7 +47,7 @@ static int plan_parse(struct cli *c, void *args, char **operands, int count)
 		if (strcmp(plan_changes[i].verb, operands[1]) == 0)
 			p->change = plan_changes[i].cmd;
 	if (!p->change)
-		return cli_usage(c, "plan add, remove or weight, not '%s'", operands[1]);
+		return cli_usage(c, "plan add, remove, weight, drain or undrain, not '%s'", operands[1]);
 	/* Only a change whose apply asks the host nothing in a dry run can be measured. */
 	if (!(p->change->flags & CLI_DRY_RUN))
 		return cli_report(c, "ringlb %s %s cannot be planned", p->change->object,
@@ -169,7 +171,8 @@ static const struct cli_option plan_options[] = {
 
 const struct cli_command cli_plan = {
 	.object = "plan",
-	.operands = "VIP add NAME ADDR | VIP remove NAME | VIP weight NAME W",
+	.operands = "VIP add NAME ADDR | VIP remove NAME | VIP weight NAME W | VIP drain NAME |"
+		    " VIP undrain NAME",
 	.min_operands = 3, .max_operands = 4, .options = plan_options,
 	.args_size = sizeof(struct plan_args), .parse = plan_parse, .run = plan_run,
 	.flags = CLI_OUTPUT,

@@ -23,42 +23,40 @@ struct vip_args {
 	struct state_source sources[LB_SOURCES_PER_VIP_MAX + 1];
 };
 
-/* --allow and --deny: one or more prefixes, comma-separated; repeatable. */
-static int vip_sources_add(struct cli *c, void *args, const char *value, int deny)
+/* One --allow or --deny prefix. */
+static int vip_source_add(struct cli *c, void *args, const char *item, int deny)
 {
 	struct vip_args *a = args;
-	const char *name = deny ? "--deny" : "--allow", *why = NULL, *p = value;
-	char one[ADDR_TEXT_MAX];
+	const char *why = NULL;
 
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-
-		if (len >= sizeof(one))
-			return cli_usage(c, "%s %.*s: not an IPv4 or IPv6 prefix", name,
-					 ADDR_TEXT_MAX, p);
-		memcpy(one, p, len);
-		one[len] = '\0';
-		if (a->source_count > LB_SOURCES_PER_VIP_MAX)
-			return cli_usage(c, "more than %d source prefixes for one VIP",
-					 LB_SOURCES_PER_VIP_MAX);
-		if (prefix_parse(one, &a->sources[a->source_count].prefix, &why))
-			return cli_usage(c, "%s %s: %s", name, one, why);
-		a->sources[a->source_count++].deny = deny;
-		if (!comma)
-			return 0;
-		p = comma + 1;
-	}
+	if (a->source_count > LB_SOURCES_PER_VIP_MAX)
+		return cli_usage(c, "more than %d source prefixes for one VIP",
+				 LB_SOURCES_PER_VIP_MAX);
+	if (prefix_parse(item, &a->sources[a->source_count].prefix, &why))
+		return cli_usage(c, "%s %s: %s", deny ? "--deny" : "--allow", item, why);
+	a->sources[a->source_count++].deny = deny;
+	return 0;
 }
 
+static int vip_allow_one(struct cli *c, void *args, const char *item)
+{
+	return vip_source_add(c, args, item, 0);
+}
+
+static int vip_deny_one(struct cli *c, void *args, const char *item)
+{
+	return vip_source_add(c, args, item, 1);
+}
+
+/* --allow and --deny: one or more prefixes, comma-separated; repeatable. */
 static int vip_allow_set(struct cli *c, void *args, const char *value)
 {
-	return vip_sources_add(c, args, value, 0);
+	return cli_list_each(c, "allow", value, args, vip_allow_one);
 }
 
 static int vip_deny_set(struct cli *c, void *args, const char *value)
 {
-	return vip_sources_add(c, args, value, 1);
+	return cli_list_each(c, "deny", value, args, vip_deny_one);
 }
 
 /* The VIP's source prefixes become @a's, or why not. */

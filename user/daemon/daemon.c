@@ -195,7 +195,7 @@ static int daemon_start(struct daemon *d, struct fault *f)
 	err = follow_start(d) ?: leader_start(d) ?: verdicts_start(d) ?: routes_start(d) ?:
 	      daemon_every(d->loop, (__u64)d->o->verify_s * 1000000, (__u64)d->o->verify_s * 1000000,
 			   on_verify, d) ?:
-	      probes_start(d) ?: samples_start(d);
+	      flow_sweep_start(d) ?: probes_start(d) ?: samples_start(d);
 	if (err)
 		return fault_errno(f, FAULT_KERNEL, err < 0 ? err : -EIO, "cannot start the daemon");
 	routes_update(d);

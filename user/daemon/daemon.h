@@ -31,6 +31,8 @@
  *              protocols ringlb_vips4 and ringlb_vips6, with a route per VIP,
  *              or none) and has bird read its configuration again
  * @birdc_socket: bird's control socket (NULL: birdc's default)
+ * @flow_timeout_s: the flow sweep deletes an open flow idle this long
+ * @flow_closed_timeout_s: and a flow whose client sent a FIN or a RST
  */
 struct daemon_opts {
 	struct site site;
@@ -40,7 +42,25 @@ struct daemon_opts {
 	__u32 sample_s;
 	const char *bgp_routes;
 	const char *birdc_socket;
+	__u32 flow_timeout_s;
+	__u32 flow_closed_timeout_s;
 };
+
+/** FLOW_TIMEOUT_S_DEFAULT - an open flow idle this long leaves the flow table. */
+#define FLOW_TIMEOUT_S_DEFAULT 300
+/** FLOW_TIMEOUT_S_MIN, FLOW_TIMEOUT_S_MAX - what --flow-timeout takes. */
+#define FLOW_TIMEOUT_S_MIN 2
+#define FLOW_TIMEOUT_S_MAX 86400
+/**
+ * FLOW_CLOSED_TIMEOUT_S_DEFAULT - a flow whose client sent a FIN or a RST
+ * and that has been idle this long leaves the flow table: the client's last
+ * ACKs have come by then, and a backend still sending (a half-closed
+ * connection) keeps the client's ACKs, and so the entry, fresh.
+ */
+#define FLOW_CLOSED_TIMEOUT_S_DEFAULT 30
+/** FLOW_CLOSED_TIMEOUT_S_MIN, FLOW_CLOSED_TIMEOUT_S_MAX - what --flow-closed-timeout takes. */
+#define FLOW_CLOSED_TIMEOUT_S_MIN 1
+#define FLOW_CLOSED_TIMEOUT_S_MAX 3600
 
 /**
  * daemon_run() - run until SIGTERM or SIGINT. Logs one line per event on

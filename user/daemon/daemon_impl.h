@@ -118,6 +118,7 @@ struct daemon_counts {
 	double latency_sum;
 	__u64 repairs;
 	__u64 follows;
+	__u64 flows_expired;
 };
 
 /**
@@ -191,6 +192,7 @@ struct daemon {
 	char path_iface[IF_NAMESIZE];
 	struct daemon_probes *probes;
 	int verdict_fd;
+	int flow_sweep_failing;
 	pthread_t lead_thread;
 	int lead_running;
 	volatile int lead_stopping;
@@ -329,6 +331,13 @@ const char *routes_withdraw_reason(const struct daemon *d);
 
 /** translog_start() - follow rings.log from where it ends now. */
 int translog_start(struct daemon *d);
+
+/**
+ * flow_sweep_start() - delete idle flow-table entries every few seconds
+ * (flow_sweep.c): past --flow-timeout, or --flow-closed-timeout for a flow
+ * whose client sent a FIN or a RST.
+ */
+int flow_sweep_start(struct daemon *d);
 
 /** translog_follow() - the lines rings.log gained, logged and counted. */
 void translog_follow(struct daemon *d);

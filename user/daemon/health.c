@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Health checks (health.h): targets, their probes as non-blocking sockets,
- * and the rise, fall and hold rules that turn results into verdicts.
+ * Health checks (health.h): targets, their probes as non-blocking sockets
+ * (TCP for tcp and http checks, connected UDP for dns and udp checks: the
+ * kernel then delivers datagrams from the checked address and port only,
+ * and an ICMP port unreachable as ECONNREFUSED), and the rise, fall and
+ * hold rules that turn results into verdicts.
  */
 #include "health.h"
 
@@ -10,6 +13,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,10 +113,16 @@ static socklen_t sockaddr_of(const struct addr *a, __u16 port, struct sockaddr_s
 	return sizeof(*in6);
 }
 
-/* Connected: a TCP check has its answer; an HTTP check sends its request. */
+/* Does @t's check send datagrams (dns, udp) rather than open a connection? */
+static int datagrams(const struct health_target *t)
+{
+	return t->check.kind == STATE_CHECK_DNS || t->check.kind == STATE_CHECK_UDP;
+}
+
+/* Connected: a TCP check has its answer; an HTTP check sends its request, a DNS or UDP check its datagram. */
 static void probe_connected(struct health_target *t, __u64 now_ns)
 {
-	if (t->check.kind != STATE_CHECK_HTTP) {
+	if (t->check.kind == STATE_CHECK_TCP) {
 		probe_done(t, 1, NULL, now_ns);
 		return;
 	}
@@ -134,7 +144,7 @@ void health_probe_start(struct health_target *t, const struct addr *source, __u6
 	t->next_ns = now_ns + (__u64)t->check.interval_ms * NS_PER_MS;
 	t->deadline_ns = now_ns + (__u64)t->check.timeout_ms * NS_PER_MS;
 	fd = socket(dst->family == LB_FAMILY_IPV4 ? AF_INET : AF_INET6,
-		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		    (datagrams(t) ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		health_result(t, 0, strerror(errno), now_ns);
 		return;
@@ -237,6 +247,85 @@ static void probe_http(struct health_target *t, short revents, __u64 now_ns)
 	probe_done(t, code >= 200 && code < 400, why, now_ns);
 }
 
+/* A DNS or UDP check's datagram: its query (a new ID for each probe) or its payload. */
+static int datagram_build(struct health_target *t, __u8 out[HEALTH_DNS_QUERY_MAX])
+{
+	__u8 expect[STATE_CHECK_UDP_MAX];
+	size_t len, expect_len;
+
+	if (t->check.kind == STATE_CHECK_DNS) {
+		if (getrandom(&t->dns_id, sizeof(t->dns_id), GRND_NONBLOCK) != sizeof(t->dns_id))
+			t->dns_id = (__u16)(health_now_ns() ^ (t->probes << 7));
+		return health_dns_query(t->check.path, t->dns_id, out);
+	}
+	if (state_check_udp_bytes(t->check.path, out, &len, expect, &expect_len))
+		return -EINVAL;
+	return (int)len;
+}
+
+/* One reply: what it says to @t's check (enum health_reply), and why. */
+static int datagram_judge(const struct health_target *t, const __u8 *reply, size_t len,
+			  char why[HEALTH_WHY_MAX])
+{
+	__u8 send[STATE_CHECK_UDP_MAX], expect[STATE_CHECK_UDP_MAX];
+	size_t send_len, expect_len;
+
+	if (t->check.kind == STATE_CHECK_DNS)
+		return health_dns_judge(reply, len, t->check.path, t->dns_id, why);
+	if (state_check_udp_bytes(t->check.path, send, &send_len, expect, &expect_len)) {
+		snprintf(why, HEALTH_WHY_MAX, "the check's payload does not decode");
+		return HEALTH_REPLY_DOWN;
+	}
+	return health_udp_judge(reply, len, expect, expect_len, why);
+}
+
+/* A DNS or UDP check: send the datagram, then judge what comes back until one decides. */
+static void probe_datagram(struct health_target *t, short revents, __u64 now_ns)
+{
+	__u8 buf[4096];
+	char why[HEALTH_WHY_MAX];
+	ssize_t n;
+	int k, len, verdict;
+
+	if (t->phase == HEALTH_SENDING && (revents & (POLLOUT | POLLERR | POLLHUP))) {
+		len = datagram_build(t, buf);
+		if (len < 0) {
+			probe_done(t, 0, "the check's datagram cannot be built", now_ns);
+			return;
+		}
+		n = send(t->fd, buf, (size_t)len, MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN) {
+			probe_done(t, 0, strerror(errno), now_ns);
+			return;
+		}
+		if (n >= 0) {
+			t->phase = HEALTH_READING;
+			t->strays = 0;
+		}
+		return;
+	}
+	if (t->phase != HEALTH_READING || !(revents & (POLLIN | POLLERR | POLLHUP)))
+		return;
+	/* A bounded number per wake-up: a flood of strays cannot hold the probe thread. */
+	for (k = 0; k < 16; k++) {
+		n = recv(t->fd, buf, sizeof(buf), MSG_TRUNC);
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0) {
+			probe_done(t, 0, strerror(errno), now_ns);
+			return;
+		}
+		verdict = datagram_judge(t, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf),
+					 why);
+		if (verdict != HEALTH_REPLY_STRAY) {
+			probe_done(t, verdict == HEALTH_REPLY_UP, why, now_ns);
+			return;
+		}
+		t->strays++;
+		snprintf(t->stray, sizeof(t->stray), "%s", why);
+	}
+}
+
 void health_probe_step(struct health_target *t, short revents, __u64 now_ns)
 {
 	if (t->phase == HEALTH_IDLE)
@@ -254,12 +343,18 @@ void health_probe_step(struct health_target *t, short revents, __u64 now_ns)
 			return;
 		revents = POLLOUT;
 	}
-	if (revents)
+	if (revents && datagrams(t))
+		probe_datagram(t, revents, now_ns);
+	else if (revents)
 		probe_http(t, revents, now_ns);
 	if (t->phase != HEALTH_IDLE && now_ns >= t->deadline_ns) {
 		char why[HEALTH_WHY_MAX];
 
-		snprintf(why, sizeof(why), "no answer in %u ms", t->check.timeout_ms);
+		if (t->strays)
+			snprintf(why, sizeof(why), "no answer in %u ms (%u ignored: %.40s)",
+				 t->check.timeout_ms, t->strays, t->stray);
+		else
+			snprintf(why, sizeof(why), "no answer in %u ms", t->check.timeout_ms);
 		probe_done(t, 0, why, now_ns);
 	}
 }

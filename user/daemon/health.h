@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Health checks: one target per checked backend, each with its probe (a
- * non-blocking TCP connection, and for HTTP checks a GET of the path), the
+ * non-blocking TCP connection, and for HTTP checks a GET of the path; for
+ * DNS and UDP checks a connected UDP socket, one datagram out and the
+ * replies judged as they come, until one decides or the timeout), the
  * runs of good and bad results, and the verdict they make with rise and
  * fall. The daemon drives the probes from its poll loop and turns verdicts
  * into changes; the hold (dampening) is decided here too, so the rule is in
@@ -28,9 +30,24 @@
 enum health_phase {
 	HEALTH_IDLE,       /* no probe under way */
 	HEALTH_CONNECTING, /* SYN sent */
-	HEALTH_SENDING,    /* HTTP: connected, request being written */
-	HEALTH_READING,    /* HTTP: waiting for the status line */
+	HEALTH_SENDING,    /* HTTP: connected, request being written; DNS, UDP: datagram to send */
+	HEALTH_READING,    /* HTTP: waiting for the status line; DNS, UDP: for the reply */
 };
+
+/**
+ * enum health_reply - what a datagram that came back says to a DNS or UDP check.
+ * A connected socket takes datagrams from the checked address and port only;
+ * of those, a DNS check ignores any that is not the answer to its query
+ * (another ID, not a response, another question) and waits on.
+ */
+enum health_reply {
+	HEALTH_REPLY_STRAY, /* not the answer to this probe: ignored */
+	HEALTH_REPLY_UP,    /* the answer, and a good one */
+	HEALTH_REPLY_DOWN,  /* the answer, and a bad one */
+};
+
+/** HEALTH_DNS_QUERY_MAX - room for a DNS check's query: header, name, type, class. */
+#define HEALTH_DNS_QUERY_MAX (12 + 255 + 4)
 
 /**
  * struct health_target - one checked backend and its checks.
@@ -54,6 +71,9 @@ enum health_phase {
  * @sent: HTTP: request bytes written
  * @got: HTTP: reply bytes read into @reply
  * @reply: HTTP: the start of the reply
+ * @dns_id: DNS: the ID of the query under way
+ * @strays: DNS: datagrams of this probe ignored (not the answer)
+ * @stray: DNS: why the last one was
  * @ok_total: good results since start
  * @fail_total: bad results since start
  * @last: the last result in words ("ok", "connection refused", ...)
@@ -79,6 +99,9 @@ struct health_target {
 	size_t sent;
 	size_t got;
 	char reply[64];
+	__u16 dns_id;
+	__u32 strays;
+	char stray[HEALTH_WHY_MAX];
 	__u64 ok_total;
 	__u64 fail_total;
 	char last[HEALTH_WHY_MAX];
@@ -120,6 +143,27 @@ void health_probe_step(struct health_target *t, short revents, __u64 now_ns);
 
 /** health_probe_stop() - close a probe under way, no result. */
 void health_probe_stop(struct health_target *t);
+
+/**
+ * health_dns_query() - a DNS check's query for @name: ID @id, recursion
+ * desired, one question (type A, class IN).
+ * Return: its length, or -EINVAL when @name does not encode.
+ */
+int health_dns_query(const char *name, __u16 id, __u8 out[HEALTH_DNS_QUERY_MAX]);
+
+/**
+ * health_dns_judge() - @len bytes of @reply to the query for @name with @id:
+ * enum health_reply (up: NOERROR with at least one answer), and why.
+ */
+int health_dns_judge(const __u8 *reply, size_t len, const char *name, __u16 id,
+		     char why[HEALTH_WHY_MAX]);
+
+/**
+ * health_udp_judge() - a plain UDP check's reply: up when it starts with the
+ * @expect_len bytes of @expect (none: any reply), down otherwise; and why.
+ */
+int health_udp_judge(const __u8 *reply, size_t len, const __u8 *expect, size_t expect_len,
+		     char why[HEALTH_WHY_MAX]);
 
 /** health_now_ns() - CLOCK_MONOTONIC in ns. */
 __u64 health_now_ns(void);

@@ -22,6 +22,7 @@
 
 #include "lb.h"
 #include "ranges.h"
+#include "version.h"
 
 const double metrics_latency_bounds[METRICS_LATENCY_BUCKETS] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
@@ -144,7 +145,7 @@ static void data_path(FILE *f, const struct metrics_input *in)
 	       "New flows placed by the ring but not pinned: over the rate of new flows.");
 	sample(f, "ringlb_new_flows_unpinned_total", NULL, NULL, NULL, NULL,
 	       member_num(in->stats, "new_flows_unpinned"));
-	family(f, "ringlb_flow_table_entries", "gauge", "Entries in the flow table, stale ones included.");
+	family(f, "ringlb_flow_table_entries", "gauge", "Entries in the flow table: flows idle less than the daemon's --flow-timeout.");
 	sample(f, "ringlb_flow_table_entries", NULL, NULL, NULL, NULL,
 	       member_num(in->stats, "flow_table_entries"));
 	family(f, "ringlb_flow_table_capacity", "gauge", "Entries the flow table holds at most.");
@@ -276,6 +277,9 @@ static void changes(FILE *f, const struct metrics_input *in)
 	       "Times the daemon found the kernel differing from the state and repaired it "
 	       "(drift: following the store is not counted).");
 	sample(f, "ringlb_kernel_repairs_total", NULL, NULL, NULL, NULL, (double)in->repairs);
+	family(f, "ringlb_flows_expired_total", "counter",
+	       "Flow-table entries the daemon's sweep deleted for being idle past their timeout.");
+	sample(f, "ringlb_flows_expired_total", NULL, NULL, NULL, NULL, (double)in->flows_expired);
 	if (!in->shared)
 		return;
 	family(f, "ringlb_store_fail_static", "gauge",
@@ -295,6 +299,14 @@ static void changes(FILE *f, const struct metrics_input *in)
 
 void metrics_render(FILE *f, const struct metrics_input *in)
 {
+	family(f, "ringlb_build_info", "gauge",
+	       "Always 1; its labels say which ringlb serves: the version (the tree's VERSION) "
+	       "and the commit it was built from (unknown outside a git checkout).");
+	fprintf(f, "ringlb_build_info{version=\"");
+	label_value(f, RINGLB_VERSION);
+	fprintf(f, "\",commit=\"");
+	label_value(f, RINGLB_COMMIT);
+	fprintf(f, "\"} 1\n");
 	family(f, "ringlb_attached", "gauge", "1 when the data path's maps are in place.");
 	sample(f, "ringlb_attached", NULL, NULL, NULL, NULL, in->attached);
 	if (in->stats)

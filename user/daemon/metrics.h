@@ -88,6 +88,7 @@ extern const double metrics_latency_bounds[METRICS_LATENCY_BUCKETS];
  * @latency_over: changes slower than the last bound
  * @latency_sum: seconds, all changes
  * @repairs: differences between kernel and state the daemon repaired
+ * @flows_expired: flow-table entries the flow sweep deleted
  * @attached: 1 when the data path's maps are there
  * @shared: 1 with a shared store (the store's metrics are shown)
  * @fail_static: 1 while the host serves its copy because the store failed
@@ -106,6 +107,7 @@ struct metrics_input {
 	__u64 latency_over;
 	double latency_sum;
 	__u64 repairs;
+	__u64 flows_expired;
 	int attached;
 	int shared;
 	int fail_static;

@@ -43,6 +43,7 @@ char *scrape_page(void *arg, size_t *len)
 	in.latency_over = d->counts.latency_over;
 	in.latency_sum = d->counts.latency_sum;
 	in.repairs = d->counts.repairs;
+	in.flows_expired = d->counts.flows_expired;
 	in.attached = d->attached;
 	in.shared = store_shared(d->o->site.store);
 	in.fail_static = d->fail_static;

@@ -175,6 +175,49 @@ struct kernel_tally {
 int kernel_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 idle_ns,
 		   struct kernel_tally *t);
 
+/** kernel_now_ns() - now, on the clock of the flow table's last_seen_ns (CLOCK_MONOTONIC). */
+__u64 kernel_now_ns(void);
+
+/** struct kernel_flow - one entry of the flow table. */
+struct kernel_flow {
+	struct lb_flow_key key;
+	struct lb_flow value;
+};
+
+/**
+ * kernel_flows_read() - every entry of the flow table, as a batch walk
+ * finds them (an entry made or evicted meanwhile may or may not be there).
+ * @out: malloc()ed; free() it
+ */
+int kernel_flows_read(const struct lb_maps *maps, struct kernel_flow **out, size_t *count);
+
+/**
+ * kernel_flows_delete() - delete the entries of @count keys; one already
+ * gone is no error. @deleted: how many were there.
+ */
+int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *keys, size_t count,
+			size_t *deleted);
+
+/**
+ * struct kernel_expiry - what a sweep of the flow table did.
+ * @seen: entries walked
+ * @removed: of them, deleted for being idle past their timeout
+ */
+struct kernel_expiry {
+	size_t seen;
+	size_t removed;
+};
+
+/**
+ * kernel_flows_expire() - delete the entries idle past their timeout:
+ * @closed_ns for a flow whose client sent a FIN or a RST, @open_ns for any
+ * other (with LB_FLOW_TOUCH_NS of slack, as entries are touched once a
+ * second). A flow that sends again after its entry went is placed by the
+ * ring, as a new one is: the same backend while the ring is unchanged.
+ */
+int kernel_flows_expire(const struct lb_maps *maps, __u64 open_ns, __u64 closed_ns,
+			struct kernel_expiry *x);
+
 /**
  * struct kernel_answer - where a flow goes.
  * @backend: its backend in the state, NULL when none takes it

@@ -62,8 +62,12 @@ int prefix_parse(const char *text, struct prefix *out, const char **why)
 	max = out->addr.family == LB_FAMILY_IPV4 ? 32 : 128;
 	out->len = max;
 	if (slash) {
-		if (number_parse(slash + 1, 0, max, &n, why)) {
-			*why = max == 32 ? "the length must be 0..32" : "the length must be 0..128";
+		int err = number_parse(slash + 1, 0, max, &n, why);
+
+		if (err) {
+			*why = err != -ERANGE ? "the length is not a decimal number" :
+			       max == 32      ? "the length must be 0..32" :
+						"the length must be 0..128";
 			return -EINVAL;
 		}
 		out->len = n;
@@ -118,26 +122,26 @@ int number_parse(const char *text, unsigned long min, unsigned long max, __u32 *
 	const char *p;
 
 	if (!text || !*text) {
-		*why = "empty number";
+		*why = "empty, not a number";
 		return -EINVAL;
 	}
-	for (p = text; *p; p++) {
+	/* Every character first: "9999x" is not a number before it is too large. */
+	for (p = text; *p; p++)
 		if (*p < '0' || *p > '9') {
 			*why = "not a decimal number";
 			return -EINVAL;
 		}
-		v = v * 10 + (unsigned long long)(*p - '0');
-		if (v > max) {
-			*why = "number out of range";
-			return -ERANGE;
-		}
-	}
 	if (text[0] == '0' && text[1]) {
-		*why = "number with a leading zero";
+		*why = "a number with a leading zero";
 		return -EINVAL;
 	}
-	if (v < min) {
-		*why = "number out of range";
+	for (p = text; *p; p++) {
+		v = v * 10 + (unsigned long long)(*p - '0');
+		if (v > max)
+			break;
+	}
+	if (v > max || v < min) {
+		*why = "out of range";
 		return -ERANGE;
 	}
 	*out = (__u32)v;
@@ -205,8 +209,10 @@ int endpoint_parse(const char *text, struct addr *addr, __u16 *port, const char 
 		*why = "brackets are for IPv6 addresses";
 		return -EINVAL;
 	}
-	if (number_parse(port_text, PORT_MIN, PORT_MAX, &p, why)) {
-		*why = "port must be " LIMIT_STR(PORT_MIN) ".." LIMIT_STR(PORT_MAX);
+	err = number_parse(port_text, PORT_MIN, PORT_MAX, &p, why);
+	if (err) {
+		*why = err == -ERANGE ? "port must be " LIMIT_STR(PORT_MIN) ".." LIMIT_STR(PORT_MAX) :
+					"port is not a decimal number";
 		return -EINVAL;
 	}
 	*port = (__u16)p;

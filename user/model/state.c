@@ -14,6 +14,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,56 @@ struct state_vip *state_vip_find(const struct state *s, const struct vip_spec *s
 		if (vip_equal(&s->fleet.vips[i].spec, spec))
 			return &s->fleet.vips[i];
 	return NULL;
+}
+
+/* Levenshtein's distance between two texts of fewer than ADDR_TEXT_MAX bytes. */
+static size_t text_distance(const char *a, const char *b)
+{
+	size_t row[ADDR_TEXT_MAX + 1], la = strlen(a), lb = strlen(b), i, j;
+
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+const struct state_vip *state_vip_nearest(const struct state *s, const struct vip_spec *spec)
+{
+	const struct state_vip *best = NULL;
+	char want[ADDR_TEXT_MAX], text[ADDR_TEXT_MAX];
+	size_t i, d, best_d = SIZE_MAX;
+	int best_same = 0;
+
+	vip_format(spec, want);
+	for (i = 0; i < s->fleet.vip_count; i++) {
+		const struct state_vip *v = &s->fleet.vips[i];
+		int same = addr_equal(&v->spec.addr, &spec->addr);
+
+		vip_format(&v->spec, text);
+		d = text_distance(want, text);
+		/* The same address on another port or protocol first, then the closest text. */
+		if (same > best_same || (same == best_same && d < best_d)) {
+			best = v;
+			best_d = d;
+			best_same = same;
+		}
+	}
+	/* A text that differs in more than a third of its characters is no typo of it. */
+	return best && (best_same || best_d * 3 <= strlen(want)) ? best : NULL;
 }
 
 static int vip_id_taken(const struct state *s, __u32 id)
@@ -456,17 +507,98 @@ void state_check_default(const struct vip_spec *spec, struct state_check *c)
 	c->hold_ms = STATE_CHECK_HOLD_MS;
 }
 
+/* One side of PAYLOAD:EXPECT from @text up to @end into @out; -EINVAL when not printable or a bad %XX. */
+static int udp_side(const char *text, const char *end, __u8 *out, size_t *len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *hi, *lo;
+
+	for (*len = 0; text < end; (*len)++) {
+		if (*text <= 0x20 || *text >= 0x7f || *text == ':')
+			return -EINVAL;
+		if (*text != '%') {
+			out[*len] = (__u8)*text++;
+			continue;
+		}
+		if (end - text < 3 || !(hi = strchr(hex, text[1] | 0x20)) || !text[1] ||
+		    !(lo = strchr(hex, text[2] | 0x20)) || !text[2])
+			return -EINVAL;
+		out[*len] = (__u8)((hi - hex) << 4 | (lo - hex));
+		text += 3;
+	}
+	return 0;
+}
+
+int state_check_udp_bytes(const char *text, __u8 send[STATE_CHECK_UDP_MAX], size_t *send_len,
+			  __u8 expect[STATE_CHECK_UDP_MAX], size_t *expect_len)
+{
+	const char *colon = strchr(text, ':');
+
+	if (!colon || colon == text || strlen(text) > STATE_CHECK_PATH_MAX ||
+	    udp_side(text, colon, send, send_len) ||
+	    udp_side(colon + 1, colon + 1 + strlen(colon + 1), expect, expect_len))
+		return -EINVAL;
+	return 0;
+}
+
+/* A host name: labels of 1 .. 63 letters, digits, '-' or '_', dots between, one final dot allowed. */
+static int dns_name_ok(const char *name)
+{
+	size_t label = 0, len = strlen(name), i;
+
+	if (!len || len > 253 || name[0] == '.')
+		return 0;
+	for (i = 0; i < len; i++) {
+		char ch = name[i];
+
+		if (ch == '.') {
+			if (!label)
+				return 0;
+			label = 0;
+		} else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			   (ch >= '0' && ch <= '9') || ch == '-' || ch == '_') {
+			if (++label > 63)
+				return 0;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
 int state_check_parse(const char *text, struct state_check *c, const char **why)
 {
-	size_t i, len;
+	__u8 send[STATE_CHECK_UDP_MAX], expect[STATE_CHECK_UDP_MAX];
+	size_t i, len, send_len, expect_len;
 
 	memset(c->path, 0, sizeof(c->path));
 	if (strcmp(text, "tcp") == 0 || strcmp(text, "none") == 0) {
 		c->kind = text[0] == 't' ? STATE_CHECK_TCP : STATE_CHECK_NONE;
 		return 0;
 	}
+	if (strncmp(text, "dns:", 4) == 0) {
+		if (strlen(text + 4) > STATE_CHECK_PATH_MAX || !dns_name_ok(text + 4)) {
+			*why = "a DNS check's name is a host name (labels of letters, digits, - and _, "
+			       "1 to 63 each) of at most 127 characters";
+			return -EINVAL;
+		}
+		c->kind = STATE_CHECK_DNS;
+		memcpy(c->path, text + 4, strlen(text + 4));
+		return 0;
+	}
+	if (strncmp(text, "udp:", 4) == 0) {
+		if (state_check_udp_bytes(text + 4, send, &send_len, expect, &expect_len)) {
+			*why = "a UDP check is udp:PAYLOAD:EXPECT, PAYLOAD not empty, both printable "
+			       "ASCII with %XX for space, %, : and any other byte, at most 127 "
+			       "characters";
+			return -EINVAL;
+		}
+		c->kind = STATE_CHECK_UDP;
+		memcpy(c->path, text + 4, strlen(text + 4));
+		return 0;
+	}
 	if (strncmp(text, "http:", 5)) {
-		*why = "must be tcp, http:PATH or none";
+		*why = "must be tcp, http:PATH or none; or dns:NAME or udp:PAYLOAD:EXPECT";
 		return -EINVAL;
 	}
 	text += 5;
@@ -508,8 +640,9 @@ int state_check_valid(const struct state_check *c, const char **why)
 
 void state_check_format(const struct state_check *c, char *buf, size_t len)
 {
-	if (c->kind == STATE_CHECK_HTTP)
-		snprintf(buf, len, "http:%s", c->path);
+	if (c->kind == STATE_CHECK_HTTP || c->kind == STATE_CHECK_DNS || c->kind == STATE_CHECK_UDP)
+		snprintf(buf, len, "%s:%s", c->kind == STATE_CHECK_HTTP ? "http" :
+					    c->kind == STATE_CHECK_DNS ? "dns" : "udp", c->path);
 	else
 		snprintf(buf, len, "%s", c->kind == STATE_CHECK_TCP ? "tcp" : "none");
 }

@@ -42,10 +42,17 @@ enum state_check_kind {
 	STATE_CHECK_NONE = 0,  /* not checked: always up */
 	STATE_CHECK_TCP = 1,   /* a TCP connection is accepted */
 	STATE_CHECK_HTTP = 2,  /* an HTTP GET of the path answers 2xx or 3xx */
+	STATE_CHECK_DNS = 3,   /* a DNS query for the name (A, IN) answers NOERROR, >= 1 answer */
+	STATE_CHECK_UDP = 4,   /* a datagram sent is answered by one that starts as expected */
 };
 
-/** STATE_CHECK_PATH_MAX - longest HTTP check path. */
+/**
+ * STATE_CHECK_PATH_MAX - longest argument of a check: an HTTP check's path,
+ * a DNS check's name, a UDP check's PAYLOAD:EXPECT text.
+ */
 #define STATE_CHECK_PATH_MAX 127
+/** STATE_CHECK_UDP_MAX - most bytes a UDP check sends, or expects at the start of its reply. */
+#define STATE_CHECK_UDP_MAX STATE_CHECK_PATH_MAX
 
 /* Check defaults: every 2 s, 1 s to answer, up after 2 good, down after 3 bad. */
 #define STATE_CHECK_INTERVAL_MS 2000
@@ -58,7 +65,8 @@ enum state_check_kind {
 /**
  * struct state_check - a health check.
  * @kind: enum state_check_kind
- * @path: the HTTP check's path (starts with '/')
+ * @path: the HTTP check's path (starts with '/'), the DNS check's name, or
+ *        the UDP check's PAYLOAD:EXPECT (state_check_udp_bytes())
  * @port: the port checked; 0: the VIP's
  * @direct: 1 to check the backend's own address; 0 (default) to connect to
  *          the VIP through the clients' path (probe.h), proving the backend
@@ -343,6 +351,14 @@ void state_tmp_sweep(const char *path);
 struct state_vip *state_vip_find(const struct state *s, const struct vip_spec *spec);
 
 /**
+ * state_vip_nearest() - the VIP of @s an operator most likely meant by
+ * @spec, which @s does not have: one at the same address (another port or
+ * protocol), else the one whose text is fewest edits away, when that is at
+ * most a third of @spec's text; NULL when none is that close.
+ */
+const struct state_vip *state_vip_nearest(const struct state *s, const struct vip_spec *spec);
+
+/**
  * state_vip_add() - add a VIP with no backends, taking the lowest free id.
  * Return: 0, -EEXIST, -ENOSPC when every id is taken, -ENOMEM.
  */
@@ -399,10 +415,22 @@ static inline const struct state_check *state_backend_check(const struct state_v
 }
 
 /**
- * state_check_parse() - "tcp", "http:PATH" or "none" into @c's kind and path.
+ * state_check_parse() - "tcp", "http:PATH", "dns:NAME", "udp:PAYLOAD:EXPECT"
+ * or "none" into @c's kind and path. NAME is a host name (labels of letters,
+ * digits, '-' and '_', 1 to 63 each, a final dot allowed). PAYLOAD (not
+ * empty) and EXPECT (empty: any reply) are printable ASCII, each byte itself
+ * but space, '%' and ':', which are written %XX like any other byte.
  * Return: 0, or -EINVAL and why (static text).
  */
 int state_check_parse(const char *text, struct state_check *c, const char **why);
+
+/**
+ * state_check_udp_bytes() - the datagram a UDP check sends and the bytes its
+ * reply must start with, decoded from its PAYLOAD:EXPECT @text.
+ * Return: 0, or -EINVAL when @text is not one state_check_parse() takes.
+ */
+int state_check_udp_bytes(const char *text, __u8 send[STATE_CHECK_UDP_MAX], size_t *send_len,
+			  __u8 expect[STATE_CHECK_UDP_MAX], size_t *expect_len);
 
 /** state_check_valid() - 0, or -EINVAL and why (static text): timeout over interval, ... */
 int state_check_valid(const struct state_check *c, const char **why);
@@ -410,7 +438,7 @@ int state_check_valid(const struct state_check *c, const char **why);
 /** state_check_equal() - do two checks say the same? */
 int state_check_equal(const struct state_check *a, const struct state_check *b);
 
-/** state_check_format() - "tcp", "http:/PATH" or "none", into @buf of @len bytes. */
+/** state_check_format() - the check's kind as state_check_parse() reads it, into @buf of @len bytes. */
 void state_check_format(const struct state_check *c, char *buf, size_t len);
 
 /**
