@@ -11,6 +11,8 @@
 #
 #   vips_backends  malformed, duplicate and unknown VIPs and backends, bad
 #                  weights, MACs and names, a MAC that cannot be resolved
+#   day_two        a change's one line and --quiet, the forwarding warning,
+#                  show's host line and health without a daemon
 #   interfaces     a missing interface, attach twice, detach of another one
 #   options        bad --flows, decap, check, daemon and lookup arguments;
 #                  unknown commands, verbs and options; missing arguments
@@ -154,6 +156,36 @@ t_no_route() {
 	[ $rc -eq 0 ] && [ ! -s "$W/err" ] && pass "no route: a backend on eth0's network added without a word" ||
 		fail "no route: b8 on eth0's network: exit $rc, '$(cat "$W/err")'"
 	ringlb backend remove "$VIP" b7 && ringlb backend remove "$VIP" b8 || fail "remove b7, b8"
+}
+
+# A change says what it did in one line (not with --quiet); an encapsulated VIP on an
+# interface where forwarding is off gets one line of warning naming the sysctl; show
+# starts with the host's facts and says no daemon checks the backends.
+t_day_two() {
+	local out err gen
+	out=$(ringlb backend weight "$VIP" b1 3 2>"$W/err")
+	gen=$(ringlb show --json | jq .generation)
+	[ "$out" = "backend weight $VIP b1 3: done, state generation $gen" ] && [ ! -s "$W/err" ] &&
+		pass "a change says: '$out'" || fail "a change said '$out', '$(cat "$W/err")'"
+	out=$(ringlb --quiet backend weight "$VIP" b1 2 2>&1)
+	[ -z "$out" ] && pass "--quiet: nothing" || fail "--quiet said '$out'"
+	ip netns exec "$NS" sysctl -qw net.ipv4.conf.eth0.forwarding=0
+	ringlb vip add 198.18.0.101:80/tcp --forward ipip >/dev/null 2>"$W/err" ||
+		fail "vip add --forward ipip: $(cat "$W/err")"
+	err=$(cat "$W/err")
+	[ "$(wc -l <<<"$err")" = 1 ] && grep -qF "forwarding is off on eth0 for IPv4" <<<"$err" &&
+		grep -qF "sysctl -w net.ipv4.conf.eth0.forwarding=1" <<<"$err" &&
+		pass "forwarding off: '$err'" || fail "forwarding off: '$err'"
+	ip netns exec "$NS" sysctl -qw net.ipv4.conf.eth0.forwarding=1
+	ringlb vip del 198.18.0.101:80/tcp >/dev/null 2>"$W/err"
+	[ ! -s "$W/err" ] && pass "forwarding on: no warning" || fail "forwarding on: '$(cat "$W/err")'"
+	ip netns exec "$NS" sysctl -qw net.ipv4.conf.eth0.forwarding=0
+	out=$(ringlb show | head -1)
+	[ "$out" = "Host: attached to eth0 (native); encapsulation from 198.18.0.2, GUE port 19523; no daemon running (no health checks, no repairs)" ] &&
+		pass "show: '$out'" || fail "show's first line: '$out'"
+	[ "$(backend_field "$VIP" b1 health)" = "unchecked (no daemon)" ] &&
+		pass "show: b1's health unchecked (no daemon)" ||
+		fail "show: b1's health '$(backend_field "$VIP" b1 health)' with no daemon"
 }
 
 # decap attach takes --from and --vip as comma-separated lists; its synopsis shows both required.
@@ -440,6 +472,7 @@ t_detach() {
 suite_test vips_backends
 suite_test undrain
 suite_test no_route
+suite_test day_two
 suite_test lists
 suite_test interfaces
 suite_test options

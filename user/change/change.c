@@ -246,6 +246,7 @@ out:
 	else if (!err)
 		snprintf(out->note, sizeof(out->note), "%s", c.ss.note);
 	if (!err) {
+		out->generation = c.want.fleet.generation;
 		change_next_hops_refresh(&c.want);
 	}
 	if (c.logged) {

@@ -81,6 +81,7 @@ struct change_outcome {
 	struct fault fault;
 	struct fault undo;
 	char note[SESSION_NOTE_MAX];
+	__u64 generation;
 };
 
 /**

@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,29 @@ int site_lock(const struct site *site, int exclusive, struct fault *f)
 		}
 	}
 	return fd;
+}
+
+int site_daemon_pid(const struct site *site)
+{
+	char path[PATH_MAX], line[256], dev[64];
+	unsigned int maj, min;
+	unsigned long long ino;
+	struct stat st;
+	int pid = 0, p;
+	FILE *locks;
+
+	snprintf(path, sizeof(path), "%s.daemon", site->state_path);
+	if (stat(path, &st) || !(locks = fopen("/proc/locks", "re")))
+		return 0;
+	/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:56789 0 EOF" (device in hex). */
+	while (!pid && fgets(line, sizeof(line), locks))
+		if (strstr(line, "FLOCK") && strstr(line, "WRITE") &&
+		    sscanf(strstr(line, "WRITE") + 5, "%d %63s", &p, dev) == 2 &&
+		    sscanf(dev, "%x:%x:%llu", &maj, &min, &ino) == 3 && ino == st.st_ino &&
+		    maj == major(st.st_dev) && min == minor(st.st_dev))
+			pid = p;
+	fclose(locks);
+	return pid;
 }
 
 int site_daemon_lock(const struct site *site, struct fault *f)

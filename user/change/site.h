@@ -56,6 +56,13 @@ int site_lock(const struct site *site, int exclusive, struct fault *f);
 int site_daemon_lock(const struct site *site, struct fault *f);
 
 /**
+ * site_daemon_pid() - the pid of the daemon holding @site's daemon lock (as
+ * /proc/locks tells it, so a look never contends with a daemon starting),
+ * or 0 when none runs.
+ */
+int site_daemon_pid(const struct site *site);
+
+/**
  * site_state_read() - the committed state (store_read() of the site's store),
  * read under a lock the caller holds; @revision (NULL: not wanted) is the
  * store's revision of it.

@@ -38,6 +38,7 @@ struct cli_command;
  * struct cli - what every command runs with.
  * @site: the deployment (--state, --pin-dir)
  * @json: --json: print the model as JSON
+ * @quiet: --quiet: a change that succeeds prints nothing
  * @verbose: -v: libbpf's and the verifier's messages on stderr
  * @cmd: the command running
  * @name: its words ("backend add"), for messages
@@ -50,6 +51,7 @@ struct cli_command;
 struct cli {
 	struct site site;
 	int json;
+	int quiet;
 	int verbose;
 	const struct cli_command *cmd;
 	char name[64];

@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "host.h"
 #include "version.h"
 
 /* --- reporting ---------------------------------------------------------------------- */
@@ -117,6 +118,63 @@ static void change_cause(const struct cli *c, char *cause, size_t len)
 	cause[n] = '\0';
 }
 
+/*
+ * What a change that succeeded did, in one line on stdout: its command words
+ * and what followed them (the globals before them left out), and the
+ * generation the state is at now.
+ */
+static void change_said(const struct cli *c, __u64 generation)
+{
+	int i, start = c->word_count;
+
+	for (i = 0; i < c->word_count; i++)
+		if (strcmp(c->words[i], c->cmd->object) == 0 &&
+		    (!c->cmd->verb || (i + 1 < c->word_count && strcmp(c->words[i + 1], c->cmd->verb) == 0))) {
+			start = i + (c->cmd->verb ? 2 : 1);
+			break;
+		}
+	printf("%s", c->name);
+	for (i = start; i < c->word_count; i++)
+		printf(" %s", c->words[i]);
+	printf(": done, state generation %llu\n", (unsigned long long)generation);
+}
+
+/*
+ * After a change: each interface the program is attached to where forwarding
+ * is off for a family an encapsulated VIP's backends need, one line (its
+ * packets all drop as drop_no_forwarding until it is on).
+ */
+static void forwarding_warn(struct cli *c)
+{
+	struct fault f = { 0 };
+	struct state s;
+	int need[2] = { 0 }, family;
+	size_t i, j;
+
+	if (site_state_read_shared(&c->site, &s, &f))
+		return;
+	for (i = 0; i < s.fleet.vip_count; i++) {
+		const struct state_vip *v = &s.fleet.vips[i];
+
+		if (v->forward == LB_FORWARD_L2)
+			continue;
+		need[v->spec.addr.family == LB_FAMILY_IPV6] = 1;
+		for (j = 0; j < v->backend_count; j++)
+			need[v->backends[j].addr.family == LB_FAMILY_IPV6] = 1;
+	}
+	for (i = 0; i < s.host.iface_count; i++)
+		for (family = 0; family < 2; family++)
+			if (need[family] &&
+			    host_forwarding(s.host.ifaces[i].name,
+					    family ? LB_FAMILY_IPV6 : LB_FAMILY_IPV4) == 0)
+				fprintf(stderr, "ringlb: %s: warning: forwarding is off on %s for "
+					"%s, so its encapsulated VIPs drop every packet "
+					"(drop_no_forwarding): sysctl -w net.%s.conf.%s.forwarding=1\n",
+					c->name, s.host.ifaces[i].name, family ? "IPv6" : "IPv4",
+					family ? "ipv6" : "ipv4", s.host.ifaces[i].name);
+	state_free(&s);
+}
+
 int cli_change(struct cli *c, const void *args, __u32 flow_entries)
 {
 	struct change_outcome out;
@@ -135,8 +193,12 @@ int cli_change(struct cli *c, const void *args, __u32 flow_entries)
 		if (out.undo.why[0])
 			fprintf(stderr, "ringlb: %s: undoing the partial change failed too: %s; the "
 				"next change repairs it\n", c->name, out.undo.why);
-	} else if (out.note[0]) {
-		fprintf(stderr, "ringlb: %s: %s\n", c->name, out.note);
+	} else {
+		if (out.note[0])
+			fprintf(stderr, "ringlb: %s: %s\n", c->name, out.note);
+		if (!c->quiet && !c->json)
+			change_said(c, out.generation);
+		forwarding_warn(c);
 	}
 	if (!err && c->cmd->after)
 		c->cmd->after(c, args);
@@ -221,6 +283,8 @@ static void print_help(FILE *out, const char *object)
 			"                  " CLI_CONFIG_DEFAULT ", or $RINGLB_CONFIG);\n"
 			"                  options on the command line override it\n"
 			"  --json          machine-readable output\n"
+			"  -q, --quiet     a change that succeeds prints nothing (else one line:\n"
+			"                  what it did and the state's generation)\n"
 			"  -v, --verbose   libbpf's and the verifier's messages (twice: libbpf's\n"
 			"                  debug messages too)\n"
 			"  --version       ringlb's version\n\n"
@@ -437,6 +501,7 @@ int main(int argc, char **argv)
 		{ "store-password-file", required_argument, NULL, OPT_PASSWORD },
 		{ "store-proxy", required_argument, NULL, OPT_PROXY },
 		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -448,7 +513,7 @@ int main(int argc, char **argv)
 	int opt, rc;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+hv", globals, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+hqv", globals, NULL)) != -1) {
 		switch (opt) {
 		case 's': given.state = optarg; break;
 		case 'p': given.pin_dir = optarg; break;
@@ -461,6 +526,7 @@ int main(int argc, char **argv)
 		case OPT_PASSWORD: given.store_opts.password_file = optarg; break;
 		case OPT_PROXY: given.store_opts.proxy = optarg; break;
 		case 'j': c.json = 1; break;
+		case 'q': c.quiet = 1; break;
 		case 'v': c.verbose++; break;
 		case 'h': print_help(stdout, NULL); return 0;
 		case 'V': printf("ringlb %s\n", RINGLB_VERSION); return 0;

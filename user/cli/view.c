@@ -81,15 +81,20 @@ static json_t *hex64(__u64 v)
 }
 
 /* A backend's health as show says it; the daemon checks active backends only. */
-static const char *health_word(const struct state_check *c, const struct state_backend *b)
+/* @checked: a daemon runs, so an "up" is a verdict of its checks. */
+static const char *health_word(const struct state_check *c, const struct state_backend *b,
+			       int checked)
 {
 	if (b->down)
 		return "down";
+	if (c->kind != STATE_CHECK_NONE && !b->draining && !b->retired && !checked)
+		return "unchecked (no daemon)";
 	return c->kind == STATE_CHECK_NONE || b->draining || b->retired ? "unchecked" : "up";
 }
 
 /* One VIP of the show model, with the digest of the ring the kernel serves when attached. */
-static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json_t **out)
+static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, int checked,
+		    json_t **out)
 {
 	double *shares = calloc(vp->backend_count + 1, sizeof(double));
 	char spec[ADDR_TEXT_MAX];
@@ -119,7 +124,7 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 			       addr, "mac", vp->forward == LB_FORWARD_L2 ? mac : "-", "state",
 			       state_backend_state(b), "weight", (json_int_t)b->weight, "share",
 			       shares[j], "health",
-			       health_word(chk, b),
+			       health_word(chk, b, checked),
 			       "held", b->held);
 		if (jb && b->check_set)
 			json_object_set_new(jb, "check", json_string(check));
@@ -170,11 +175,61 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, json
 	return 0;
 }
 
+/* This host's facts: where the program is attached, encapsulation, drained, the daemon. */
+static json_t *show_host(const struct state *s, int daemon_pid)
+{
+	json_t *ifaces = json_array(), *host;
+	char a4[ADDR_TEXT_MAX] = "", a6[ADDR_TEXT_MAX] = "";
+	size_t i;
+
+	for (i = 0; i < s->host.iface_count; i++)
+		json_array_append_new(ifaces, json_pack("{s:s, s:s}", "name", s->host.ifaces[i].name,
+							"mode", s->host.ifaces[i].generic ?
+									"generic" : "native"));
+	if (s->host.encap.source4.family)
+		addr_format(&s->host.encap.source4, a4);
+	if (s->host.encap.source6.family)
+		addr_format(&s->host.encap.source6, a6);
+	host = json_pack("{s:o, s:s?, s:s?, s:I, s:b, s:I}", "interfaces", ifaces, "source4",
+			 a4[0] ? a4 : NULL, "source6", a6[0] ? a6 : NULL, "gue_port",
+			 (json_int_t)(s->host.encap.gue_port ? s->host.encap.gue_port :
+							       LB_GUE_PORT_DEFAULT),
+			 "drained", s->host.drained, "daemon_pid", (json_int_t)daemon_pid);
+	return host;
+}
+
+/* The host line: interfaces and mode, encapsulation, drained, the daemon. */
+static void show_host_text(const json_t *host)
+{
+	const json_t *ifaces = json_object_get(host, "interfaces"), *f;
+	size_t i;
+
+	printf("Host:");
+	if (!json_array_size(ifaces))
+		printf(" not attached");
+	json_array_foreach(ifaces, i, f)
+		printf("%s %s (%s)", i ? "," : " attached to", member_str(f, "name"),
+		       member_str(f, "mode"));
+	if (member_str(host, "source4") || member_str(host, "source6"))
+		printf("; encapsulation from %s%s%s, GUE port %llu",
+		       member_str(host, "source4") ? member_str(host, "source4") : "",
+		       member_str(host, "source4") && member_str(host, "source6") ? " and " : "",
+		       member_str(host, "source6") ? member_str(host, "source6") : "",
+		       member_u64(host, "gue_port"));
+	if (json_is_true(json_object_get(host, "drained")))
+		printf("; DRAINED (no routes announced)");
+	if (member_u64(host, "daemon_pid"))
+		printf("; daemon running (pid %llu)\n", member_u64(host, "daemon_pid"));
+	else
+		printf("; no daemon running (no health checks, no repairs)\n");
+}
+
 static void show_text(const json_t *model)
 {
 	const json_t *vips = json_object_get(model, "vips"), *v, *b, *check;
 	size_t i, j;
 
+	show_host_text(json_object_get(model, "host"));
 	if (json_array_size(vips) == 0)
 		printf("No VIPs. Add one with: ringlb vip add ADDR:PORT/PROTO\n");
 	json_array_foreach(vips, i, v) {
@@ -256,7 +311,7 @@ static int show_run(struct cli *c, const void *args)
 	__u64 secret[2], revision = 0;
 	char note[SITE_NOTE_MAX];
 	size_t i;
-	int attached, lock, err = 0;
+	int attached, lock, daemon_pid, err = 0;
 
 	lock = site_lock(&c->site, 0, &f);
 	if (lock < 0)
@@ -290,10 +345,12 @@ static int show_run(struct cli *c, const void *args)
 		json_object_set_new(model, "store_fail_static", json_string(note));
 	if (s.host.drained)
 		json_object_set_new(model, "host_drained", json_true());
+	daemon_pid = site_daemon_pid(&c->site);
+	json_object_set_new(model, "host", show_host(&s, daemon_pid));
 	for (i = 0; i < s.fleet.vip_count && !err; i++) {
 		if (one && &s.fleet.vips[i] != one)
 			continue;
-		err = show_vip(&s.fleet.vips[i], attached ? &maps : NULL, &v);
+		err = show_vip(&s.fleet.vips[i], attached ? &maps : NULL, daemon_pid > 0, &v);
 		if (err) {
 			char spec[ADDR_TEXT_MAX];
 

@@ -13,6 +13,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
@@ -497,4 +498,22 @@ out:
 		mnl_socket_close(nl);
 	*count = cc.count;
 	return err;
+}
+
+int host_forwarding(const char *ifname, int family)
+{
+	char path[128], value[8] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/%s/conf/%s/forwarding",
+		 family == LB_FAMILY_IPV6 ? "ipv6" : "ipv4", ifname);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(value, sizeof(value), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	return atoi(value) != 0;
 }

@@ -67,6 +67,15 @@ int host_next_hop_resolve(const struct addr *dst, int timeout_ms, char why[HOST_
 int host_privileged(void);
 
 /**
+ * host_forwarding() - is forwarding on for @family on interface @ifname
+ * (net.ipv4.conf.IFACE.forwarding, net.ipv6.conf.IFACE.forwarding, of this
+ * process's network namespace)? The kernel's FIB answers an XDP program
+ * nothing on an interface where it is off.
+ * Return: 1, 0, or -errno when it cannot be read.
+ */
+int host_forwarding(const char *ifname, int family);
+
+/**
  * host_may_verify() - may this process have the verifier accept the data
  * path? Without CAP_PERFMON (or CAP_SYS_ADMIN) the verifier refuses pointer
  * arithmetic the program does (docs/traps.md).
