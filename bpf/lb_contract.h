@@ -175,8 +175,21 @@ struct lb_vip {
  * into at most 2 N + 1 runs of one verdict each.
  */
 #define LB_SOURCE_RUNS_MAX (2 * LB_SOURCES_PER_VIP_MAX + 1)
-/** LB_SOURCE_INDEX_BITS - the most bits a set's bucket index uses (2^10 buckets). */
-#define LB_SOURCE_INDEX_BITS 10
+/**
+ * LB_SOURCE_INDEX_BITS - the most bits a set's bucket index uses (2^13
+ * buckets): enough that 1,024 prefixes leave most buckets inside one run, so
+ * most clients cost one index read (16 KiB of index, 50 KiB a set).
+ */
+#define LB_SOURCE_INDEX_BITS 13
+/** LB_SOURCE_INDEX_RUN - the bits of an index entry that are a run's number. */
+#define LB_SOURCE_INDEX_RUN 0x0fffu
+/**
+ * LB_SOURCE_INDEX_WHOLE - the entry's bucket lies inside its one run, whose
+ * verdict is in the entry's bits 12 .. 13 (LB_SOURCE_INDEX_VERDICT()).
+ */
+#define LB_SOURCE_INDEX_WHOLE 0x8000u
+/** LB_SOURCE_INDEX_VERDICT() - the verdict a whole bucket's entry @e carries. */
+#define LB_SOURCE_INDEX_VERDICT(e) (((e) >> 12) & 3u)
 /** LB_SOURCE_SEARCH_STEPS - halvings that find any run: ceil(log2(LB_SOURCE_RUNS_MAX)). */
 #define LB_SOURCE_SEARCH_STEPS 12
 /** LB_SOURCE_SET_SLOT() - the slot of map "source_sets" holding a VIP's set @parity. */
@@ -221,16 +234,20 @@ struct lb_source_addr {
  * @pad: zero
  * @start: the first address of each run, ascending; @start[0] is 0 (the
  *         runs cover the whole space); unused entries zero
- * @index: @index[j] is the run holding bucket j's first address, so an
- *         address of bucket j is in a run @index[j] .. @index[j + 1];
- *         @index[2^@bits] is @count - 1; unused entries zero
+ * @index: the run holding bucket j's first address is @index[j] &
+ *         LB_SOURCE_INDEX_RUN, so an address of bucket j is in a run of
+ *         those of @index[j] .. @index[j + 1]; when no run starts inside
+ *         bucket j after its first address, @index[j] also has
+ *         LB_SOURCE_INDEX_WHOLE and that run's verdict (bits 12 .. 13);
+ *         @index[2^@bits] is @count - 1 (no flag); unused entries zero
  * @verdict: each run's enum lb_source_verdict; unused entries zero
  * @pad2: zero
  *
  * The longest prefix holding a client decides its verdict; the controller
  * computes the runs from the prefixes (user/kernel/source_set.c), so the
- * program does one index read and, in a bucket holding more than one start,
- * a binary search of at most LB_SOURCE_SEARCH_STEPS halvings.
+ * program does one index read (the verdict itself, in a whole bucket) and,
+ * in a bucket holding a start, a binary search of at most
+ * LB_SOURCE_SEARCH_STEPS halvings and a verdict read.
  * A set is replaced by writing the new one into the VIP's other slot,
  * swapping the VIP value to name it (one update) and, once no packet can
  * still read the old value, removing the old slot: every packet sees one set
@@ -248,7 +265,9 @@ struct lb_source_set {
 };
 
 _Static_assert(sizeof(struct lb_source_set) % 8 == 0, "a source set has no tail padding");
-_Static_assert(LB_SOURCE_RUNS_MAX <= 65536, "a run's number fits a source set's index");
+_Static_assert(LB_SOURCE_RUNS_MAX <= LB_SOURCE_INDEX_RUN + 1,
+	       "a run's number fits a source set's index entry");
+_Static_assert(LB_SOURCE_NOT_ALLOWED <= 3, "a verdict fits a whole bucket's index entry");
 _Static_assert(LB_SOURCE_RUNS_MAX <= (1 << LB_SOURCE_SEARCH_STEPS),
 	       "LB_SOURCE_SEARCH_STEPS halvings find any run");
 

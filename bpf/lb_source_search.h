@@ -24,29 +24,30 @@ static __always_inline int source_before(__u64 hi, __u64 lo, const struct lb_sou
 }
 
 /**
- * source_run() - the run of @set holding address (@hi, @lo).
+ * source_verdict() - the verdict of @set on address (@hi, @lo).
  *
  * Below the start of run 1 is run 0 and from the start of the last run on
- * is the last run, two compares; between them the address's bucket gives
- * the runs it can be in, and a bounded binary search (none when the bucket
- * holds no start) the last run starting at or before it.
+ * is the last run, two compares; between them the address's bucket entry
+ * gives the verdict itself when the bucket lies inside one run (most
+ * buckets), else the runs it can be in, and a bounded binary search finds
+ * the last run starting at or before the address.
  *
- * Return: the run, or SOURCE_SEARCH_BAD when the set's header or index is
- * out of range (the program refuses such a client).
+ * Return: an enum lb_source_verdict, or SOURCE_SEARCH_BAD when the set's
+ * header or index is out of range (the program refuses such a client).
  */
-static __always_inline __u32 source_run(const struct lb_source_set *set, __u64 hi, __u64 lo)
+static __always_inline __u32 source_verdict(const struct lb_source_set *set, __u64 hi, __u64 lo)
 {
-	__u32 count = set->count, shift, bits, j, first, last, mid, i;
+	__u32 count = set->count, shift, bits, j, e, first, last, mid, i;
 	__u64 top;
 
 	if (count <= 1)
-		return count ? 0 : SOURCE_SEARCH_BAD;
+		return count ? set->verdict[0] : SOURCE_SEARCH_BAD;
 	if (count > LB_SOURCE_RUNS_MAX)
 		return SOURCE_SEARCH_BAD;
 	if (source_before(hi, lo, &set->start[1]))
-		return 0;
+		return set->verdict[0];
 	if (!source_before(hi, lo, &set->start[count - 1]))
-		return count - 1;
+		return set->verdict[count - 1];
 	shift = set->shift;
 	bits = set->bits;
 	if (shift > 127 || bits < 1 || bits > LB_SOURCE_INDEX_BITS)
@@ -59,8 +60,11 @@ static __always_inline __u32 source_run(const struct lb_source_set *set, __u64 h
 	else
 		top = hi;
 	j = (__u32)(top >> ((64 - bits) & 63)) & ((1u << LB_SOURCE_INDEX_BITS) - 1);
-	first = set->index[j];
-	last = set->index[j + 1];
+	e = set->index[j];
+	if (e & LB_SOURCE_INDEX_WHOLE)
+		return LB_SOURCE_INDEX_VERDICT(e);
+	first = e & LB_SOURCE_INDEX_RUN;
+	last = set->index[j + 1] & LB_SOURCE_INDEX_RUN;
 	if (last >= count || first > last)
 		return SOURCE_SEARCH_BAD;
 	/* The last run of first .. last whose start is at or before the address. */
@@ -75,7 +79,7 @@ static __always_inline __u32 source_run(const struct lb_source_set *set, __u64 h
 		else
 			first = mid;
 	}
-	return first < LB_SOURCE_RUNS_MAX ? first : SOURCE_SEARCH_BAD;
+	return first < LB_SOURCE_RUNS_MAX ? set->verdict[first] : SOURCE_SEARCH_BAD;
 }
 
 #endif /* RINGLB_LB_SOURCE_SEARCH_H */

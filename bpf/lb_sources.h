@@ -4,8 +4,9 @@
  * only some client prefixes (allow) or refuses some (deny). The longest
  * prefix holding the client decides; a client in none is refused when the VIP
  * has any allow prefix, else served. The controller flattens the prefixes
- * into runs of one verdict (struct lb_source_set), so a client costs one
- * index read and rarely a step of binary search, however many prefixes.
+ * into runs of one verdict (struct lb_source_set), so a client mostly costs
+ * one index read, and now and then a short binary search, however many
+ * prefixes.
  * Checked right after the VIP lookup, before the flow table and the ring, so
  * a refused client costs no flow entry and no ring search. A VIP whose value
  * lacks LB_VIP_SOURCES pays one flag test. Shared by the data path and the
@@ -45,7 +46,7 @@ __noinline __u32 lb_source_judge(__u64 meta, __u64 a0, __u64 a1)
 {
 	__u32 slot = LB_SOURCE_SET_SLOT((__u32)(__u16)(meta >> 32), (__u32)(__u8)(meta >> 16) & 1);
 	const struct lb_source_set *set;
-	__u32 zero = 0, run;
+	__u32 zero = 0;
 	void *inner;
 
 	inner = bpf_map_lookup_elem(&source_sets, &slot);
@@ -54,16 +55,15 @@ __noinline __u32 lb_source_judge(__u64 meta, __u64 a0, __u64 a1)
 	set = bpf_map_lookup_elem(inner, &zero);
 	if (!set)
 		return LB_REASON_DROP_NO_SOURCES;
-	run = source_run(set, bpf_be64_to_cpu(a0), bpf_be64_to_cpu(a1));
-	if (run >= LB_SOURCE_RUNS_MAX)
-		return LB_REASON_DROP_NO_SOURCES;
-	switch (set->verdict[run]) {
+	switch (source_verdict(set, bpf_be64_to_cpu(a0), bpf_be64_to_cpu(a1))) {
 	case LB_SOURCE_SERVED:
 		return 0;
 	case LB_SOURCE_DENIED:
 		return LB_REASON_DROP_SOURCE_DENIED;
-	default:
+	case LB_SOURCE_NOT_ALLOWED:
 		return LB_REASON_DROP_SOURCE_NOT_ALLOWED;
+	default:
+		return LB_REASON_DROP_NO_SOURCES;
 	}
 }
 

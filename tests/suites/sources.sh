@@ -193,20 +193,27 @@ t_clear() {
 # le32 N: N as the 4 bytes of a map key, as bpftool takes them.
 le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24)); }
 
-# Offsets in struct lb_source_set (bpf/lb_contract.h): runs, and the verdicts after
-# the 2,049 starts of 16 bytes and the 1,025 index entries of 2.
-SET_VERDICT_AT=$((8 + 2049 * 16 + 1025 * 2))
+# Offsets in struct lb_source_set (bpf/lb_contract.h): runs, the 8,193 index
+# entries of 2 bytes after the 2,049 starts of 16, and the verdicts after them.
+SET_INDEX_AT=$((8 + 2049 * 16))
+SET_VERDICT_AT=$((SET_INDEX_AT + 8193 * 2))
 
 # refuse_all_in_set INNER_ID: every run of the source set in inner map INNER_ID
-# made LB_SOURCE_NOT_ALLOWED behind ringlb's back.
+# made LB_SOURCE_NOT_ALLOWED behind ringlb's back, and so every whole bucket's
+# verdict (an index entry's bits 12 .. 13 when its bit 15 is set).
 refuse_all_in_set() {
 	bpftool -j map lookup id "$1" key 0 0 0 0 | python3 -c '
 import json, sys
 v = [int(b, 16) for b in json.load(sys.stdin)["value"]]
 runs = int.from_bytes(bytes(v[0:4]), "little")
-at = int(sys.argv[1])
+index, at = int(sys.argv[1]), int(sys.argv[2])
 v[at:at + runs] = [2] * runs
-print(" ".join("%02x" % b for b in v))' "$SET_VERDICT_AT" >"$W/set.hex" &&
+for j in range(8193):
+    e = v[index + 2 * j] | v[index + 2 * j + 1] << 8
+    if e & 0x8000:
+        e = e & ~0x3000 | 2 << 12
+        v[index + 2 * j], v[index + 2 * j + 1] = e & 255, e >> 8
+print(" ".join("%02x" % b for b in v))' "$SET_INDEX_AT" "$SET_VERDICT_AT" >"$W/set.hex" &&
 		# shellcheck disable=SC2046
 		bpftool map update id "$1" key 0 0 0 0 value hex $(cat "$W/set.hex")
 }

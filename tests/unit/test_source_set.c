@@ -147,10 +147,25 @@ static void set_well_formed(const struct lb_source_set *set)
 		      i);
 	}
 	if (set->count > 2)
-		for (j = 0; j < 1u << set->bits; j++)
-			check(set->index[j] <= set->index[j + 1] && set->index[j + 1] < set->count,
-			      "bucket %u: runs %u .. %u of %u", j, set->index[j], set->index[j + 1],
-			      set->count);
+		for (j = 0; j < 1u << set->bits; j++) {
+			__u32 e = set->index[j], run = e & LB_SOURCE_INDEX_RUN;
+			__u32 next = set->index[j + 1] & LB_SOURCE_INDEX_RUN;
+
+			check(run <= next && next < set->count, "bucket %u: runs %u .. %u of %u", j,
+			      run, next, set->count);
+			check(!(e & ~(LB_SOURCE_INDEX_RUN | LB_SOURCE_INDEX_WHOLE | 3u << 12)),
+			      "bucket %u: entry %#x has stray bits", j, e);
+			/* Whole: its verdict is its run's, and the next bucket starts in the same run
+			 * or exactly at the next run's start. */
+			if (e & LB_SOURCE_INDEX_WHOLE) {
+				check_eq(LB_SOURCE_INDEX_VERDICT(e), set->verdict[run]);
+				check(next == run || next == run + 1, "whole bucket %u: runs %u .. %u",
+				      j, run, next);
+			} else {
+				check(!(e & 3u << 12), "bucket %u: a verdict in a split entry", j);
+			}
+		}
+	check(!(set->index[1u << set->bits] & ~LB_SOURCE_INDEX_RUN), "the last entry is flagged");
 }
 
 static void one_case(struct test_rng *rng, int family, size_t count, unsigned int min,

@@ -87,10 +87,14 @@ static void index_build(struct lb_source_set *set)
 	base = shift ? low & ~(~(u128)0 >> shift) : 0;
 	for (j = 0; j < 1u << bits; j++) {
 		u128 at = base | (u128)j << (128 - shift - bits);
+		u128 end = at + (((u128)1 << (128 - shift - bits)) - 1);
 
 		while (run + 1 < set->count && get_addr(&set->start[run + 1]) <= at)
 			run++;
 		set->index[j] = (__u16)run;
+		/* Whole: no run starts after the bucket's first address and at or before its last. */
+		if (run + 1 >= set->count || get_addr(&set->start[run + 1]) > end)
+			set->index[j] |= (__u16)(LB_SOURCE_INDEX_WHOLE | set->verdict[run] << 12);
 	}
 	set->index[1u << bits] = (__u16)(set->count - 1);
 }
@@ -144,7 +148,7 @@ int source_set_build(struct lb_source_set *set, const struct state_source *sourc
 int source_set_verdict(const struct lb_source_set *set, const struct addr *a)
 {
 	u128 n = addr_number(a->bytes);
-	__u32 run = source_run(set, (__u64)(n >> 64), (__u64)n);
+	__u32 v = source_verdict(set, (__u64)(n >> 64), (__u64)n);
 
-	return run == SOURCE_SEARCH_BAD ? -EINVAL : set->verdict[run];
+	return v == SOURCE_SEARCH_BAD ? -EINVAL : (int)v;
 }
