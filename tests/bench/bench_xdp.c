@@ -1053,7 +1053,7 @@ static void sources_per_packet(void)
 	struct ring *r;
 	size_t n = 0;
 	int round, e, k, fd;
-	__u32 slot = S_SHIPPED;
+	__u32 slot = S_SHIPPED, whole = 0;
 
 	printf("\n1f. Source ranges per packet: the driver of 1c, IPv4 TCP to an l2 VIP of %d\n"
 	       "   backends (ring of 1,024 points), its source ranges off, then on: %d prefixes\n"
@@ -1113,8 +1113,11 @@ static void sources_per_packet(void)
 	    lb_vip_sources_swap(lb_prog_maps(shipped), &ranged_key, 1, 1,
 				LB_VIP_SOURCES | LB_VIP_ALLOW_LIST))
 		die("source ranges", -errno);
-	printf("   the set: %u runs, index of %u bits from bit %u\n", set->count,
-	       set->count > 2 ? set->bits : 0, set->shift);
+	for (k = 0; set->count > 2 && k < 1 << set->bits; k++)
+		whole += !!(set->index[k] & LB_SOURCE_INDEX_WHOLE);
+	printf("   the set: %u runs, index of %u bits from bit %u, %u of its buckets whole (the\n"
+	       "   verdict in one read)\n", set->count, set->count > 2 ? set->bits : 0, set->shift,
+	       whole);
 	fd = lb_prog_fd(shipped);
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
 		die("prog array", -errno);
