@@ -67,6 +67,29 @@ void health_result(struct health_target *t, int ok, const char *why, __u64 now_n
 	}
 }
 
+int health_path_up(const struct health_target *t)
+{
+	if (!t->ok_total && !t->fail_total)
+		return -1;
+	return t->fail_run < t->check.fall;
+}
+
+int health_path_lost(const struct health_target *ts, size_t n, const struct vip_spec *vip,
+		     __u32 fails)
+{
+	size_t i, checked = 0, up = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!vip_equal(&ts[i].vip, vip))
+			continue;
+		if (ts[i].fail_run < (fails ? fails : ts[i].check.fall))
+			return 0;
+		checked++;
+		up += ts[i].verdict_up != 0;
+	}
+	return checked && up;
+}
+
 int health_due(const struct health_target *t, __u64 now_ns)
 {
 	if (t->seen_up == t->verdict_up)
