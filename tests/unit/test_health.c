@@ -82,7 +82,7 @@ static void test_fall_and_rise_count_results_in_a_row(void **unused)
  * A host's path to a VIP is lost only when every checked backend of it failed
  * its last fall checks from here and one is still committed up: one backend
  * that fails is the backend's trouble; all of them down in the state, the
- * backends'.
+ * backends'. It is in doubt (verdicts held) as soon as each failed recently.
  */
 static void test_path_lost_needs_every_backend_failing_and_one_up(void **unused)
 {
@@ -102,7 +102,7 @@ static void test_path_lost_needs_every_backend_failing_and_one_up(void **unused)
 	assert_int_equal(vip_parse("198.18.0.101:80/tcp", &other, &why), 0);
 	t[2].vip = other;
 	assert_int_equal(health_path_up(&t[0]), -1);
-	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec, 0));
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	/* b1 fails from here, b2 passes: not this host's path. */
 	for (k = 0; k < 3; k++) {
 		health_result(&t[0], 0, "no answer in 50 ms", now);
@@ -110,27 +110,30 @@ static void test_path_lost_needs_every_backend_failing_and_one_up(void **unused)
 	}
 	assert_int_equal(health_path_up(&t[0]), 0);
 	assert_int_equal(health_path_up(&t[1]), 1);
-	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec, 0));
-	/* Both fail, two in a row: lost by the last check, not yet by fall (3). */
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	assert_false(health_path_failing(t, 3, &s.fleet.vips[0].spec, now));
+	/* Both fail, two in a row: in doubt at once (held), lost only by fall (3). */
 	health_result(&t[1], 0, "no answer in 50 ms", now);
 	health_result(&t[1], 0, "no answer in 50 ms", now);
-	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec, 1));
-	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec, 0));
+	assert_true(health_path_failing(t, 3, &s.fleet.vips[0].spec, now + 300 * MS));
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	/* In doubt for fall intervals and a timeout (350 ms) after the last failure of each. */
+	assert_false(health_path_failing(t, 3, &s.fleet.vips[0].spec, now + 351 * MS));
 	health_result(&t[1], 0, "no answer in 50 ms", now);
-	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec, 0));
+	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	/* Every one committed down: the backends are down, not this host's path. */
 	t[0].verdict_up = t[1].verdict_up = 0;
-	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec, 0));
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	t[1].verdict_up = 1;
-	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec, 0));
+	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	/* One check passes again: the path is back. */
 	health_result(&t[0], 1, NULL, now);
-	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec, 1));
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	/* The other VIP's one backend failing fall times from here: that VIP alone is lost. */
 	for (k = 0; k < 3; k++)
 		health_result(&t[2], 0, "connection refused", now);
-	assert_true(health_path_lost(t, 3, &other, 0));
-	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec, 0));
+	assert_true(health_path_lost(t, 3, &other));
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	state_free(&s);
 }
 

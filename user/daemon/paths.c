@@ -10,7 +10,9 @@
  *   without this host, a link, a filter), not the backends. Its address
  *   leaves the routes bird reads once every VIP of that address is lost,
  *   and comes back when the path does.
- * - while every checked backend of a VIP failed its last check from here,
+ * - while every checked backend of a VIP failed a check from here within
+ *   its last fall intervals (health_path_failing(): a cut made backend by
+ *   backend, a --from edited on one backend after another, is one cut),
  *   what this host's checks say of that VIP is held at the committed
  *   verdict, and for two check intervals and a timeout after (a probe sent
  *   into the cut may time out after the path is back): a leader whose own
@@ -58,7 +60,7 @@ void paths_hold(struct daemon *d, __u64 now)
 		return;
 	for (i = 0; i < n; i = j) {
 		j = vip_run(ts, n, i);
-		if (health_path_lost(ts + i, j - i, &ts[i].vip, 1))
+		if (health_path_failing(ts + i, j - i, &ts[i].vip, now))
 			for (k = i; k < j; k++)
 				ts[k].path_hold_ns = now + ((__u64)2 * ts[k].check.interval_ms +
 							    ts[k].check.timeout_ms) * 1000000ull;
@@ -73,7 +75,7 @@ static json_t *backend_path(const struct health_target *t)
 {
 	int up = health_path_up(t);
 
-	return json_pack("{s:s, s:s}", "name", t->name, "path",
+	return json_pack("{s:s, s:s, s:s}", "name", t->name, "path",
 			 up < 0 ? "not checked yet" : up ? "ok" : "lost", "last", t->last);
 }
 
@@ -102,7 +104,7 @@ static json_t *report_make(struct daemon *d, __u64 now)
 		vip_format(&ts[i].vip, spec);
 		json_array_append_new(vips, json_pack(
 			"{s:s, s:b, s:b, s:b, s:o}", "vip", spec, "lost",
-			shared && health_path_lost(ts + i, j - i, &ts[i].vip, 0), "held",
+			shared && health_path_lost(ts + i, j - i, &ts[i].vip), "held",
 			held && daemon_leads(d, now), "withdrawn", 0, "backends", backends));
 	}
 	return json_pack("{s:I, s:s, s:b, s:o}", "pid", (json_int_t)getpid(), "host", d->hostname,
