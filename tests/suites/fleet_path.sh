@@ -96,8 +96,8 @@ via() {
 }
 # served N: of N requests through the router, how many a backend answered.
 served() {
-	local k
-	for k in $(seq 1 "$1"); do client curl -s -m 2 "http://$FLEET_VIP/"; done | grep -c '^b'
+
+	for _ in $(seq 1 "$1"); do client curl -s -m 2 "http://$FLEET_VIP/"; done | grep -c '^b'
 }
 # downs: backends the store holds as down (lb1's view of the committed state).
 downs() { on 1 show --json | jq '[.vips[].backends[] | select(.health == "down")] | length'; }
