@@ -166,7 +166,8 @@ struct daemon_samples {
  * @loop: the main loop
  * @identity: HOST/PID, its name for the store's lead
  * @lock: what other threads read: @state, @attached, @rings, @targets,
- *        @target_count, @counts, @leader, @path_ok, @source4, @source6
+ *        @target_count, @counts, @leader, @path_ok, @source4, @source6,
+ *        @paths.report
  * @state: the committed state it serves
  * @attached: the data path's maps are there
  * @rings: per VIP its ring's points and shares, for the metrics
@@ -179,7 +180,8 @@ struct daemon_samples {
  * @source4: this host's IPv4 address on the attached interface (probes' source)
  * @source6: and IPv6
  * @samples: the data path's counters sampled (its own lock)
- * @hostname: this host's name, for the status page
+ * @hostname: this host's name, for the status page and the path metrics
+ * @paths: this host's own path to the backends (paths.c; main loop)
  */
 struct daemon {
 	const struct daemon_opts *o;
