@@ -11,8 +11,9 @@
  *   leaves the routes bird reads once every VIP of that address is lost,
  *   and comes back when the path does.
  * - while every checked backend of a VIP failed a check from here within
- *   its last fall intervals (health_path_failing(): a cut made backend by
- *   backend, a --from edited on one backend after another, is one cut),
+ *   its last fall intervals and a timeout (health_path_failing(): backends
+ *   cut one after another are one cut when the last is cut before the
+ *   first has failed fall checks),
  *   what this host's checks say of that VIP is held at the committed
  *   verdict, and for two check intervals and a timeout after (a probe sent
  *   into the cut may time out after the path is back): a leader whose own
