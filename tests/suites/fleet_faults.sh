@@ -25,11 +25,12 @@
 #               fleet host: refused in one line, nothing changed
 #   slow        every store request delayed 1.5 s (the timeout is 2 s) for
 #               SLOW_S seconds (60): no healthy backend marked down, clients
-#               served throughout, at most one daemon running checks
+#               served throughout, at most one daemon judging checks
 #   lost_reply  a commit whose reply the proxy drops: the change settles by
 #               reading the key back, and says nothing false
-#   lead        the daemons' check counters sampled every 0.5 s: one runs
-#               checks at a time (lb2 and lb3 are both pid 1, in pid
+#   lead        the daemons' judged-check counters sampled every 0.5 s
+#               (every daemon probes; the leader's results alone may
+#               commit verdicts): one judges at a time (lb2 and lb3 are both pid 1, in pid
 #               namespaces, on one hostname); through a failed keepalive on
 #               each, and the leader cut off from etcd alone (a partial
 #               partition): never two at once, no backend marked down
@@ -307,7 +308,7 @@ t_slow() {
 	read -r ok sent <"$W/slow.clients"
 	downs=$(for i in 1 2 3; do since "$i"; done | grep -c "down after")
 	[ "$downs" -eq 0 ] && [ "$ok" -eq "$sent" ] && [ "$(downs)" = 0 ] && [ "$LEAD_BOTH" -eq 0 ] &&
-		pass "every store request delayed 1.5 s for $SLOW_S s: no backend marked down, $ok of $sent connections served, never two daemons running checks (0.5 s windows with checks: $(echo "$LEAD_WHO" | tr -d . | wc -c) of ${#LEAD_WHO})" ||
+		pass "every store request delayed 1.5 s for $SLOW_S s: no backend marked down, $ok of $sent connections served, never two daemons judging checks (0.5 s windows with checks: $(echo "$LEAD_WHO" | tr -d . | wc -c) of ${#LEAD_WHO})" ||
 		fail "slow store: $downs down verdicts, $ok of $sent served, $LEAD_BOTH windows with two ($LEAD_WHO); $(for i in 1 2 3; do since "$i" | grep -m2 'down after'; done)"
 }
 
@@ -328,14 +329,16 @@ t_lost_reply() {
 		fail "lost reply: exit $rc, '$out'; store generation $(E get --print-value-only "$KEY" | jq .generation) (was $before)"
 }
 
-# checks I: balancer I's health checks run so far (its metrics), or "-" when it does not answer.
+# checks I: the health check results balancer I took as the leader so far (its metrics:
+# every daemon probes, the leader's results alone may commit verdicts), or "-" when it
+# does not answer.
 checks() {
 	ip netns exec "${P}lb$1" curl -s -m 1 http://127.0.0.1:9477/metrics 2>/dev/null |
-		awk '/^ringlb_check_results_total/ {s += $NF; n++} END {print n ? s : "-"}'
+		awk '/^ringlb_check_judged_total/ {s += $NF; n++} END {print n ? s : "-"}'
 }
 # lead_watch SECONDS: sample every daemon's check count every 0.5 s; LEAD_BOTH: the
-# windows in which more than one daemon ran checks; LEAD_NONE: those with none;
-# LEAD_WHO: who ran them, window by window (1, 2, 3, or . for nobody).
+# windows in which more than one daemon judged checks; LEAD_NONE: those with none;
+# LEAD_WHO: who judged them, window by window (1, 2, 3, or . for nobody).
 lead_watch() {
 	local end i c prev=() now=() who n
 	LEAD_BOTH=0 LEAD_NONE=0 LEAD_WHO=""
@@ -365,14 +368,14 @@ t_lead() {
 	ids=$(for i in 2 3; do grep -m1 -o "its name for the lead: .*" "$W/lb$i/daemon.log" | cut -d' ' -f6; done)
 	[ "$LEAD_BOTH" -eq 0 ] && [ "$(echo "$ids" | sort -u | wc -l)" -eq 2 ] &&
 		[ "$(echo "$ids" | grep -c '/1\.[0-9]*$')" -eq 2 ] &&
-		pass "one daemon runs the checks (windows of 0.5 s, who: $LEAD_WHO); lb2 and lb3 are both pid 1, their names differ: $(echo $ids)" ||
+		pass "one daemon judges the checks (every one probes) (windows of 0.5 s, who: $LEAD_WHO); lb2 and lb3 are both pid 1, their names differ: $(echo $ids)" ||
 		fail "lead: $LEAD_BOTH windows with two, who $LEAD_WHO, names $(echo $ids)"
 	# One failed keepalive for each daemon.
 	fault "${P}etcd" "$CTL" /v3/lease/keepalive status status=503 count=3 >/dev/null
 	lead_watch 10
 	fault_clear "${P}etcd" "$CTL" >/dev/null
 	[ "$LEAD_BOTH" -eq 0 ] && [ "$(downs)" = 0 ] &&
-		pass "a failed keepalive on each daemon: never two running checks (who: $LEAD_WHO), no backend down" ||
+		pass "a failed keepalive on each daemon: never two judging checks (who: $LEAD_WHO), no backend down" ||
 		fail "failed keepalive: $LEAD_BOTH windows with two ($LEAD_WHO), $(downs) down"
 	# A partial partition: the leader cut off from etcd alone.
 	leader=$(echo "$LEAD_WHO" | grep -o '[123]' | tail -1)
@@ -386,7 +389,7 @@ t_lead() {
 	ip -n "${P}lb$leader" link del cut0
 	others=$(echo "$LEAD_WHO" | tr -d ".$leader" | grep -o '[123]' | sort -u | tr -d '\n')
 	[ "$LEAD_BOTH" -eq 0 ] && [ -n "$others" ] && [ "$(downs)" = 0 ] &&
-		pass "lb$leader, the leader, cut off from etcd alone: it stopped its checks and lb$others took them, never two at once (who: $LEAD_WHO), no backend down" ||
+		pass "lb$leader, the leader, cut off from etcd alone: it stopped judging and lb$others took them, never two at once (who: $LEAD_WHO), no backend down" ||
 		fail "partition of lb$leader: $LEAD_BOTH windows with two, who $LEAD_WHO, $(downs) down; $(tail -3 "$W/lb$leader/daemon.log" | tr '\n' ' ')"
 	lead_watch 6
 	[ "$LEAD_BOTH" -eq 0 ] && pass "lb$leader back: still one at a time (who: $LEAD_WHO)" ||

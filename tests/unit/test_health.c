@@ -6,7 +6,8 @@
  * whose every checked backend is down keeps its last healthy set (fail
  * open) until one comes back. Also: the check options' parsing and the
  * state file's check and health fields, and what DNS and UDP checks send
- * and which replies they take.
+ * and which replies they take; and when a host's own path to a VIP's
+ * backends is lost (its checks reach none, the fleet holds one up).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -74,6 +75,65 @@ static void test_fall_and_rise_count_results_in_a_row(void **unused)
 	check(!t.seen_up, "one success of rise 2: still down");
 	health_result(&t, 1, NULL, now);
 	check(t.seen_up, "two successes in a row: up");
+	state_free(&s);
+}
+
+/*
+ * A host's path to a VIP is lost only when every checked backend of it failed
+ * its last fall checks from here and one is still committed up: one backend
+ * that fails is the backend's trouble; all of them down in the state, the
+ * backends'. It is in doubt (verdicts held) as soon as each failed recently.
+ */
+static void test_path_lost_needs_every_backend_failing_and_one_up(void **unused)
+{
+	struct health_target t[3];
+	struct vip_spec other;
+	const char *why = NULL;
+	struct state s;
+	__u64 now = 1000 * MS;
+	size_t i, k;
+
+	(void)unused;
+	vip_make(&s, 2);
+	for (i = 0; i < 2; i++)
+		health_target_init(&t[i], &s.fleet.vips[0], &s.fleet.vips[0].backends[i], now);
+	/* A target of another VIP, failing alone, says nothing of this one. */
+	t[2] = t[0];
+	assert_int_equal(vip_parse("198.18.0.101:80/tcp", &other, &why), 0);
+	t[2].vip = other;
+	assert_int_equal(health_path_up(&t[0]), -1);
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	/* b1 fails from here, b2 passes: not this host's path. */
+	for (k = 0; k < 3; k++) {
+		health_result(&t[0], 0, "no answer in 50 ms", now);
+		health_result(&t[1], 1, NULL, now);
+	}
+	assert_int_equal(health_path_up(&t[0]), 0);
+	assert_int_equal(health_path_up(&t[1]), 1);
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	assert_false(health_path_failing(t, 3, &s.fleet.vips[0].spec, now));
+	/* Both fail, two in a row: in doubt at once (held), lost only by fall (3). */
+	health_result(&t[1], 0, "no answer in 50 ms", now);
+	health_result(&t[1], 0, "no answer in 50 ms", now);
+	assert_true(health_path_failing(t, 3, &s.fleet.vips[0].spec, now + 300 * MS));
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	/* In doubt for fall intervals and a timeout (350 ms) after the last failure of each. */
+	assert_false(health_path_failing(t, 3, &s.fleet.vips[0].spec, now + 351 * MS));
+	health_result(&t[1], 0, "no answer in 50 ms", now);
+	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	/* Every one committed down: the backends are down, not this host's path. */
+	t[0].verdict_up = t[1].verdict_up = 0;
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	t[1].verdict_up = 1;
+	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	/* One check passes again: the path is back. */
+	health_result(&t[0], 1, NULL, now);
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	/* The other VIP's one backend failing fall times from here: that VIP alone is lost. */
+	for (k = 0; k < 3; k++)
+		health_result(&t[2], 0, "connection refused", now);
+	assert_true(health_path_lost(t, 3, &other));
+	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	state_free(&s);
 }
 
@@ -369,6 +429,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fall_and_rise_count_results_in_a_row),
 		cmocka_unit_test(test_hold_allows_one_change_per_period),
+		cmocka_unit_test(test_path_lost_needs_every_backend_failing_and_one_up),
 		cmocka_unit_test(test_restart_starts_from_the_committed_verdict),
 		cmocka_unit_test(test_fail_open_keeps_the_last_healthy_set),
 		cmocka_unit_test(test_state_file_keeps_checks_and_health),

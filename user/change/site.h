@@ -63,6 +63,14 @@ int site_daemon_lock(const struct site *site, struct fault *f);
 int site_daemon_pid(const struct site *site);
 
 /**
+ * SITE_PATHS_FILE - beside the state file: the daemon's report of this
+ * host's own path to every checked backend (JSON, written whole when it
+ * changes: {"pid", "host", "fleet", "vips": [{"vip", "lost", "withdrawn",
+ * "held", "why", "backends": [{"name", "path", "last"}]}]}).
+ */
+#define SITE_PATHS_FILE "paths.json"
+
+/**
  * site_state_read() - the committed state (store_read() of the site's store),
  * read under a lock the caller holds; @revision (NULL: not wanted) is the
  * store's revision of it.

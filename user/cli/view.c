@@ -5,6 +5,7 @@
  * from that same model, so the two outputs cannot say different things.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,53 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, int 
 	return 0;
 }
 
+/*
+ * The daemon's report of this host's paths (SITE_PATHS_FILE), when the
+ * daemon that runs now wrote it for a fleet; NULL otherwise (no daemon, a
+ * standalone host: its checks are the verdicts).
+ */
+static json_t *paths_report(const struct cli *c, int daemon_pid)
+{
+	char path[PATH_MAX];
+	json_t *report;
+
+	if (daemon_pid <= 0)
+		return NULL;
+	site_path(&c->site, SITE_PATHS_FILE, path, sizeof(path));
+	report = json_load_file(path, 0, NULL);
+	if (report && (member_u64(report, "pid") != (unsigned long long)daemon_pid ||
+		       !json_is_true(json_object_get(report, "fleet")))) {
+		json_decref(report);
+		report = NULL;
+	}
+	return report;
+}
+
+/* This host's path to @spec's backends into its show model @v, from @report. */
+static void paths_add(json_t *v, const json_t *report, const char *spec)
+{
+	const json_t *p = NULL, *e, *pb;
+	json_t *b;
+	size_t i, j, k;
+
+	json_array_foreach(json_object_get(report, "vips"), i, e)
+		if (strcmp(member_str(e, "vip"), spec) == 0)
+			p = e;
+	if (!p)
+		return;
+	if (json_is_true(json_object_get(p, "lost")))
+		json_object_set_new(v, json_is_true(json_object_get(p, "withdrawn")) ?
+				       "path_withdrawn" : "path_lost", json_string(member_str(p, "why")));
+	if (json_is_true(json_object_get(p, "held")))
+		json_object_set_new(v, "path_verdicts_held", json_true());
+	json_array_foreach(json_object_get(v, "backends"), j, b)
+		json_array_foreach(json_object_get(p, "backends"), k, pb)
+			if (strcmp(member_str(pb, "name"), member_str(b, "name")) == 0) {
+				json_object_set_new(b, "path", json_string(member_str(pb, "path")));
+				json_object_set_new(b, "path_last", json_string(member_str(pb, "last")));
+			}
+}
+
 /* This host's facts: where the program is attached, encapsulation, drained, the daemon. */
 static json_t *show_host(const struct state *s, int daemon_pid)
 {
@@ -263,13 +311,21 @@ static void show_text(const json_t *model)
 			json_array_foreach(list, k, p)
 				printf("%s%s", k && k % 6 == 0 ? "\n   " : " ", json_string_value(p));
 		}
+		if (json_object_get(v, "path_withdrawn"))
+			printf("\n  WITHDRAWN from this host: %s", member_str(v, "path_withdrawn"));
+		if (json_object_get(v, "path_lost"))
+			printf("\n  path lost from this host: %s", member_str(v, "path_lost"));
+		if (json_is_true(json_object_get(v, "path_verdicts_held")))
+			printf("\n  this host leads the checks: its down verdicts are held (its own path)");
 		if (json_is_true(json_object_get(v, "fail_open")))
 			printf("\n  FAILING OPEN: every checked backend is down; the last healthy set "
 			       "serves");
 		printf("\n  %-20s %-24s %-17s %-9s %6s %8s  %s\n", "NAME", "ADDRESS", "MAC", "STATE",
 		       "WEIGHT", "SHARE", "HEALTH");
-		json_array_foreach(json_object_get(v, "backends"), j, b)
-			printf("  %-20s %-24s %-17s %-9s %6llu %7.2f%%  %s%s%s\n", member_str(b, "name"),
+		json_array_foreach(json_object_get(v, "backends"), j, b) {
+			const char *path = member_str(b, "path");
+
+			printf("  %-20s %-24s %-17s %-9s %6llu %7.2f%%  %s%s%s", member_str(b, "name"),
 			       member_str(b, "address"), member_str(b, "mac"), member_str(b, "state"),
 			       member_u64(b, "weight"),
 			       100.0 * json_real_value(json_object_get(b, "share")),
@@ -277,6 +333,13 @@ static void show_text(const json_t *model)
 									  member_str(b, "health"),
 			       json_object_get(b, "check") ? ", own check " : "",
 			       json_object_get(b, "check") ? member_str(b, "check") : "");
+			/* In a fleet: this host's own path, which the verdict (the leader's) may not say. */
+			if (path && strcmp(path, "lost") == 0)
+				printf("; path from this host: lost (%s)", member_str(b, "path_last"));
+			else if (path)
+				printf("; path from this host: %s", path);
+			putchar('\n');
+		}
 	}
 }
 
@@ -307,7 +370,7 @@ static int show_run(struct cli *c, const void *args)
 	struct fault f = { 0 };
 	struct lb_maps maps;
 	struct state s;
-	json_t *model, *vips, *v;
+	json_t *model, *vips, *v, *paths;
 	__u64 secret[2], revision = 0;
 	char note[SITE_NOTE_MAX];
 	size_t i;
@@ -347,16 +410,18 @@ static int show_run(struct cli *c, const void *args)
 		json_object_set_new(model, "host_drained", json_true());
 	daemon_pid = site_daemon_pid(&c->site);
 	json_object_set_new(model, "host", show_host(&s, daemon_pid));
+	paths = paths_report(c, daemon_pid);
 	for (i = 0; i < s.fleet.vip_count && !err; i++) {
 		if (one && &s.fleet.vips[i] != one)
 			continue;
+		char spec[ADDR_TEXT_MAX];
+
+		vip_format(&s.fleet.vips[i].spec, spec);
 		err = show_vip(&s.fleet.vips[i], attached ? &maps : NULL, daemon_pid > 0, &v);
 		if (err) {
-			char spec[ADDR_TEXT_MAX];
-
-			vip_format(&s.fleet.vips[i].spec, spec);
 			cli_report(c, "VIP %s: cannot build its ring", spec);
 		} else {
+			paths_add(v, paths, spec);
 			json_array_append_new(vips, v);
 		}
 	}
@@ -367,6 +432,7 @@ static int show_run(struct cli *c, const void *args)
 	}
 	lb_maps_close(&maps);
 	state_free(&s);
+	json_decref(paths);
 	if (err) {
 		json_decref(model);
 		return err;

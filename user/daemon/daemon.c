@@ -3,7 +3,8 @@
  * ringlb daemon (daemon.h): the main loop. Each duty is an event source of
  * its own, set up here and handled in its own file (daemon_impl.h): signals
  * and the periodic comparison here, the committed state in follow.c, the
- * verdicts in verdicts.c, the lead in leader.c, rings.log in translog.c.
+ * verdicts in verdicts.c, the lead in leader.c, rings.log in translog.c,
+ * this host's paths to the backends in paths.c.
  * The health probes run on a thread and loop of their own (probes.c),
  * libmicrohttpd's thread serves /metrics (scrape.c, metrics.c) and the status
  * page (samples.c, status.c), the sampler has a thread of its own, and sd-event
@@ -195,7 +196,7 @@ static int daemon_start(struct daemon *d, struct fault *f)
 	err = follow_start(d) ?: leader_start(d) ?: verdicts_start(d) ?: routes_start(d) ?:
 	      daemon_every(d->loop, (__u64)d->o->verify_s * 1000000, (__u64)d->o->verify_s * 1000000,
 			   on_verify, d) ?:
-	      flow_sweep_start(d) ?: probes_start(d) ?: samples_start(d);
+	      flow_sweep_start(d) ?: probes_start(d) ?: paths_start(d) ?: samples_start(d);
 	if (err)
 		return fault_errno(f, FAULT_KERNEL, err < 0 ? err : -EIO, "cannot start the daemon");
 	routes_update(d);
@@ -300,6 +301,7 @@ out:
 	routes_stop(&d);
 	probes_stop(&d);
 	metrics_stop(metrics);
+	paths_stop(&d);
 	samples_stop(&d);
 	probe_path_drop(&d);
 	daemon_free(&d);

@@ -16,6 +16,8 @@
  *   verdicts.c   what the checks say, committed as changes (change_run())
  *   leader.c     the store's one lead: who runs the fleet's health checks
  *   routes.c     whether this host announces the VIPs (bird2)
+ *   paths.c      this host's own path to the backends: a VIP none of whose
+ *                backends it reaches is withdrawn, its verdicts held
  *   translog.c   rings.log followed, for the journal and the metrics
  *   scrape.c     a /metrics page from a snapshot (metrics.c serves it)
  *   samples.c    the samples of the data path's counters, on a thread of
@@ -110,6 +112,25 @@ struct daemon_routes {
 	struct daemon_birdc birdc;
 };
 
+/** PATHS_WITHDRAWN_MAX - addresses a host can withdraw for its paths at most. */
+#define PATHS_WITHDRAWN_MAX LB_VIPS_MAX
+
+/**
+ * struct daemon_paths - this host's paths to the backends (paths.c).
+ * @report: the last report (under the lock: the metrics read it)
+ * @written: its text as written to PATHS_FILE (NULL: not written)
+ * @write_failing: the last write failed (said once)
+ * @withdrawn: the addresses left out of the routes for their paths
+ * @withdrawn_count: how many
+ */
+struct daemon_paths {
+	json_t *report;
+	char *written;
+	int write_failing;
+	struct addr withdrawn[PATHS_WITHDRAWN_MAX];
+	size_t withdrawn_count;
+};
+
 /** struct daemon_counts - what the metrics count (under the lock). */
 struct daemon_counts {
 	json_t *changes;           /* per VIP {"ok": N, "failed": N} */
@@ -145,7 +166,8 @@ struct daemon_samples {
  * @loop: the main loop
  * @identity: HOST/PID, its name for the store's lead
  * @lock: what other threads read: @state, @attached, @rings, @targets,
- *        @target_count, @counts, @leader, @path_ok, @source4, @source6
+ *        @target_count, @counts, @leader, @path_ok, @source4, @source6,
+ *        @paths.report
  * @state: the committed state it serves
  * @attached: the data path's maps are there
  * @rings: per VIP its ring's points and shares, for the metrics
@@ -158,7 +180,8 @@ struct daemon_samples {
  * @source4: this host's IPv4 address on the attached interface (probes' source)
  * @source6: and IPv6
  * @samples: the data path's counters sampled (its own lock)
- * @hostname: this host's name, for the status page
+ * @hostname: this host's name, for the status page and the path metrics
+ * @paths: this host's own path to the backends (paths.c; main loop)
  */
 struct daemon {
 	const struct daemon_opts *o;
@@ -185,6 +208,7 @@ struct daemon {
 	struct daemon_follow follow;
 	struct daemon_host host;
 	struct daemon_routes routes;
+	struct daemon_paths paths;
 	char holder[STORE_HOLDER_MAX];
 	off_t log_offset;
 	int reported;
@@ -328,6 +352,30 @@ void routes_stop(struct daemon *d);
 
 /** routes_withdraw_reason() - why this host should not announce, or NULL when it should. */
 const char *routes_withdraw_reason(const struct daemon *d);
+
+/**
+ * daemon_file_write() - @text into the file @path, whole or not at all: a
+ * new file of its own beside it, synced, mode 0644, renamed over @path.
+ * Return: 0 or -errno.
+ */
+int daemon_file_write(const char *path, const char *text);
+
+/**
+ * paths_hold() - under the lock, on the probe thread after results: with a
+ * shared store, what the checks say of a VIP none of whose checked backends
+ * passed its last check from here is held at the committed verdicts (for
+ * two intervals and a timeout after).
+ */
+void paths_hold(struct daemon *d, __u64 now);
+
+/** paths_start() - the report of this host's paths, made every tick, written when it changes. */
+int paths_start(struct daemon *d);
+
+/** paths_stop() - the report's file removed (a clean stop), its memory freed. */
+void paths_stop(struct daemon *d);
+
+/** paths_withdrawn() - is address @a left out of the routes because no backend is reachable? */
+int paths_withdrawn(const struct daemon *d, const struct addr *a);
 
 /** translog_start() - follow rings.log from where it ends now. */
 int translog_start(struct daemon *d);

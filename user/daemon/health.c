@@ -52,7 +52,6 @@ void health_target_init(struct health_target *t, const struct state_vip *v,
 
 void health_result(struct health_target *t, int ok, const char *why, __u64 now_ns)
 {
-	(void)now_ns;
 	snprintf(t->last, sizeof(t->last), "%s", ok ? "ok" : why);
 	if (ok) {
 		t->ok_total++;
@@ -61,10 +60,55 @@ void health_result(struct health_target *t, int ok, const char *why, __u64 now_n
 			t->seen_up = 1;
 	} else {
 		t->fail_total++;
+		t->failed_ns = now_ns;
 		t->ok_run = 0;
 		if (++t->fail_run >= t->check.fall)
 			t->seen_up = 0;
 	}
+}
+
+int health_path_up(const struct health_target *t)
+{
+	if (!t->ok_total && !t->fail_total)
+		return -1;
+	return t->fail_run < t->check.fall;
+}
+
+/*
+ * Every target of @vip among @ts fails by @failed, and one is committed up.
+ * @now_ns: 0 for the last fall results in a row, else a failure since the
+ * last fall intervals and a timeout.
+ */
+static int vip_failing(const struct health_target *ts, size_t n, const struct vip_spec *vip,
+		       __u64 now_ns)
+{
+	size_t i, checked = 0, up = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct health_target *t = &ts[i];
+		__u64 window = ((__u64)t->check.fall * t->check.interval_ms + t->check.timeout_ms) *
+			       NS_PER_MS;
+
+		if (!vip_equal(&t->vip, vip))
+			continue;
+		if (now_ns ? !t->failed_ns || now_ns - t->failed_ns > window :
+			     t->fail_run < t->check.fall)
+			return 0;
+		checked++;
+		up += t->verdict_up != 0;
+	}
+	return checked && up;
+}
+
+int health_path_lost(const struct health_target *ts, size_t n, const struct vip_spec *vip)
+{
+	return vip_failing(ts, n, vip, 0);
+}
+
+int health_path_failing(const struct health_target *ts, size_t n, const struct vip_spec *vip,
+			__u64 now_ns)
+{
+	return vip_failing(ts, n, vip, now_ns ? now_ns : 1);
 }
 
 int health_due(const struct health_target *t, __u64 now_ns)

@@ -77,6 +77,11 @@ enum health_reply {
  * @ok_total: good results since start
  * @fail_total: bad results since start
  * @last: the last result in words ("ok", "connection refused", ...)
+ * @failed_ns: when its last bad result came (0: none yet)
+ * @path_hold_ns: until when what the checks say is held at the committed
+ *                verdict: this host reached no backend of the VIP (paths.c)
+ * @judged: results taken while this daemon led the fleet's checks (the
+ *          results that may commit a verdict; every daemon probes)
  * @mark: scratch for the caller (which targets the state still has)
  */
 struct health_target {
@@ -105,6 +110,9 @@ struct health_target {
 	__u64 ok_total;
 	__u64 fail_total;
 	char last[HEALTH_WHY_MAX];
+	__u64 failed_ns;
+	__u64 path_hold_ns;
+	__u64 judged;
 	int mark;
 };
 
@@ -164,6 +172,33 @@ int health_dns_judge(const __u8 *reply, size_t len, const char *name, __u16 id,
  */
 int health_udp_judge(const __u8 *reply, size_t len, const __u8 *expect, size_t expect_len,
 		     char why[HEALTH_WHY_MAX]);
+
+/**
+ * health_path_up() - this host's path to @t's backend, from its own probes:
+ * 1 unless its last fall results in a row failed, 0 when they did, -1 while
+ * it has no result yet. Whatever the committed verdict says.
+ */
+int health_path_up(const struct health_target *t);
+
+/**
+ * health_path_lost() - does this host reach no backend of VIP @vip, while
+ * the fleet holds one up? Yes when @vip has targets among the @n of @ts,
+ * the last fall results in a row of each failed, and at least one's
+ * committed verdict is up: the checks of the other hosts (or this one's,
+ * before) found a backend that this host's probes do not reach, so it is
+ * this host's path, not the backends.
+ */
+int health_path_lost(const struct health_target *ts, size_t n, const struct vip_spec *vip);
+
+/**
+ * health_path_failing() - is this host's path to VIP @vip in doubt at
+ * @now_ns? Yes when @vip has targets among the @n of @ts, each failed a
+ * check within its last fall intervals and a timeout, and at least one's
+ * committed verdict is up. Sooner than health_path_lost(), before any of
+ * them can make a verdict due: what the checks say of them is then held.
+ */
+int health_path_failing(const struct health_target *ts, size_t n, const struct vip_spec *vip,
+			__u64 now_ns);
 
 /** health_now_ns() - CLOCK_MONOTONIC in ns. */
 __u64 health_now_ns(void);

@@ -218,6 +218,32 @@ static void committed(FILE *f, const struct metrics_input *in)
 	sample(f, "ringlb_state_generation", NULL, NULL, NULL, NULL, (double)s->fleet.generation);
 }
 
+/* This host's own path to each checked backend, and the VIPs withdrawn for it. */
+static void paths(FILE *f, const struct metrics_input *in)
+{
+	const json_t *v;
+	char spec[ADDR_TEXT_MAX];
+	size_t i;
+
+	family(f, "ringlb_backend_path_up", "gauge",
+	       "1 when this host's own checks reach a backend, 0 when its last fall checks failed "
+	       "(whatever the fleet's verdict).");
+	for (i = 0; i < in->target_count; i++) {
+		int up = health_path_up(&in->targets[i]);
+
+		vip_format(&in->targets[i].vip, spec);
+		if (up >= 0)
+			sample(f, "ringlb_backend_path_up", spec, in->targets[i].name, "host",
+			       in->host ? in->host : "", up);
+	}
+	family(f, "ringlb_vip_path_withdrawn", "gauge",
+	       "1 when this host withdrew a VIP's route: no backend of it is reachable from here "
+	       "while the fleet holds one up.");
+	json_array_foreach(json_object_get(in->paths, "vips"), i, v)
+		sample(f, "ringlb_vip_path_withdrawn", json_string_value(json_object_get(v, "vip")),
+		       NULL, NULL, NULL, json_is_true(json_object_get(v, "withdrawn")));
+}
+
 static void checks(FILE *f, const struct metrics_input *in)
 {
 	char spec[ADDR_TEXT_MAX];
@@ -239,6 +265,15 @@ static void checks(FILE *f, const struct metrics_input *in)
 		sample(f, "ringlb_check_passing", spec, in->targets[i].name, NULL, NULL,
 		       in->targets[i].fail_run == 0 && in->targets[i].ok_total > 0);
 	}
+	family(f, "ringlb_check_judged_total", "counter",
+	       "Health check results taken while this daemon led the fleet's checks (those may "
+	       "commit verdicts).");
+	for (i = 0; i < in->target_count; i++) {
+		vip_format(&in->targets[i].vip, spec);
+		sample(f, "ringlb_check_judged_total", spec, in->targets[i].name, NULL, NULL,
+		       (double)in->targets[i].judged);
+	}
+	paths(f, in);
 }
 
 static void changes(FILE *f, const struct metrics_input *in)

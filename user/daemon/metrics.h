@@ -95,6 +95,8 @@ extern const double metrics_latency_bounds[METRICS_LATENCY_BUCKETS];
  * @revision: the store's revision this host serves
  * @followed: when it followed it (Unix time)
  * @follows: store changes this host's kernel followed
+ * @host: this host's name (the path metrics' host label)
+ * @paths: the report of this host's paths (paths.c; NULL: none yet)
  */
 struct metrics_input {
 	const struct state *state;
@@ -114,6 +116,8 @@ struct metrics_input {
 	__u64 revision;
 	__u64 followed;
 	__u64 follows;
+	const char *host;
+	json_t *paths;
 };
 
 /** metrics_render() - every metric of @in, in Prometheus' text format. */

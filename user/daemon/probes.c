@@ -6,8 +6,10 @@
  * never delays a probe or its timeout. The thread owns the targets and
  * their sockets; the main loop pokes it when the state, the lead or the
  * path changed, and it wakes the main loop (verdicts.c) when a verdict is
- * due. Also here: the clients' path the probes take (probe.h), which the
- * main loop sets up.
+ * due. Every daemon of a fleet probes, so each knows its own path to every
+ * backend (paths.c); only the one that leads judges: its results may
+ * commit verdicts. Also here: the clients' path the probes take (probe.h),
+ * which the main loop sets up.
  */
 #include "daemon_impl.h"
 
@@ -45,7 +47,6 @@ struct probe_slot {
  * @slots: one per target (@count of them)
  * @digest: state_digest() of the state the targets were built from
  * @built: 1 once they were
- * @leader: whether they were built to probe
  * @stopping: set by the main loop: the thread's loop exits at its next poke
  */
 struct daemon_probes {
@@ -58,7 +59,6 @@ struct daemon_probes {
 	size_t count;
 	__u64 digest;
 	int built;
-	int leader;
 	volatile int stopping;
 };
 
@@ -200,13 +200,13 @@ static void slots_update(struct daemon_probes *p)
 
 /*
  * The next time something is due: a probe's deadline, or a probe's start
- * when probes may start (attached and leading: else a poke says when).
+ * when probes may start (attached: else a poke says when).
  */
 static void timer_update(struct daemon_probes *p, __u64 now)
 {
 	struct daemon *d = p->d;
 	__u64 next = now + 1000000000ull;
-	int starting = d->attached && daemon_leads(d, now);
+	int starting = d->attached;
 	size_t i;
 
 	for (i = 0; i < d->target_count; i++) {
@@ -236,6 +236,19 @@ static void verdicts_check(struct daemon_probes *p, __u64 now)
 		}
 }
 
+/* Results taken so far by @t. */
+static __u64 results(const struct health_target *t)
+{
+	return t->ok_total + t->fail_total;
+}
+
+/* @t took a result since it had @before: judged when this daemon leads (under the lock). */
+static void judged(struct daemon *d, struct health_target *t, __u64 before, __u64 now)
+{
+	if (results(t) > before && daemon_leads(d, now))
+		t->judged++;
+}
+
 /* Start due probes, time out late ones (under the lock). */
 static void probes_run(struct daemon_probes *p, __u64 now)
 {
@@ -244,31 +257,35 @@ static void probes_run(struct daemon_probes *p, __u64 now)
 
 	for (i = 0; i < d->target_count; i++) {
 		struct health_target *t = &d->targets[i];
+		__u64 before = results(t);
 
 		/* A probe past its deadline is closed here, a new one closes the last. */
 		slot_forget(p, i);
 		health_probe_step(t, 0, now);
-		if (t->phase != HEALTH_IDLE || now < t->next_ns || !d->attached ||
-		    !daemon_leads(d, now))
+		judged(d, t, before, now);
+		if (t->phase != HEALTH_IDLE || now < t->next_ns || !d->attached)
 			continue;
 		/*
 		 * Without the path, a marked packet following the host's own routes
 		 * could reach the VIP through the data path and pass for the wrong
 		 * backend: the check fails instead.
 		 */
+		before = results(t);
 		if (!t->check.direct && !d->path_ok) {
 			t->next_ns = now + (__u64)t->check.interval_ms * 1000000ull;
 			health_result(t, 0, "the clients' path for checks is not set up", now);
-			continue;
+		} else {
+			health_probe_start(t, t->vip.addr.family == LB_FAMILY_IPV4 ? &d->source4 :
+										      &d->source6, now);
 		}
-		health_probe_start(t, t->vip.addr.family == LB_FAMILY_IPV4 ? &d->source4 :
-									      &d->source6, now);
+		judged(d, t, before, now);
 	}
 }
 
-/* After anything happened: sources, timer and verdicts follow (under the lock). */
+/* After anything happened: holds, sources, timer and verdicts follow (under the lock). */
 static void settle(struct daemon_probes *p, __u64 now)
 {
+	paths_hold(p->d, now);
 	slots_update(p);
 	timer_update(p, now);
 	verdicts_check(p, now);
@@ -285,9 +302,13 @@ static int on_probe(sd_event_source *s, int fd, uint32_t revents, void *userdata
 	pthread_mutex_lock(&d->lock);
 	if (sl->index < d->target_count && d->targets[sl->index].probes == sl->probe &&
 	    d->targets[sl->index].fd == fd) {
+		struct health_target *t = &d->targets[sl->index];
+		__u64 before = results(t);
+
 		/* This very source, while it dispatches: sd-event frees it after. */
 		slot_forget(p, sl->index);
-		health_probe_step(&d->targets[sl->index], (short)revents, now);
+		health_probe_step(t, (short)revents, now);
+		judged(d, t, before, now);
 	}
 	settle(p, now);
 	pthread_mutex_unlock(&d->lock);
@@ -315,7 +336,6 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	struct daemon_probes *p = userdata;
 	struct daemon *d = p->d;
 	__u64 now = daemon_now_ns(), events, digest;
-	size_t i;
 
 	(void)s;
 	(void)revents;
@@ -332,15 +352,11 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	}
 	p->built = 1;
 	p->digest = digest;
-	/* A follower neither probes nor judges; a new leader starts from the store's verdicts. */
-	if (p->leader != daemon_leads(d, now))
-		for (i = 0; i < d->target_count; i++) {
-			slot_forget(p, i);
-			health_probe_stop(&d->targets[i]);
-			d->targets[i].seen_up = d->targets[i].verdict_up;
-			d->targets[i].ok_run = d->targets[i].fail_run = 0;
-		}
-	p->leader = daemon_leads(d, now);
+	/*
+	 * Every daemon probes: a new leader judges from its own runs, which a
+	 * path of its own that reaches no backend of a VIP held at the store's
+	 * verdicts (paths_hold()).
+	 */
 	probes_run(p, now);
 	settle(p, now);
 	pthread_mutex_unlock(&d->lock);

@@ -75,6 +75,11 @@ static char *fragment(const struct daemon *d, const char *reason, size_t *routes
 			if (j < i)
 				continue;
 			addr_format(&vip->spec.addr, spec);
+			if (paths_withdrawn(d, &vip->spec.addr)) {
+				fprintf(f, "\t# %s withdrawn: no backend reachable from this host\n",
+					spec);
+				continue;
+			}
 			fprintf(f, "\troute %s/%d blackhole;\n", spec, v == 4 ? 32 : 128);
 			(*routes)++;
 		}
@@ -85,12 +90,11 @@ static char *fragment(const struct daemon *d, const char *reason, size_t *routes
 }
 
 /*
- * Write @text to @path: into a new file of its own beside it (mkostemp:
- * O_EXCL, so nothing planted under a temp name, a symlink least of all, is
- * followed or reused), synced, mode 0644 (bird reads it), renamed over @path.
- * The temp file goes on any failure. Return: 0 or -errno.
+ * daemon_file_write(): the new file by mkostemp() (O_EXCL, so nothing planted
+ * under a temp name, a symlink least of all, is followed or reused), mode
+ * 0644 (bird reads the routes); the temp file goes on any failure.
  */
-static int routes_write(const char *path, const char *text)
+int daemon_file_write(const char *path, const char *text)
 {
 	size_t len = strlen(text), done = 0;
 	char tmp[PATH_MAX];
@@ -273,7 +277,7 @@ void routes_update(struct daemon *d)
 		free(text);
 		return;
 	}
-	err = routes_write(d->o->bgp_routes, text);
+	err = daemon_file_write(d->o->bgp_routes, text);
 	if (err) {
 		dlog("cannot write %s: %s", d->o->bgp_routes, strerror(-err));
 		free(text);

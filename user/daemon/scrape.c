@@ -50,6 +50,8 @@ char *scrape_page(void *arg, size_t *len)
 	in.revision = d->state.host.member.revision;
 	in.followed = d->state.host.member.followed;
 	in.follows = d->counts.follows;
+	in.host = d->hostname;
+	in.paths = json_deep_copy(d->paths.report);
 	pthread_mutex_unlock(&d->lock);
 	in.state = &s;
 	in.targets = targets;
@@ -66,6 +68,7 @@ char *scrape_page(void *arg, size_t *len)
 	json_decref(in.stats);
 	json_decref(in.rings);
 	json_decref(in.changes);
+	json_decref(in.paths);
 	free(targets);
 	state_free(&s);
 	return page;
