@@ -17,7 +17,7 @@
 #   options        bad --flows, decap, check, daemon and lookup arguments;
 #                  unknown commands, verbs and options; missing arguments
 #   privilege      an unprivileged caller, a command before attach, a pin
-#                  directory not on bpffs
+#                  directory not on bpffs, attach under ip netns exec
 #   restore        restore of malformed, other-version and inconsistent files
 #   corrupt_state  a corrupt state file is refused and left as it is
 #   help           --help lists every command; COMMAND --help explains each
@@ -43,7 +43,7 @@ VIP=198.18.0.100:80/tcp
 setup() {
 	veth_session rlbcli
 	# The verifier test's fresh pin directory too, however the script ends.
-	trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-none" "$PIN-fresh" "$W"' EXIT
+	trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-none" "$PIN-fresh" "$PIN-netns" "$W"' EXIT
 	ringlb attach eth0 >/dev/null 2>&1 || { echo "cli: attach failed" >&2; exit 1; }
 	ringlb vip add "$VIP" --vnodes 200
 	ringlb vip add "[2001:db8::100]:443/tcp"
@@ -253,6 +253,15 @@ t_privilege() {
 	refused "pin dir not on bpffs" "no BPF filesystem" -- \
 		nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$W/plain/pins" \
 		stats
+	# ip netns exec gives the command a mount namespace (and a /sys) of its own: a bpffs
+	# mounted there would end with it, the state listing an interface nothing runs on.
+	mkdir -p "$W/netns"
+	refused "attach under ip netns exec" "run ringlb with nsenter --net=/run/netns/NAME" -- \
+		ip netns exec "$NS" "$RINGLB_BIN" --state "$W/netns/state.json" --pin-dir "$PIN-netns" \
+		attach eth1 --mode generic
+	[ ! -e "$W/netns/state.json" ] && [ ! -e "$PIN-netns" ] &&
+		pass "attach under ip netns exec: no state, no pin directory" ||
+		fail "attach under ip netns exec left $(ls "$W/netns" "$PIN-netns" 2>&1 | tr '\n' ' ')"
 }
 
 t_restore() {
