@@ -13,7 +13,8 @@
 #                  weights, MACs and names, a MAC that cannot be resolved
 #   day_two        a change's one line and --quiet, the forwarding warning,
 #                  show's host line and health without a daemon
-#   interfaces     a missing interface, attach twice, detach of another one
+#   interfaces     a missing interface, attach twice, detach of another one,
+#                  --flows on maps of another size (and verify of the size)
 #   options        bad --flows, decap, check, daemon and lookup arguments;
 #                  unknown commands, verbs and options; missing arguments
 #   privilege      an unprivileged caller, a command before attach, a pin
@@ -209,6 +210,17 @@ t_interfaces() {
 	refused "missing interface" "no such interface" -- ringlb attach nosuch0
 	refused "attach twice" "already attached" -- ringlb attach eth0
 	refused "detach of an interface not attached" "not attached to eth1" -- ringlb detach eth1
+	# The flow table keeps the size it was made with; the state never says another.
+	refused "attach --flows of another size on existing maps" "the flow table has 65536 entries already, and --flows 1024 sizes only one being made" -- ringlb attach eth1 --mode generic --flows 1024
+	[ "$(jq .flow_entries "$W/state.json")" = 65536 ] && pass "the state records the kernel's 65536 flows" ||
+		fail "the state records $(jq .flow_entries "$W/state.json") flows, the kernel has 65536"
+	cp "$W/state.json" "$W/flows.json"
+	sed -i 's/"flow_entries": 65536/"flow_entries": 1024/' "$W/state.json"
+	ringlb verify >"$W/out" 2>&1
+	grep -qF "the flow table has 65536 entries, the state says 1024" "$W/out" &&
+		pass "verify: '$(grep -F "flow table" "$W/out")'" ||
+		fail "verify of a state with another flow table size: '$(cat "$W/out")'"
+	cp "$W/flows.json" "$W/state.json"
 }
 
 t_options() {
