@@ -13,11 +13,12 @@
 #                  weights, MACs and names, a MAC that cannot be resolved
 #   day_two        a change's one line and --quiet, the forwarding warning,
 #                  show's host line and health without a daemon
-#   interfaces     a missing interface, attach twice, detach of another one
+#   interfaces     a missing interface, attach twice, detach of another one,
+#                  --flows on maps of another size (and verify of the size)
 #   options        bad --flows, decap, check, daemon and lookup arguments;
 #                  unknown commands, verbs and options; missing arguments
 #   privilege      an unprivileged caller, a command before attach, a pin
-#                  directory not on bpffs
+#                  directory not on bpffs, attach under ip netns exec
 #   restore        restore of malformed, other-version and inconsistent files
 #   corrupt_state  a corrupt state file is refused and left as it is
 #   help           --help lists every command; COMMAND --help explains each
@@ -43,7 +44,7 @@ VIP=198.18.0.100:80/tcp
 setup() {
 	veth_session rlbcli
 	# The verifier test's fresh pin directory too, however the script ends.
-	trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-none" "$PIN-fresh" "$W"' EXIT
+	trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$PIN-none" "$PIN-fresh" "$PIN-netns" "$W"' EXIT
 	ringlb attach eth0 >/dev/null 2>&1 || { echo "cli: attach failed" >&2; exit 1; }
 	ringlb vip add "$VIP" --vnodes 200
 	ringlb vip add "[2001:db8::100]:443/tcp"
@@ -209,6 +210,17 @@ t_interfaces() {
 	refused "missing interface" "no such interface" -- ringlb attach nosuch0
 	refused "attach twice" "already attached" -- ringlb attach eth0
 	refused "detach of an interface not attached" "not attached to eth1" -- ringlb detach eth1
+	# The flow table keeps the size it was made with; the state never says another.
+	refused "attach --flows of another size on existing maps" "the flow table has 65536 entries already, and --flows 1024 sizes only one being made" -- ringlb attach eth1 --mode generic --flows 1024
+	[ "$(jq .flow_entries "$W/state.json")" = 65536 ] && pass "the state records the kernel's 65536 flows" ||
+		fail "the state records $(jq .flow_entries "$W/state.json") flows, the kernel has 65536"
+	cp "$W/state.json" "$W/flows.json"
+	sed -i 's/"flow_entries": 65536/"flow_entries": 1024/' "$W/state.json"
+	ringlb verify >"$W/out" 2>&1
+	grep -qF "the flow table has 65536 entries, the state says 1024" "$W/out" &&
+		pass "verify: '$(grep -F "flow table" "$W/out")'" ||
+		fail "verify of a state with another flow table size: '$(cat "$W/out")'"
+	cp "$W/flows.json" "$W/state.json"
 }
 
 t_options() {
@@ -253,6 +265,15 @@ t_privilege() {
 	refused "pin dir not on bpffs" "no BPF filesystem" -- \
 		nsenter --net="/run/netns/$NS" "$RINGLB_BIN" --state "$W/state.json" --pin-dir "$W/plain/pins" \
 		stats
+	# ip netns exec gives the command a mount namespace (and a /sys) of its own: a bpffs
+	# mounted there would end with it, the state listing an interface nothing runs on.
+	mkdir -p "$W/netns"
+	refused "attach under ip netns exec" "run ringlb with nsenter --net=/run/netns/NAME" -- \
+		ip netns exec "$NS" "$RINGLB_BIN" --state "$W/netns/state.json" --pin-dir "$PIN-netns" \
+		attach eth1 --mode generic
+	[ ! -e "$W/netns/state.json" ] && [ ! -e "$PIN-netns" ] &&
+		pass "attach under ip netns exec: no state, no pin directory" ||
+		fail "attach under ip netns exec left $(ls "$W/netns" "$PIN-netns" 2>&1 | tr '\n' ' ')"
 }
 
 t_restore() {

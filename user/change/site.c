@@ -251,6 +251,13 @@ int site_bpffs_ensure(const struct site *site, int *mounted, struct fault *f)
 			return fault_set(f, FAULT_USAGE, -ENOENT,
 					 "%s is not on a BPF filesystem; mount one with: mount -t "
 					 "bpf bpf %s", site->pin_dir, parent);
+		/* ip netns exec: a mount here would end with the command, and the pins with it. */
+		if (host_mount_ns_own())
+			return fault_set(f, FAULT_USAGE, -EXDEV,
+					 "no BPF filesystem at " SITE_BPFFS_ROOT " in this mount "
+					 "namespace, which is not the host's (ip netns exec?): one "
+					 "mounted here, and the pins in it, would end with the "
+					 "command; run ringlb with nsenter --net=/run/netns/NAME");
 		if ((mkdir(SITE_BPFFS_ROOT, 0700) && errno != EEXIST) ||
 		    mount("bpf", SITE_BPFFS_ROOT, "bpf", 0, "mode=0700"))
 			return fault_errno(f, FAULT_KERNEL, -errno,

@@ -139,11 +139,25 @@ static int attach_apply(const struct change_ctx *ctx, const void *args, struct s
 			struct fault *f)
 {
 	const struct attach_args *a = args;
+	__u32 have;
 	int i, err;
 
-	/* The maps are there already (the session made them), and hold the committed state. */
-	if (a->flows)
-		want->host.flow_entries = a->flows;
+	/*
+	 * The maps are there already (the session made them), and hold the
+	 * committed state. The flow table keeps the size it was made with: the
+	 * state records that one, and --flows of another size is refused.
+	 */
+	if (ctx->dry_run || lb_pinned_max_entries(ctx->site->pin_dir, "flows", &have)) {
+		if (a->flows)
+			want->host.flow_entries = a->flows;
+	} else if (a->flows && a->flows != have) {
+		return fault_set(f, FAULT_USAGE, -EEXIST,
+				 "the flow table has %u entries already, and --flows %u sizes only "
+				 "one being made: to resize it, replace the maps (README, "
+				 "\"Replacing the maps\"; the pinned flows are lost)", have, a->flows);
+	} else {
+		want->host.flow_entries = have;
+	}
 	for (i = 0; i < a->iface_count; i++) {
 		err = attach_one(ctx, a, a->ifaces[i], want, f);
 		if (err)
@@ -171,7 +185,8 @@ static int attach_run(struct cli *c, const void *args)
 static const struct cli_option attach_options[] = {
 	CLI_OPT_ENUM("mode", "native|generic", "where the program runs (default native)",
 		     struct attach_args, mode, cli_modes),
-	CLI_OPT_U32("flows", "N", "flow table entries, when the maps are created (default 65536)",
+	CLI_OPT_U32("flows", "N", "flow table entries, when the maps are created (default\n"
+		    "                               65536); refused on maps of another size",
 		    struct attach_args, flows, FLOW_ENTRIES_MIN, FLOW_ENTRIES_MAX),
 	CLI_OPT_CUSTOM("source", "ADDR", "outer source for encapsulation, one per family (default: "
 		       "the\n                               first interface's address of that family)",

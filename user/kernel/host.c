@@ -425,6 +425,47 @@ int host_bpffs(const char *dir)
 	return statfs(dir, &st) == 0 && st.f_type == BPF_FS_MAGIC;
 }
 
+/* The parent of process @pid, from /proc/PID/stat (after the command's closing parenthesis). */
+static int parent_of(int pid)
+{
+	char path[64], line[512], *end;
+	int ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(line, sizeof(line), f) && (end = strrchr(line, ')')) &&
+	    sscanf(end + 1, " %*c %d", &ppid) != 1)
+		ppid = 0;
+	fclose(f);
+	return ppid;
+}
+
+int host_mount_ns_own(void)
+{
+	struct stat self, other;
+	char path[64];
+	int pid, steps;
+
+	if (stat("/proc/self/ns/mnt", &self))
+		return 0;
+	/*
+	 * PID 1's namespace is the host's, but a sandbox may not let it be read:
+	 * then any ancestor in another one (the shell ip netns exec was run from).
+	 */
+	for (pid = getppid(), steps = 0; pid > 0 && steps < 64; pid = parent_of(pid), steps++) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+		if (stat(path, &other) == 0 &&
+		    (other.st_dev != self.st_dev || other.st_ino != self.st_ino))
+			return 1;
+		if (pid == 1)
+			break;
+	}
+	return 0;
+}
+
 /* --- connections in the socket table ------------------------------------------------ */
 
 struct conn_count {

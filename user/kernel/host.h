@@ -89,6 +89,15 @@ int host_may_verify(void);
 int host_bpffs(const char *dir);
 
 /**
+ * host_mount_ns_own() - does this process live in a mount namespace other
+ * than the host's (what `ip netns exec` makes for each command): another
+ * than PID 1's or than any ancestor's that can be read? A filesystem
+ * mounted there goes when the last process in it ends.
+ * Return: 1, or 0 (also when none can be read).
+ */
+int host_mount_ns_own(void);
+
+/**
  * host_vip_connections() - this host's TCP connections to a VIP, from its
  * socket table (sock_diag): every state but LISTEN and TIME_WAIT, request
  * sockets included.

@@ -77,8 +77,7 @@ static int *map_fd(struct lb_maps *m, size_t i)
 	return (int *)((char *)m + shared_maps[i].fd);
 }
 
-/* max_entries of the map pinned at pin_dir/name: 0 and the size, or -errno. */
-static int pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_entries)
+int lb_pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_entries)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -135,7 +134,7 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	prog->skel->rodata->flow_secret[1] = opts->secret[1];
 	memcpy((void *)prog->skel->rodata->iface_mac, opts->iface_mac, sizeof(opts->iface_mac));
 	/* A pinned flow table keeps its size: reuse needs the same max_entries. */
-	if (!opts->pin_dir || pinned_max_entries(opts->pin_dir, "flows", &flow_entries))
+	if (!opts->pin_dir || lb_pinned_max_entries(opts->pin_dir, "flows", &flow_entries))
 		flow_entries = opts->flow_entries ? opts->flow_entries : LB_FLOWS_DEFAULT;
 	err = bpf_map__set_max_entries(prog->skel->maps.flows, flow_entries);
 	if (err)

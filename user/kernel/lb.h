@@ -125,6 +125,13 @@ int lb_attach_fd(int prog_fd, int ifindex, enum lb_attach_mode mode, const char 
  */
 int lb_detach(const char *link_path, int ifindex);
 
+/**
+ * lb_pinned_max_entries() - the size (max_entries) of the map pinned at
+ * @pin_dir/@name: the flow table's is set when the maps are made and kept.
+ * Return: 0, -ENOENT when there is none, or -errno.
+ */
+int lb_pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_entries);
+
 /** lb_maps_open_pinned() - open the maps pinned under @pin_dir. */
 int lb_maps_open_pinned(struct lb_maps *maps, const char *pin_dir);
 

@@ -179,6 +179,21 @@ static int verify_config(const struct lb_maps *maps, const struct state *want, s
 	return 0;
 }
 
+/* The flow table's size: made once with the maps, recorded in the state. */
+static int verify_flows(const struct lb_maps *maps, const struct state *want, struct report *r)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(maps->flows, &info, &len))
+		return -errno;
+	if (info.max_entries != want->host.flow_entries)
+		say(r, "the flow table has %u entries, the state says %u (the size is set when the "
+		    "maps are made; ringlb attach IFACE records the kernel's)", info.max_entries,
+		    want->host.flow_entries);
+	return 0;
+}
+
 /* What the kernel holds and the state does not: VIPs, backend slots in use. */
 static int verify_strays(const struct lb_maps *maps, const struct state *want, struct report *r)
 {
@@ -219,7 +234,8 @@ int kernel_verify(const struct lb_maps *maps, const struct state *want,
 	for (i = 0; !err && i < want->fleet.vip_count; i++)
 		err = verify_vip(maps, &want->fleet.vips[i], &r) ?:
 		      verify_sources(maps, &want->fleet.vips[i], &r);
-	err = err ?: verify_config(maps, want, &r) ?: verify_strays(maps, want, &r) ?:
+	err = err ?: verify_config(maps, want, &r) ?: verify_flows(maps, want, &r) ?:
+	      verify_strays(maps, want, &r) ?:
 	      verify_source_strays(maps, want, &r);
 	return err ? err : r.bad;
 }
