@@ -163,7 +163,7 @@ t_no_route() {
 # interface where forwarding is off gets one line of warning naming the sysctl; show
 # starts with the host's facts and says no daemon checks the backends.
 t_day_two() {
-	local out err gen
+	local out err gen rc
 	out=$(ringlb backend weight "$VIP" b1 3 2>"$W/err")
 	gen=$(ringlb show --json | jq .generation)
 	[ "$out" = "backend weight $VIP b1 3: done, state generation $gen" ] && [ ! -s "$W/err" ] &&
@@ -177,7 +177,18 @@ t_day_two() {
 	[ "$(wc -l <<<"$err")" = 1 ] && grep -qF "forwarding is off on eth0 for IPv4" <<<"$err" &&
 		grep -qF "sysctl -w net.ipv4.conf.eth0.forwarding=1" <<<"$err" &&
 		pass "forwarding off: '$err'" || fail "forwarding off: '$err'"
+	out=$(ringlb verify 2>&1)
+	rc=$?
+	[ $rc -eq 1 ] && [ "$(grep -c forwarding <<<"$out")" = 1 ] &&
+		grep -qF "forwarding is off on eth0 for IPv4" <<<"$out" &&
+		grep -qF "sysctl -w net.ipv4.conf.eth0.forwarding=1" <<<"$out" &&
+		pass "verify, forwarding off: exit 1, '$(grep forwarding <<<"$out")'" ||
+		fail "verify, forwarding off: exit $rc, '$out'"
 	ip netns exec "$NS" sysctl -qw net.ipv4.conf.eth0.forwarding=1
+	out=$(ringlb verify 2>&1)
+	rc=$?
+	[ $rc -eq 0 ] && ! grep -q forwarding <<<"$out" &&
+		pass "verify, forwarding on: exit 0, '$out'" || fail "verify, forwarding on: exit $rc, '$out'"
 	ringlb vip del 198.18.0.101:80/tcp >/dev/null 2>"$W/err"
 	[ ! -s "$W/err" ] && pass "forwarding on: no warning" || fail "forwarding on: '$(cat "$W/err")'"
 	ip netns exec "$NS" sysctl -qw net.ipv4.conf.eth0.forwarding=0

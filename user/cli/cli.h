@@ -249,6 +249,18 @@ int cli_usage(struct cli *c, const char *fmt, ...) __attribute__((format(printf,
 int cli_parse_operands(struct cli *c, const struct cli_command *cmd, void *args,
 		       char **operands, int count);
 
+/**
+ * cli_forwarding_gaps() - the interfaces where an encapsulated VIP's packets drop
+ * @s: the state: its encapsulated VIPs (ipip, gue) and attached interfaces
+ * @line: called with one line per interface and family that needs forwarding
+ *	  and does not have it, naming the sysctl to run
+ * @arg: passed to @line
+ *
+ * Return: the number of lines.
+ */
+int cli_forwarding_gaps(const struct state *s, void (*line)(void *arg, const char *line),
+			void *arg);
+
 /** cli_change() - make the change @c->cmd's apply describes; reports the outcome. */
 int cli_change(struct cli *c, const void *args, __u32 flow_entries);
 

@@ -139,22 +139,15 @@ static void change_said(const struct cli *c, __u64 generation)
 	printf(": done, state generation %llu\n", (unsigned long long)generation);
 }
 
-/*
- * After a change: each interface the program is attached to where forwarding
- * is off for a family an encapsulated VIP's backends need, one line (its
- * packets all drop as drop_no_forwarding until it is on).
- */
-static void forwarding_warn(struct cli *c)
+int cli_forwarding_gaps(const struct state *s, void (*line)(void *arg, const char *line),
+			void *arg)
 {
-	struct fault f = { 0 };
-	struct state s;
-	int need[2] = { 0 }, family;
+	int need[2] = { 0 }, family, gaps = 0;
+	char text[256];
 	size_t i, j;
 
-	if (site_state_read_shared(&c->site, &s, &f))
-		return;
-	for (i = 0; i < s.fleet.vip_count; i++) {
-		const struct state_vip *v = &s.fleet.vips[i];
+	for (i = 0; i < s->fleet.vip_count; i++) {
+		const struct state_vip *v = &s->fleet.vips[i];
 
 		if (v->forward == LB_FORWARD_L2)
 			continue;
@@ -162,16 +155,37 @@ static void forwarding_warn(struct cli *c)
 		for (j = 0; j < v->backend_count; j++)
 			need[v->backends[j].addr.family == LB_FAMILY_IPV6] = 1;
 	}
-	for (i = 0; i < s.host.iface_count; i++)
-		for (family = 0; family < 2; family++)
-			if (need[family] &&
-			    host_forwarding(s.host.ifaces[i].name,
-					    family ? LB_FAMILY_IPV6 : LB_FAMILY_IPV4) == 0)
-				fprintf(stderr, "ringlb: %s: warning: forwarding is off on %s for "
-					"%s, so its encapsulated VIPs drop every packet "
-					"(drop_no_forwarding): sysctl -w net.%s.conf.%s.forwarding=1\n",
-					c->name, s.host.ifaces[i].name, family ? "IPv6" : "IPv4",
-					family ? "ipv6" : "ipv4", s.host.ifaces[i].name);
+	for (i = 0; i < s->host.iface_count; i++)
+		for (family = 0; family < 2; family++) {
+			const char *name = s->host.ifaces[i].name;
+
+			if (!need[family] ||
+			    host_forwarding(name, family ? LB_FAMILY_IPV6 : LB_FAMILY_IPV4) != 0)
+				continue;
+			snprintf(text, sizeof(text),
+				 "forwarding is off on %s for %s, so its encapsulated VIPs drop every "
+				 "packet (drop_no_forwarding): sysctl -w net.%s.conf.%s.forwarding=1",
+				 name, family ? "IPv6" : "IPv4", family ? "ipv6" : "ipv4", name);
+			line(arg, text);
+			gaps++;
+		}
+	return gaps;
+}
+
+static void forwarding_warn_line(void *arg, const char *line)
+{
+	fprintf(stderr, "ringlb: %s: warning: %s\n", ((struct cli *)arg)->name, line);
+}
+
+/* After a change: the forwarding gaps of the committed state, one warning line each. */
+static void forwarding_warn(struct cli *c)
+{
+	struct fault f = { 0 };
+	struct state s;
+
+	if (site_state_read_shared(&c->site, &s, &f))
+		return;
+	cli_forwarding_gaps(&s, forwarding_warn_line, c);
 	state_free(&s);
 }
 
