@@ -18,6 +18,9 @@
 #             serves 30 of 30; then the path back, two next hops
 #   partial   lb2 missing from b1's --from alone: not withdrawn (b2 is
 #             reachable), but show and ringlb_backend_path_up name b1
+#   typo      a check on a port nothing listens on: the backends answer
+#             (refuse), so no host withdraws; both marked down, the fleet
+#             serves them failing open, 30 of 30 answered
 #   alive     both daemons ran through it all
 #
 # Needs root. Without it the script skips, except under CI=true.
@@ -217,6 +220,26 @@ t_partial() {
 	within 10 oks 2 2 || fail "partial: b1's path from lb2 did not come back"
 }
 
+# A mistyped check (a port nothing listens on): every backend refuses every host's probes.
+# An answer is no lost path: nobody withdraws, the leader marks both down, the fleet serves
+# them failing open (issue 27's "no single typo may empty a host").
+t_typo() {
+	local show
+	on 1 vip check "$VIP" --check-port 1 --check-interval 300 --check-timeout 200 >/dev/null ||
+		fail "vip check --check-port 1"
+	within 15 eval '[ "$(downs)" = 2 ]' || fail "typo: the leader did not mark both down: $(downs)"
+	sleep 2
+	show=$(on 2 show)
+	both && [ "$(metric 1 ringlb_vip_path_withdrawn)" = 0 ] &&
+		[ "$(metric 2 ringlb_vip_path_withdrawn)" = 0 ] && ! grep -q WITHDRAWN <<<"$show" &&
+		[ "$(served 30)" = 30 ] &&
+		pass "a check on port 1: both backends down, neither host withdraws, 30 of 30 answered (failing open)" ||
+		fail "typo: via '$(via)', withdrawn $(metric 1 ringlb_vip_path_withdrawn) $(metric 2 ringlb_vip_path_withdrawn); show: $show"
+	on 1 vip check "$VIP" --check-port 80 --check-interval 300 --check-timeout 200 >/dev/null ||
+		fail "vip check --check-port 80"
+	within 20 eval '[ "$(downs)" = 0 ]' || fail "typo: the backends did not come back up: $(downs)"
+}
+
 t_alive() {
 	local i alive=0
 	for i in 1 2; do kill -0 "$(cat "$W/lb$i/daemon.pid")" 2>/dev/null && alive=$((alive + 1)); done
@@ -228,5 +251,6 @@ suite_test missing
 suite_test restored missing
 suite_test leader
 suite_test partial
+suite_test typo
 suite_test alive
 suite_main "$@"

@@ -103,37 +103,77 @@ static void test_path_lost_needs_every_backend_failing_and_one_up(void **unused)
 	t[2].vip = other;
 	assert_int_equal(health_path_up(&t[0]), -1);
 	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
-	/* b1 fails from here, b2 passes: not this host's path. */
+	/* b1 gets no answer from here, b2 passes: not this host's path. */
 	for (k = 0; k < 3; k++) {
-		health_result(&t[0], 0, "no answer in 50 ms", now);
+		health_silence(&t[0], "no answer in 50 ms", now);
 		health_result(&t[1], 1, NULL, now);
 	}
 	assert_int_equal(health_path_up(&t[0]), 0);
 	assert_int_equal(health_path_up(&t[1]), 1);
 	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	assert_false(health_path_failing(t, 3, &s.fleet.vips[0].spec, now));
-	/* Both fail, two in a row: in doubt at once (held), lost only by fall (3). */
-	health_result(&t[1], 0, "no answer in 50 ms", now);
-	health_result(&t[1], 0, "no answer in 50 ms", now);
+	/* Both silent, two in a row: in doubt at once (held), lost only by fall (3). */
+	health_silence(&t[1], "no answer in 50 ms", now);
+	health_silence(&t[1], "no answer in 50 ms", now);
 	assert_true(health_path_failing(t, 3, &s.fleet.vips[0].spec, now + 300 * MS));
 	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	/* In doubt for fall intervals and a timeout (350 ms) after the last failure of each. */
 	assert_false(health_path_failing(t, 3, &s.fleet.vips[0].spec, now + 351 * MS));
-	health_result(&t[1], 0, "no answer in 50 ms", now);
+	health_silence(&t[1], "no answer in 50 ms", now);
 	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	/* Every one committed down: the backends are down, not this host's path. */
 	t[0].verdict_up = t[1].verdict_up = 0;
 	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	t[1].verdict_up = 1;
 	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec));
-	/* One check passes again: the path is back. */
+	/* One check passes again: not back before rise (2) in a row, and no flap. */
+	health_result(&t[0], 1, NULL, now);
+	assert_true(health_path_lost(t, 3, &s.fleet.vips[0].spec));
 	health_result(&t[0], 1, NULL, now);
 	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
-	/* The other VIP's one backend failing fall times from here: that VIP alone is lost. */
+	/* The other VIP's one backend silent fall times from here: that VIP alone is lost. */
 	for (k = 0; k < 3; k++)
-		health_result(&t[2], 0, "connection refused", now);
+		health_silence(&t[2], "no answer in 50 ms", now);
 	assert_true(health_path_lost(t, 3, &other));
 	assert_false(health_path_lost(t, 3, &s.fleet.vips[0].spec));
+	/* Any answer, even a refusal, proves the path: a mistyped check is never a lost path. */
+	health_result(&t[2], 0, "connection refused", now);
+	assert_int_equal(health_path_up(&t[2]), 1);
+	assert_false(health_path_lost(t, 3, &other));
+	for (k = 0; k < 10; k++)
+		health_result(&t[2], 0, "connection refused", now);
+	assert_false(health_path_lost(t, 3, &other));
+	assert_false(health_path_failing(t, 3, &other, now));
+	state_free(&s);
+}
+
+/*
+ * A backend dead for good and another that misses one check in three from
+ * here: the VIP is in doubt only while the last result of each is silent, so
+ * the dead one's verdict is not held for ever.
+ */
+static void test_path_failing_needs_each_last_result_silent(void **unused)
+{
+	struct health_target t[2];
+	struct state s;
+	__u64 now = 1000 * MS;
+	size_t i, k, held = 0;
+
+	(void)unused;
+	vip_make(&s, 2);
+	for (i = 0; i < 2; i++)
+		health_target_init(&t[i], &s.fleet.vips[0], &s.fleet.vips[0].backends[i], now);
+	for (k = 0; k < 30; k++, now += 100 * MS) {
+		health_silence(&t[0], "no answer in 50 ms", now);
+		if (k % 3 == 0)
+			health_silence(&t[1], "no answer in 50 ms", now);
+		else
+			health_result(&t[1], 1, NULL, now);
+		held += health_path_failing(t, 2, &s.fleet.vips[0].spec, now);
+	}
+	check(held == 10, "in doubt after %zu of 30 rounds, want 10 (b2's silent ones)", held);
+	check(!t[0].seen_up, "b1 seen down");
+	check(!health_path_lost(t, 2, &s.fleet.vips[0].spec), "b2 answers: the path is not lost");
 	state_free(&s);
 }
 
@@ -430,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_fall_and_rise_count_results_in_a_row),
 		cmocka_unit_test(test_hold_allows_one_change_per_period),
 		cmocka_unit_test(test_path_lost_needs_every_backend_failing_and_one_up),
+		cmocka_unit_test(test_path_failing_needs_each_last_result_silent),
 		cmocka_unit_test(test_restart_starts_from_the_committed_verdict),
 		cmocka_unit_test(test_fail_open_keeps_the_last_healthy_set),
 		cmocka_unit_test(test_state_file_keeps_checks_and_health),

@@ -205,19 +205,22 @@ static void paths_add(json_t *v, const json_t *report, const char *spec)
 	json_t *b;
 	size_t i, j, k;
 
+	/* paths.json is the daemon's, written whole; a field missing skips the entry. */
 	json_array_foreach(json_object_get(report, "vips"), i, e)
-		if (strcmp(member_str(e, "vip"), spec) == 0)
+		if (member_str(e, "vip") && strcmp(member_str(e, "vip"), spec) == 0)
 			p = e;
 	if (!p)
 		return;
 	if (json_is_true(json_object_get(p, "lost")))
 		json_object_set_new(v, json_is_true(json_object_get(p, "withdrawn")) ?
-				       "path_withdrawn" : "path_lost", json_string(member_str(p, "why")));
+				       "path_withdrawn" : "path_lost",
+				       json_string(member_str(p, "why") ? member_str(p, "why") : "?"));
 	if (json_is_true(json_object_get(p, "held")))
 		json_object_set_new(v, "path_verdicts_held", json_true());
 	json_array_foreach(json_object_get(v, "backends"), j, b)
 		json_array_foreach(json_object_get(p, "backends"), k, pb)
-			if (strcmp(member_str(pb, "name"), member_str(b, "name")) == 0) {
+			if (member_str(pb, "name") && member_str(pb, "path") && member_str(pb, "last") &&
+			    strcmp(member_str(pb, "name"), member_str(b, "name")) == 0) {
 				json_object_set_new(b, "path", json_string(member_str(pb, "path")));
 				json_object_set_new(b, "path_last", json_string(member_str(pb, "last")));
 			}

@@ -50,14 +50,17 @@ void health_target_init(struct health_target *t, const struct state_vip *v,
 	snprintf(t->last, sizeof(t->last), "not checked yet");
 }
 
-void health_result(struct health_target *t, int ok, const char *why, __u64 now_ns)
+/* One result; @silent: a failure with no answer at all, what a cut path gives. */
+static void result(struct health_target *t, int ok, int silent, const char *why, __u64 now_ns)
 {
 	snprintf(t->last, sizeof(t->last), "%s", ok ? "ok" : why);
 	if (ok) {
 		t->ok_total++;
 		t->fail_run = 0;
-		if (++t->ok_run >= t->check.rise)
+		if (++t->ok_run >= t->check.rise) {
 			t->seen_up = 1;
+			t->path_lost = 0;
+		}
 	} else {
 		t->fail_total++;
 		t->failed_ns = now_ns;
@@ -65,19 +68,42 @@ void health_result(struct health_target *t, int ok, const char *why, __u64 now_n
 		if (++t->fail_run >= t->check.fall)
 			t->seen_up = 0;
 	}
+	if (silent) {
+		t->silent_ns = now_ns;
+		if (++t->silent_run >= t->check.fall)
+			t->path_lost = 1;
+	} else {
+		t->silent_run = 0;
+		/* An answer, even a wrong one, came back: the path carries packets. */
+		if (!ok)
+			t->path_lost = 0;
+	}
+}
+
+void health_result(struct health_target *t, int ok, const char *why, __u64 now_ns)
+{
+	result(t, ok, 0, why, now_ns);
+}
+
+void health_silence(struct health_target *t, const char *why, __u64 now_ns)
+{
+	result(t, 0, 1, why, now_ns);
 }
 
 int health_path_up(const struct health_target *t)
 {
 	if (!t->ok_total && !t->fail_total)
 		return -1;
-	return t->fail_run < t->check.fall;
+	return !t->path_lost;
 }
 
 /*
- * Every target of @vip among @ts fails by @failed, and one is committed up.
- * @now_ns: 0 for the last fall results in a row, else a failure since the
- * last fall intervals and a timeout.
+ * Every target of @vip among @ts is silent by @now_ns, and one is committed
+ * up. @now_ns: 0 for lost (fall silent results in a row, until rise good
+ * ones), else the last result silent, within the last fall intervals and a
+ * timeout. A failure with an answer (refused, a wrong reply) or of this
+ * host's own (no socket, no address) is never a lost path: a mistyped check
+ * or backends really down leave the verdicts to the leader, as before.
  */
 static int vip_failing(const struct health_target *ts, size_t n, const struct vip_spec *vip,
 		       __u64 now_ns)
@@ -91,8 +117,7 @@ static int vip_failing(const struct health_target *ts, size_t n, const struct vi
 
 		if (!vip_equal(&t->vip, vip))
 			continue;
-		if (now_ns ? !t->failed_ns || now_ns - t->failed_ns > window :
-			     t->fail_run < t->check.fall)
+		if (now_ns ? !t->silent_run || now_ns - t->silent_ns > window : !t->path_lost)
 			return 0;
 		checked++;
 		up += t->verdict_up != 0;
@@ -399,6 +424,7 @@ void health_probe_step(struct health_target *t, short revents, __u64 now_ns)
 				 t->check.timeout_ms, t->strays, t->stray);
 		else
 			snprintf(why, sizeof(why), "no answer in %u ms", t->check.timeout_ms);
-		probe_done(t, 0, why, now_ns);
+		health_probe_stop(t);
+		health_silence(t, why, now_ns);
 	}
 }

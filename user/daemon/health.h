@@ -78,6 +78,10 @@ enum health_reply {
  * @fail_total: bad results since start
  * @last: the last result in words ("ok", "connection refused", ...)
  * @failed_ns: when its last bad result came (0: none yet)
+ * @silent_run: results in a row that got no answer at all (a timeout)
+ * @silent_ns: when the last of them came
+ * @path_lost: this host's path to it is lost: fall silent results in a
+ *             row, until rise good ones or any answer
  * @path_hold_ns: until when what the checks say is held at the committed
  *                verdict: this host reached no backend of the VIP (paths.c)
  * @judged: results taken while this daemon led the fleet's checks (the
@@ -111,6 +115,9 @@ struct health_target {
 	__u64 fail_total;
 	char last[HEALTH_WHY_MAX];
 	__u64 failed_ns;
+	__u32 silent_run;
+	__u64 silent_ns;
+	int path_lost;
 	__u64 path_hold_ns;
 	__u64 judged;
 	int mark;
@@ -125,6 +132,13 @@ void health_target_init(struct health_target *t, const struct state_vip *v,
  * @fall bad results in a row make it seen down, @rise good ones seen up.
  */
 void health_result(struct health_target *t, int ok, const char *why, __u64 now_ns);
+
+/**
+ * health_silence() - a failed check that got no answer at all (its timeout
+ * passed): a bad result, and one of the runs that say this host's path to
+ * the backend is lost (health_path_up()).
+ */
+void health_silence(struct health_target *t, const char *why, __u64 now_ns);
 
 /**
  * health_due() - should the committed verdict change now? Yes when what the
@@ -175,15 +189,16 @@ int health_udp_judge(const __u8 *reply, size_t len, const __u8 *expect, size_t e
 
 /**
  * health_path_up() - this host's path to @t's backend, from its own probes:
- * 1 unless its last fall results in a row failed, 0 when they did, -1 while
- * it has no result yet. Whatever the committed verdict says.
+ * 0 once fall results in a row got no answer at all, until rise good ones
+ * or any answer; 1 otherwise; -1 while it has no result yet. Whatever the
+ * committed verdict says.
  */
 int health_path_up(const struct health_target *t);
 
 /**
  * health_path_lost() - does this host reach no backend of VIP @vip, while
  * the fleet holds one up? Yes when @vip has targets among the @n of @ts,
- * the last fall results in a row of each failed, and at least one's
+ * each's path is lost (health_path_up() 0), and at least one's
  * committed verdict is up: the checks of the other hosts (or this one's,
  * before) found a backend that this host's probes do not reach, so it is
  * this host's path, not the backends.
@@ -192,8 +207,9 @@ int health_path_lost(const struct health_target *ts, size_t n, const struct vip_
 
 /**
  * health_path_failing() - is this host's path to VIP @vip in doubt at
- * @now_ns? Yes when @vip has targets among the @n of @ts, each failed a
- * check within its last fall intervals and a timeout, and at least one's
+ * @now_ns? Yes when @vip has targets among the @n of @ts, the last check of
+ * each got no answer, within its last fall intervals and a timeout, and at
+ * least one's
  * committed verdict is up. Sooner than health_path_lost(), before any of
  * them can make a verdict due: what the checks say of them is then held.
  */

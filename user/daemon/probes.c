@@ -47,6 +47,7 @@ struct probe_slot {
  * @slots: one per target (@count of them)
  * @digest: state_digest() of the state the targets were built from
  * @built: 1 once they were
+ * @leader: whether this daemon led at the last poke
  * @stopping: set by the main loop: the thread's loop exits at its next poke
  */
 struct daemon_probes {
@@ -59,6 +60,7 @@ struct daemon_probes {
 	size_t count;
 	__u64 digest;
 	int built;
+	int leader;
 	volatile int stopping;
 };
 
@@ -336,6 +338,8 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	struct daemon_probes *p = userdata;
 	struct daemon *d = p->d;
 	__u64 now = daemon_now_ns(), events, digest;
+	int started;
+	size_t i;
 
 	(void)s;
 	(void)revents;
@@ -346,6 +350,7 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	pthread_mutex_lock(&d->lock);
 	/* Rebuilt when the backends, their checks or their verdicts changed. */
 	digest = state_digest(&d->state);
+	started = p->built;
 	if (!p->built || p->digest != digest) {
 		slots_drop(p); /* before the rebuild closes sockets the sources watch */
 		targets_rebuild(d, &d->state, now);
@@ -355,8 +360,14 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	/*
 	 * Every daemon probes: a new leader judges from its own runs, which a
 	 * path of its own that reaches no backend of a VIP held at the store's
-	 * verdicts (paths_hold()).
+	 * verdicts (paths_hold()). It changes none before a hold has passed
+	 * since it took the lead from another daemon: a lead that moves does not
+	 * move verdicts with it at once.
 	 */
+	if (started && !p->leader && daemon_leads(d, now) && store_shared(d->o->site.store))
+		for (i = 0; i < d->target_count; i++)
+			d->targets[i].changed_ns = now;
+	p->leader = daemon_leads(d, now);
 	probes_run(p, now);
 	settle(p, now);
 	pthread_mutex_unlock(&d->lock);
