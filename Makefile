@@ -83,7 +83,7 @@ CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 # Program tests and benchmarks: their shared harness.
 HARNESS_SRCS := tests/prog/harness/packets.c tests/prog/harness/harness.c
 PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
-SKELS := $(OUTPUT)/version.h $(OUTPUT)/alerts.h $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
+SKELS := $(OUTPUT)/version.h $(OUTPUT)/layout.h $(OUTPUT)/alerts.h $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
 	$(OUTPUT)/vip_reader.skel.h \
 	$(OUTPUT)/syncookie.skel.h \
 	$(OUTPUT)/bench_xdp.skel.h
@@ -133,10 +133,22 @@ endef
 $(foreach l,$(LAYERS),$(eval $(call layer_lib,$(l))))
 
 # --- the XDP program and the test programs -----------------------------------------
+# The program carries the version it was built as (BUILD_VERSION; upgrade.sh builds
+# another one to upgrade from).
+BUILD_VERSION ?= $(shell cat VERSION)
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DRINGLB_BPF_VERSION='"$(BUILD_VERSION)"' $(DEPFLAGS) -c $< -o $@
+
+# The maps' layout: a digest of the kernel/user contract with its comments and spaces
+# left out, so that a change of any type or constant the pinned maps are made of is
+# another layout (ringlb upgrade refuses to swap programs across one).
+$(OUTPUT)/layout.h: bpf/lb_contract.h
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)printf '/* Generated from bpf/lb_contract.h. */\n#define LB_LAYOUT_DIGEST 0x%sull\n' \
+		"$$($(CC) -fpreprocessed -dD -E -P $< | tr -d ' \t\n' | sha256sum | cut -c1-16)" > $@
 
 # Programs that live in the tests and benchmarks only.
 $(OUTPUT)/%.bpf.o: tests/prog/bpf/%.bpf.c
@@ -286,7 +298,7 @@ CRASHES ?= 100
 SLOW_S ?= 30
 CHECKS_DIR := $(OUTPUT)/checks
 # Every suite but those that touch the host, longest first (figures: docs/testing.md).
-SUITES := reliability daemon fleet fleet_faults fleet_path second_chance e2e integrity cli picture encap sources flows status store routes store_tls udp_checks completion faultproxy_selftest icmp_rate doors undrain
+SUITES := reliability daemon fleet fleet_faults fleet_path upgrade second_chance e2e integrity cli picture encap sources flows status store routes store_tls udp_checks completion faultproxy_selftest icmp_rate doors undrain
 SUITES_ALONE := package
 UNIT_CHECKS := $(UNIT_TESTS) $(addprefix san-,$(UNIT_TESTS))
 CHECKS := $(addprefix check-,$(SUITES) test_xdp test_hostile $(UNIT_CHECKS) fuzz man rules)

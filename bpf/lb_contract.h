@@ -271,6 +271,9 @@ _Static_assert(LB_SOURCE_NOT_ALLOWED <= 3, "a verdict fits a whole bucket's inde
 _Static_assert(LB_SOURCE_RUNS_MAX <= (1 << LB_SOURCE_SEARCH_STEPS),
 	       "LB_SOURCE_SEARCH_STEPS halvings find any run");
 
+/** LB_BUILD_VERSION_MAX - bytes of the version the program carries, its NUL included. */
+#define LB_BUILD_VERSION_MAX 32
+
 /* --- backends (map "backends", array indexed by backend id) ------------------ */
 
 enum lb_backend_state {

@@ -29,6 +29,17 @@ char LICENSE[] SEC("license") = "GPL";
 /* Load-time settings, written by the loader before the program is loaded. */
 const volatile __u64 flow_secret[2] = { 0, 0 };
 const volatile __u8 iface_mac[ETH_ALEN] = { 0 };
+/*
+ * The build, for ringlb upgrade, show and verify to read back from the
+ * kernel: the loader writes the digest of this object and of the maps'
+ * layout; the version is the one it was built as.
+ */
+#ifndef RINGLB_BPF_VERSION
+#define RINGLB_BPF_VERSION "unknown"
+#endif
+const volatile __u64 build_digest = 0;
+const volatile __u64 layout_digest = 0;
+const char build_version[LB_BUILD_VERSION_MAX] = RINGLB_BPF_VERSION;
 
 /* --- maps ------------------------------------------------------------------ */
 

@@ -193,7 +193,7 @@ t_day_two() {
 	[ ! -s "$W/err" ] && pass "forwarding on: no warning" || fail "forwarding on: '$(cat "$W/err")'"
 	ip netns exec "$NS" sysctl -qw net.ipv4.conf.eth0.forwarding=0
 	out=$(ringlb show | head -1)
-	[ "$out" = "Host: attached to eth0 (native); encapsulation from 198.18.0.2, GUE port 19523; no daemon running (no health checks, no repairs)" ] &&
+	[[ $out =~ ^"Host: attached to eth0 (native, build $(cat "$ROOT/VERSION"), program "[0-9a-f]{16}"); encapsulation from 198.18.0.2, GUE port 19523; no daemon running (no health checks, no repairs)"$ ]] &&
 		pass "show: '$out'" || fail "show's first line: '$out'"
 	[ "$(backend_field "$VIP" b1 health)" = "unchecked (no daemon)" ] &&
 		pass "show: b1's health unchecked (no daemon)" ||
@@ -221,6 +221,8 @@ t_interfaces() {
 	refused "missing interface" "no such interface" -- ringlb attach nosuch0
 	refused "attach twice" "already attached" -- ringlb attach eth0
 	refused "detach of an interface not attached" "not attached to eth1" -- ringlb detach eth1
+	refused "upgrade of an interface not attached" "eth1: not attached (ringlb attach eth1)" -- ringlb upgrade eth1
+	refused "upgrade of an interface not attached, beside one attached" "eth1: not attached" -- ringlb upgrade eth0 eth1
 	# The flow table keeps the size it was made with; the state never says another.
 	refused "attach --flows of another size on existing maps" "the flow table has 65536 entries already, and --flows 1024 sizes only one being made" -- ringlb attach eth1 --mode generic --flows 1024
 	[ "$(jq .flow_entries "$W/state.json")" = 65536 ] && pass "the state records the kernel's 65536 flows" ||

@@ -66,7 +66,7 @@ expect() { # LINE WANT
 }
 
 t_words() {
-	expect "$R " "attach backend daemon decap detach flows host lookup plan restore save secret show stats store verify vip"
+	expect "$R " "attach backend daemon decap detach flows host lookup plan restore save secret show stats store upgrade verify vip"
 	expect "$R ba" "backend"
 	expect "$R --" "--help --json --pin-dir --state --store --verbose --version"
 	expect "$R vip " "add check del sources"

@@ -219,7 +219,7 @@ struct cli_command {
 extern const struct cli_command *const cli_commands[];
 
 /* Each object's commands (table.c lists them). */
-extern const struct cli_command cli_attach, cli_detach;
+extern const struct cli_command cli_attach, cli_detach, cli_upgrade;
 extern const struct cli_command cli_vip_add, cli_vip_del, cli_vip_check, cli_vip_sources;
 extern const struct cli_command cli_backend_add, cli_backend_weight, cli_backend_drain,
 	cli_backend_undrain, cli_backend_remove;

@@ -66,6 +66,27 @@ static int attach_parse(struct cli *c, void *args, char **operands, int count)
 	return 0;
 }
 
+/* @name has a link already: say so, and how to run this binary's program there if it is another build. */
+static int attached_already(const char *name, const char *link, struct fault *f)
+{
+	char runs[LB_BUILD_TEXT_MAX], self_text[LB_BUILD_TEXT_MAX];
+	struct lb_link_info info;
+	struct lb_build self;
+
+	if (lb_link_read(link, &info) == 0 && lb_build_self(&self) == 0 &&
+	    info.build.digest != self.digest) {
+		lb_build_format(&info.build, runs, sizeof(runs));
+		lb_build_format(&self, self_text, sizeof(self_text));
+		memset(&info, 0, sizeof(info));
+		return fault_set(f, FAULT_USAGE, -EEXIST,
+				 "already attached to %s, running build %s, not this binary's %s: "
+				 "ringlb upgrade %s swaps it in place", name, runs, self_text, name);
+	}
+	memset(&info, 0, sizeof(info));
+	return fault_set(f, FAULT_USAGE, -EEXIST, "already attached to %s (ringlb detach %s first)",
+			 name, name);
+}
+
 /* Load an instance for @name and pin its link; the state lists it only once this succeeded. */
 static int attach_one(const struct change_ctx *ctx, const struct attach_args *a, const char *name,
 		      struct state *want, struct fault *f)
@@ -82,8 +103,7 @@ static int attach_one(const struct change_ctx *ctx, const struct attach_args *a,
 		return fault_set(f, FAULT_USAGE, -ENODEV, "no such interface '%s'", name);
 	snprintf(link, sizeof(link), "%s/links/%s", ctx->site->pin_dir, name);
 	if (access(link, F_OK) == 0)
-		return fault_set(f, FAULT_USAGE, -EEXIST,
-				 "already attached to %s (ringlb detach %s first)", name, name);
+		return attached_already(name, link, f);
 	err = host_iface_mac(name, opts.iface_mac);
 	if (err)
 		return fault_errno(f, FAULT_KERNEL, err, "cannot read the MAC of %s", name);
@@ -154,7 +174,7 @@ static int attach_apply(const struct change_ctx *ctx, const void *args, struct s
 		return fault_set(f, FAULT_USAGE, -EEXIST,
 				 "the flow table has %u entries already, and --flows %u sizes only "
 				 "one being made: to resize it, replace the maps (README, "
-				 "\"Replacing the maps\"; the pinned flows are lost)", have, a->flows);
+				 "\"Upgrading\"; the pinned flows are lost)", have, a->flows);
 	} else {
 		want->host.flow_entries = have;
 	}

@@ -9,6 +9,7 @@
 const struct cli_command *const cli_commands[] = {
 	&cli_attach,
 	&cli_detach,
+	&cli_upgrade,
 	&cli_vip_add,
 	&cli_vip_del,
 	&cli_vip_check,

@@ -227,16 +227,32 @@ static void paths_add(json_t *v, const json_t *report, const char *spec)
 }
 
 /* This host's facts: where the program is attached, encapsulation, drained, the daemon. */
-static json_t *show_host(const struct state *s, int daemon_pid)
+static json_t *show_host(const struct site *site, const struct state *s, int daemon_pid)
 {
-	json_t *ifaces = json_array(), *host;
-	char a4[ADDR_TEXT_MAX] = "", a6[ADDR_TEXT_MAX] = "";
+	json_t *ifaces = json_array(), *host, *f;
+	char a4[ADDR_TEXT_MAX] = "", a6[ADDR_TEXT_MAX] = "", link[PATH_MAX];
+	char text[LB_BUILD_TEXT_MAX];
+	struct lb_link_info info;
+	struct lb_build self;
+	int known = lb_build_self(&self) == 0;
 	size_t i;
 
-	for (i = 0; i < s->host.iface_count; i++)
-		json_array_append_new(ifaces, json_pack("{s:s, s:s}", "name", s->host.ifaces[i].name,
-							"mode", s->host.ifaces[i].generic ?
-									"generic" : "native"));
+	for (i = 0; i < s->host.iface_count; i++) {
+		f = json_pack("{s:s, s:s}", "name", s->host.ifaces[i].name, "mode",
+			      s->host.ifaces[i].generic ? "generic" : "native");
+		/* The build the kernel runs there, when its program can be read. */
+		snprintf(link, sizeof(link), "%s/links/%s", site->pin_dir, s->host.ifaces[i].name);
+		if (lb_link_read(link, &info) == 0) {
+			lb_build_format(&info.build, text, sizeof(text));
+			json_object_set_new(f, "build", json_string(text));
+			json_object_set_new(f, "build_digest", hex64(info.build.digest));
+			if (known)
+				json_object_set_new(f, "build_current",
+						    json_boolean(info.build.digest == self.digest));
+		}
+		memset(&info, 0, sizeof(info));
+		json_array_append_new(ifaces, f);
+	}
 	if (s->host.encap.source4.family)
 		addr_format(&s->host.encap.source4, a4);
 	if (s->host.encap.source6.family)
@@ -246,6 +262,10 @@ static json_t *show_host(const struct state *s, int daemon_pid)
 			 (json_int_t)(s->host.encap.gue_port ? s->host.encap.gue_port :
 							       LB_GUE_PORT_DEFAULT),
 			 "drained", s->host.drained, "daemon_pid", (json_int_t)daemon_pid);
+	if (known) {
+		lb_build_format(&self, text, sizeof(text));
+		json_object_set_new(host, "binary_build", json_string(text));
+	}
 	return host;
 }
 
@@ -258,9 +278,15 @@ static void show_host_text(const json_t *host)
 	printf("Host:");
 	if (!json_array_size(ifaces))
 		printf(" not attached");
-	json_array_foreach(ifaces, i, f)
-		printf("%s %s (%s)", i ? "," : " attached to", member_str(f, "name"),
+	json_array_foreach(ifaces, i, f) {
+		printf("%s %s (%s", i ? "," : " attached to", member_str(f, "name"),
 		       member_str(f, "mode"));
+		if (json_is_false(json_object_get(f, "build_current")))
+			printf(", build %s, not this binary's: ringlb upgrade", member_str(f, "build"));
+		else if (member_str(f, "build"))
+			printf(", build %s", member_str(f, "build"));
+		printf(")");
+	}
 	if (member_str(host, "source4") || member_str(host, "source6"))
 		printf("; encapsulation from %s%s%s, GUE port %llu",
 		       member_str(host, "source4") ? member_str(host, "source4") : "",
@@ -412,7 +438,7 @@ static int show_run(struct cli *c, const void *args)
 	if (s.host.drained)
 		json_object_set_new(model, "host_drained", json_true());
 	daemon_pid = site_daemon_pid(&c->site);
-	json_object_set_new(model, "host", show_host(&s, daemon_pid));
+	json_object_set_new(model, "host", show_host(&c->site, &s, daemon_pid));
 	paths = paths_report(c, daemon_pid);
 	for (i = 0; i < s.fleet.vip_count && !err; i++) {
 		if (one && &s.fleet.vips[i] != one)

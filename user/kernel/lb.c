@@ -24,6 +24,7 @@
 #include "ring.h"
 #include "ringlb.skel.h"
 #include "host.h"
+#include "layout.h"
 #include "siphash.h"
 
 /* How long a detach waits for the kernel to release the link. */
@@ -112,6 +113,44 @@ static int shared_maps_check(struct bpf_object *obj)
 	return pinned == SHARED_MAPS ? 0 : -EPROTO;
 }
 
+/* The digest of this binary's program object (computed once). */
+static __u64 object_digest(void)
+{
+	static const char key[] = "ringlb build v1";
+	static __u64 digest;
+	const void *elf;
+	size_t len;
+
+	if (!digest) {
+		elf = ringlb_bpf__elf_bytes(&len);
+		digest = ring_siphash(elf, len, 0x72696e676c62ull, sizeof(key)) | 1;
+	}
+	return digest;
+}
+
+int lb_build_self(struct lb_build *b)
+{
+	struct ringlb_bpf *skel = ringlb_bpf__open();
+
+	memset(b, 0, sizeof(*b));
+	if (!skel)
+		return -errno;
+	b->digest = object_digest();
+	b->layout = LB_LAYOUT_DIGEST;
+	memcpy(b->version, (const void *)skel->rodata->build_version, sizeof(b->version) - 1);
+	ringlb_bpf__destroy(skel);
+	return 0;
+}
+
+void lb_build_format(const struct lb_build *b, char *out, size_t len)
+{
+	if (!b->digest)
+		snprintf(out, len, "unrecorded (a build older than builds recorded)");
+	else
+		snprintf(out, len, "%s, program %016llx", b->version[0] ? b->version : "unknown",
+			 (unsigned long long)b->digest);
+}
+
 int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .pin_root_path = opts->pin_dir);
@@ -133,6 +172,8 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	prog->skel->rodata->flow_secret[0] = opts->secret[0];
 	prog->skel->rodata->flow_secret[1] = opts->secret[1];
 	memcpy((void *)prog->skel->rodata->iface_mac, opts->iface_mac, sizeof(opts->iface_mac));
+	prog->skel->rodata->build_digest = object_digest();
+	prog->skel->rodata->layout_digest = LB_LAYOUT_DIGEST;
 	/* A pinned flow table keeps its size: reuse needs the same max_entries. */
 	if (!opts->pin_dir || lb_pinned_max_entries(opts->pin_dir, "flows", &flow_entries))
 		flow_entries = opts->flow_entries ? opts->flow_entries : LB_FLOWS_DEFAULT;
@@ -342,6 +383,10 @@ int lb_link_read(const char *link_path, struct lb_link_info *out)
 		out->secret[0] = rodata.flow_secret[0];
 		out->secret[1] = rodata.flow_secret[1];
 		memcpy(out->iface_mac, rodata.iface_mac, sizeof(out->iface_mac));
+		/* A program of a build before these were recorded has zeros here. */
+		out->build.digest = rodata.build_digest;
+		out->build.layout = rodata.layout_digest;
+		memcpy(out->build.version, rodata.build_version, sizeof(out->build.version) - 1);
 		memset(&rodata, 0, sizeof(rodata));
 	}
 	if (map_fd >= 0)

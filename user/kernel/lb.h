@@ -365,10 +365,32 @@ int lb_backend_counters_clear(const struct lb_maps *maps, __u32 id);
  * @secret: the flow hash key its program was loaded with
  * @iface_mac: the source MAC its program writes
  */
+/**
+ * struct lb_build - which build of the XDP program
+ * @digest: of its object (never 0; 0: a build before it was recorded)
+ * @layout: of the maps' layout it was built for (lb_contract.h), 0 likewise
+ * @version: the version it was built as, NUL-terminated ("" likewise)
+ */
+struct lb_build {
+	__u64 digest;
+	__u64 layout;
+	char version[LB_BUILD_VERSION_MAX];
+};
+
+/** lb_build_self() - the build of the program this binary loads. Return: 0 or -errno. */
+int lb_build_self(struct lb_build *b);
+
+/** LB_BUILD_TEXT_MAX - bytes lb_build_format() may write. */
+#define LB_BUILD_TEXT_MAX (LB_BUILD_VERSION_MAX + 64)
+
+/** lb_build_format() - @b in words: "VERSION, program DIGEST". */
+void lb_build_format(const struct lb_build *b, char *out, size_t len);
+
 struct lb_link_info {
 	int ifindex;
 	__u64 secret[2];
 	__u8 iface_mac[6];
+	struct lb_build build;
 };
 
 /**

@@ -149,6 +149,7 @@ struct links_check {
 	void (*report)(void *, const char *);
 	void *arg;
 	int bad;
+	struct lb_build self; /* digest 0: unknown, not compared */
 };
 
 static int link_check(const char *name, const char *path, void *arg)
@@ -169,6 +170,14 @@ static int link_check(const char *name, const char *path, void *arg)
 		kernel_say(lc->report, lc->arg, "interface %s: gone; its program is attached to nothing "
 		    "(ringlb detach %s)", name, name);
 		lc->bad++;
+	} else if (lc->self.digest && info.build.digest != lc->self.digest) {
+		char runs[LB_BUILD_TEXT_MAX], self[LB_BUILD_TEXT_MAX];
+
+		lb_build_format(&info.build, runs, sizeof(runs));
+		lb_build_format(&lc->self, self, sizeof(self));
+		kernel_say(lc->report, lc->arg, "interface %s: the kernel runs build %s, this binary's "
+		    "is %s (ringlb upgrade %s)", name, runs, self, name);
+		lc->bad++;
 	} else if (info.secret[0] != lc->secret[0] || info.secret[1] != lc->secret[1]) {
 		kernel_say(lc->report, lc->arg, "interface %s: the program hashes flows with another key "
 		    "than the secret file (key digest %016llx, file %016llx; the next change "
@@ -183,10 +192,14 @@ static int link_check(const char *name, const char *path, void *arg)
 int kernel_links_verify(const char *pin_dir, const struct state *want, const __u64 secret[2],
 		     void (*report)(void *arg, const char *line), void *arg)
 {
-	struct links_check lc = { want, secret, report, arg, 0 };
+	struct links_check lc = { want, secret, report, arg, 0, { 0 } };
 	char path[PATH_MAX];
 	size_t i;
-	int err = links_each(pin_dir, link_check, &lc);
+	int err;
+
+	if (lb_build_self(&lc.self))
+		lc.self.digest = 0;
+	err = links_each(pin_dir, link_check, &lc);
 
 	if (err)
 		return err;

@@ -1,0 +1,167 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Upgrade in place, with real connections: the topology of scripts/topology.sh
+# (client 1, the balancer, b1 and b2 answering on the VIP by direct server
+# return), an l2 IPv4 VIP over b1 and b2, served first by an older build of
+# ringlb (this tree built again as version 0.0.1-old: another program
+# object, the same maps' layout). Its tests (`upgrade.sh TEST...` runs some):
+#
+#   before   the old build attached: verify exits 1 naming both builds and
+#            `ringlb upgrade`, show's host line says the build is not this
+#            binary's, attach refuses in one line naming `ringlb upgrade`
+#   swap     12 downloads held open and new connections every 50 ms while
+#            `ringlb upgrade` swaps the program: every download completes
+#            whole, every new connection is answered, no frame dropped, the
+#            flow table keeps every pinned flow (same count, same backends),
+#            verify exits 0 and show names this build
+#   again    upgrade on this build: says so, exit 0, nothing swapped
+#   layout   a build of this tree with another contract (one constant more in
+#            bpf/lb_contract.h: another layout of the maps) refuses to
+#            upgrade, in one line naming the safe procedure; the kernel
+#            keeps running this build
+#
+# Needs root. Without it the script skips, except under CI=true.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/tests/suites/lib.sh"
+. "$ROOT/scripts/topology.sh"
+
+require_root upgrade
+
+topo_session upgrade rlbup
+VIP="$TOPO_VIP4:80/tcp"
+DOWNLOADS=12
+OLD=0.0.1-old
+
+# with BINARY ARGS: ringlb ARGS as BINARY, on this session's state and pins.
+with() {
+	local bin=$1
+	shift
+	nsenter --net="/run/netns/$RINGLB_NS" "$bin" --state "$W/state.json" --pin-dir "$PIN" "$@"
+}
+
+# builds: the old build (this tree as another version) and the other layout's (a copy
+# of this tree with one constant more in the contract), both made by this Makefile.
+builds() {
+	local log=$W/builds.log
+	make -C "$ROOT" --no-print-directory OUTPUT="$W/old" BUILD_VERSION="$OLD" "$W/old/ringlb" \
+		>"$log" 2>&1 &
+	local old=$!
+	mkdir -p "$W/src"
+	(cd "$ROOT" && tar -c --exclude=./build --exclude=./.git . | tar -x -C "$W/src")
+	printf '\n/* upgrade.sh: another layout. */\n#define LB_UPGRADE_TEST_LAYOUT 1\n' \
+		>>"$W/src/bpf/lb_contract.h"
+	make -C "$W/src" --no-print-directory BUILD_VERSION=0.0.2-layout build/ringlb >>"$log" 2>&1 ||
+		die "the other layout's build: $(tail -5 "$log")"
+	wait "$old" || die "the old build: $(tail -5 "$log")"
+}
+
+setup() {
+	local i
+	builds
+	topo_up "$P" "$W" 2 || die "topology"
+	with "$W/old/ringlb" attach eth0 >/dev/null || die "attach, old build"
+	with "$W/old/ringlb" vip add "$VIP" >/dev/null || die "vip add"
+	for i in 1 2; do
+		with "$W/old/ringlb" backend add "$VIP" "b$i" "$(topo_backend_addr4 "$i")" >/dev/null ||
+			die "backend b$i"
+	done
+}
+
+t_before() {
+	local out rc
+	out=$(ringlb verify 2>&1)
+	rc=$?
+	[ $rc = 1 ] && grep -q "interface eth0: the kernel runs build $OLD, program [0-9a-f]\{16\}, this binary's is $(cat "$ROOT/VERSION"), program [0-9a-f]\{16\} (ringlb upgrade eth0)" <<<"$out" &&
+		pass "verify, old build: exit 1, '$out'" || fail "verify, old build: exit $rc, '$out'"
+	out=$(ringlb show | head -1)
+	[[ $out == *"eth0 (native, build $OLD, program "*", not this binary's: ringlb upgrade)"* ]] &&
+		pass "show: '$out'" || fail "show: '$out'"
+	out=$(ringlb attach eth0 2>&1)
+	rc=$?
+	[ $rc != 0 ] && [ "$(wc -l <<<"$out")" = 1 ] && [[ $out == *"running build $OLD"*"ringlb upgrade eth0 swaps it in place"* ]] &&
+		pass "attach, old build attached: exit $rc, '$out'" || fail "attach: exit $rc, '$out'"
+}
+
+# flows_by_backend: the pinned flows as "client backend" lines, sorted.
+flows_by_backend() { ringlb flows "$VIP" --json | jq -r '.flows[] | "\(.client) \(.backend)"' | sort; }
+
+t_swap() {
+	local k t before after drops0 drops1 out rc whole=0 asked=0 answered=0 pids=()
+	mkdir -p "$W/swap"
+	for k in $(seq 1 "$DOWNLOADS"); do
+		(on_client 1 curl -s -m 20 --local-port $((43000 + k)) -r 0-49151 -o "$W/swap/$k" \
+			-w '%{http_code}' "$(url "$TOPO_VIP4")/slow" >"$W/swap/$k.code"
+		 echo " $?" >>"$W/swap/$k.code") &
+		pids+=($!)
+	done
+	for t in $(seq 1 100); do
+		[ "$(ringlb flows "$VIP" --json | jq .count)" -ge "$DOWNLOADS" ] && break
+		sleep 0.05
+	done
+	# New connections all along: one every 50 ms for 2 s, each answered or not.
+	(for k in $(seq 1 40); do
+		on_client 1 curl -s -m 2 -o /dev/null -w '%{http_code}\n' "$(url "$TOPO_VIP4")/"
+		sleep 0.05
+	 done) >"$W/swap/new" &
+	local steady=$!
+	sleep 0.5
+	before=$(flows_by_backend)
+	drops0=$(drops)
+	out=$(ringlb upgrade 2>&1)
+	rc=$?
+	after=$(flows_by_backend)
+	[ $rc = 0 ] && [[ $out == "eth0: upgraded from build $OLD, program "*" to $(cat "$ROOT/VERSION"), program "* ]] &&
+		pass "upgrade: '$out'" || fail "upgrade: exit $rc, '$out'"
+	# Each pinned flow still there, on its backend (new ones may have joined).
+	[ -n "$before" ] && [ "$(comm -23 <(echo "$before") <(echo "$after") | wc -l)" = 0 ] &&
+		pass "the $(wc -l <<<"$before") pinned flows kept, each on its backend" ||
+		fail "flows lost: $(comm -23 <(echo "$before") <(echo "$after") | head -3)"
+	wait "${pids[@]}" "$steady"
+	for k in $(seq 1 "$DOWNLOADS"); do
+		[ "$(cat "$W/swap/$k.code")" = "206 0" ] && [ "$(stat -c %s "$W/swap/$k")" = 49152 ] &&
+			whole=$((whole + 1))
+	done
+	asked=$(wc -l <"$W/swap/new")
+	answered=$(grep -c '^200$' "$W/swap/new")
+	drops1=$(drops)
+	[ "$whole" = "$DOWNLOADS" ] && [ "$asked" = 40 ] && [ "$answered" = 40 ] &&
+		[ "$drops1" = "$drops0" ] &&
+		pass "under load: $whole of $DOWNLOADS downloads whole, $answered of 40 new connections answered, $((drops1 - drops0)) frames dropped" ||
+		fail "under load: $whole of $DOWNLOADS whole, $answered of $asked answered, drops $drops0 -> $drops1"
+	out=$(ringlb verify 2>&1)
+	rc=$?
+	[ $rc = 0 ] && pass "verify: '$out'" || fail "verify after the upgrade: exit $rc, '$out'"
+	out=$(ringlb show | head -1)
+	[[ $out == *"eth0 (native, build $(cat "$ROOT/VERSION"), program "*")"* && $out != *"not this"* ]] &&
+		pass "show: '$out'" || fail "show: '$out'"
+}
+
+t_again() {
+	local out rc
+	out=$(ringlb upgrade eth0 2>&1)
+	rc=$?
+	[ $rc = 0 ] && [[ $out == "eth0: runs this binary's build already, $(cat "$ROOT/VERSION"), program "* ]] &&
+		pass "upgrade again: '$out'" || fail "upgrade again: exit $rc, '$out'"
+}
+
+t_layout() {
+	local out rc show0 show1
+	show0=$(ringlb show --json | jq -r '.host.interfaces[0].build_digest')
+	out=$(with "$W/src/build/ringlb" upgrade eth0 2>&1)
+	rc=$?
+	show1=$(ringlb show --json | jq -r '.host.interfaces[0].build_digest')
+	[ $rc != 0 ] && [ "$(wc -l <<<"$out")" = 1 ] &&
+		[[ $out == *"made for another layout of the maps"*"ringlb detach"*"ringlb attach again" ]] &&
+		[ "$show0" = "$show1" ] && ringlb verify >/dev/null &&
+		pass "another layout refused: exit $rc, '$out'; the kernel still runs $show1" ||
+		fail "another layout: exit $rc, '$out', program $show0 -> $show1"
+}
+
+suite_test before
+suite_test swap before
+suite_test again swap
+suite_test layout swap
+suite_main "$@"

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * upgrade: put this binary's XDP program in place of another build's on the
+ * attached interfaces, without an outage. Each interface's pinned link is
+ * swapped to the new program in one step (bpf_link_update), on the same key
+ * and MAC the running one has, over the same pinned maps, so pinned flows,
+ * rings and counters carry on. Refused, with nothing swapped, when the
+ * running program was built for another layout of the maps (or before
+ * layouts were recorded): the new program would misread them.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define UPGRADE_IFACES_MAX 16
+
+struct upgrade_args {
+	const char *ifaces[UPGRADE_IFACES_MAX];
+	int count;
+};
+
+static int upgrade_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct upgrade_args *a = args;
+	int i;
+
+	(void)c;
+	for (i = 0; i < count; i++)
+		a->ifaces[i] = operands[i];
+	a->count = count;
+	return 0;
+}
+
+/* One interface's link, read; a refusal for it said in @f. */
+static int upgrade_check(const struct cli *c, const char *name, const struct lb_build *self,
+			 struct lb_link_info *info, struct fault *f)
+{
+	char link[PATH_MAX], runs[LB_BUILD_TEXT_MAX];
+	int err;
+
+	snprintf(link, sizeof(link), "%s/links/%s", c->site.pin_dir, name);
+	err = lb_link_read(link, info);
+	if (err == -ENOENT)
+		return fault_set(f, FAULT_USAGE, err, "%s: not attached (ringlb attach %s)", name,
+				 name);
+	if (err)
+		return fault_errno(f, FAULT_KERNEL, err, "%s: cannot read its program", name);
+	if (info->build.digest == self->digest)
+		return 0;
+	lb_build_format(&info->build, runs, sizeof(runs));
+	if (info->build.layout != self->layout)
+		return fault_set(f, FAULT_USAGE, -EXDEV,
+				 "%s runs build %s, made for another layout of the maps (%016llx, this "
+				 "binary's %016llx): no swap is safe; the one safe way loses the pinned "
+				 "flows: ringlb detach each interface, rm -r %s, ringlb attach again",
+				 name, runs, (unsigned long long)info->build.layout,
+				 (unsigned long long)self->layout, c->site.pin_dir);
+	return 0;
+}
+
+static int upgrade_run(struct cli *c, const void *args)
+{
+	const struct upgrade_args *a = args;
+	struct lb_link_info infos[UPGRADE_IFACES_MAX];
+	const char *names[UPGRADE_IFACES_MAX];
+	char attached[UPGRADE_IFACES_MAX][IF_NAMESIZE];
+	char link[PATH_MAX], from[LB_BUILD_TEXT_MAX], to[LB_BUILD_TEXT_MAX];
+	struct fault f = { 0 };
+	struct lb_build self;
+	struct state s;
+	int i, n = 0, lock, err = 0;
+
+	if (site_privileged(&f))
+		return cli_fault(c, &f);
+	err = lb_build_self(&self);
+	if (err)
+		return cli_report(c, "cannot read this binary's program: %s", strerror(-err));
+	if (a->count) {
+		for (i = 0; i < a->count; i++)
+			names[n++] = a->ifaces[i];
+	} else {
+		if (site_state_read_shared(&c->site, &s, &f))
+			return cli_fault(c, &f);
+		for (i = 0; i < (int)s.host.iface_count && n < UPGRADE_IFACES_MAX; i++) {
+			snprintf(attached[n], sizeof(attached[n]), "%s", s.host.ifaces[i].name);
+			names[n] = attached[n];
+			n++;
+		}
+		state_free(&s);
+		if (!n)
+			return cli_report(c, "attached to no interface: nothing to upgrade");
+	}
+	/* Exclusive: no change swaps or removes a link meanwhile (the state read takes it shared). */
+	lock = site_lock(&c->site, 1, &f);
+	if (lock < 0)
+		return cli_fault(c, &f);
+	/* Every interface checked before any is swapped: a refusal changes nothing. */
+	for (i = 0; i < n; i++)
+		if (upgrade_check(c, names[i], &self, &infos[i], &f)) {
+			close(lock);
+			memset(infos, 0, sizeof(infos));
+			return cli_fault(c, &f);
+		}
+	lb_build_format(&self, to, sizeof(to));
+	for (i = 0; i < n && !err; i++) {
+		struct lb_load_opts opts = { 0 };
+		struct lb_prog *prog = NULL;
+
+		if (infos[i].build.digest == self.digest) {
+			if (!c->quiet)
+				printf("%s: runs this binary's build already, %s\n", names[i], to);
+			continue;
+		}
+		/* The key and MAC the running program has: only the code changes. */
+		memcpy(opts.secret, infos[i].secret, sizeof(opts.secret));
+		memcpy(opts.iface_mac, infos[i].iface_mac, sizeof(opts.iface_mac));
+		opts.pin_dir = c->site.pin_dir;
+		err = lb_prog_load(&prog, &opts);
+		memset(opts.secret, 0, sizeof(opts.secret));
+		if (err) {
+			fault_set(&f, FAULT_KERNEL, err, "%s", "");
+			lb_load_failure(err, f.why, sizeof(f.why));
+			break;
+		}
+		snprintf(link, sizeof(link), "%s/links/%s", c->site.pin_dir, names[i]);
+		err = lb_link_replace(link, prog);
+		lb_prog_close(prog);
+		if (err) {
+			fault_errno(&f, FAULT_KERNEL, err, "%s: cannot swap its program", names[i]);
+			break;
+		}
+		lb_build_format(&infos[i].build, from, sizeof(from));
+		if (!c->quiet)
+			printf("%s: upgraded from build %s to %s\n", names[i], from, to);
+	}
+	memset(infos, 0, sizeof(infos));
+	close(lock);
+	return err ? cli_fault(c, &f) : 0;
+}
+
+const struct cli_command cli_upgrade = {
+	.object = "upgrade", .operands = "[IFACE...]", .min_operands = 0,
+	.max_operands = UPGRADE_IFACES_MAX, .args_size = sizeof(struct upgrade_args),
+	.parse = upgrade_parse, .run = upgrade_run,
+	.help = "    Put this binary's XDP program in place of another build's on IFACE (default:\n"
+		"    every attached interface), one atomic swap each, keeping every map, pin\n"
+		"    and pinned flow. Refused, with nothing swapped, when the running program\n"
+		"    was made for another layout of the maps; run it after installing a new\n"
+		"    ringlb (apt-get upgrade).",
+};
