@@ -346,8 +346,8 @@ t_missing_state() {
 # --help explains every command.
 t_help() {
 	local helped cmd
-	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 31 ]; then
-		pass "ringlb --help lists the 31 commands"
+	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 32 ]; then
+		pass "ringlb --help lists the 32 commands"
 	else
 		fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 	fi

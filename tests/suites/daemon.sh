@@ -190,6 +190,8 @@ t_start() {
 	for t in $(seq 1 50); do [ -S "$W/notify.sock" ] && break; sleep 0.1; done
 	daemon_start NOTIFY_SOCKET="$W/notify.sock" WATCHDOG_USEC=400000
 	daemon_ready || die "the daemon did not start: $(cat "$W/daemon.log")"
+	# The listener writes what it got a moment after the daemon sent it.
+	for t in $(seq 1 20); do grep -q "^[0-9.]* READY=1" "$W/notify.log" && break; sleep 0.1; done
 	grep -q "^[0-9.]* READY=1" "$W/notify.log" &&
 		pass "READY=1 on the notify socket after the first reconcile" ||
 		fail "no READY=1: $(cat "$W/notify.log")"
