@@ -136,19 +136,21 @@ $(foreach l,$(LAYERS),$(eval $(call layer_lib,$(l))))
 # The program carries the version it was built as (BUILD_VERSION; upgrade.sh builds
 # another one to upgrade from).
 BUILD_VERSION ?= $(shell cat VERSION)
+$(OUTPUT)/ringlb.bpf.o: VERSION
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -DRINGLB_BPF_VERSION='"$(BUILD_VERSION)"' $(DEPFLAGS) -c $< -o $@
 
-# The maps' layout: a digest of the kernel/user contract with its comments and spaces
-# left out, so that a change of any type or constant the pinned maps are made of is
+# The maps' layout: a digest of the kernel/user contract with its comments left out and
+# its spaces squeezed (gcc's preprocessor: clang has no -fpreprocessed), so that a change of any type or constant the pinned maps are made of is
 # another layout (ringlb upgrade refuses to swap programs across one).
 $(OUTPUT)/layout.h: bpf/lb_contract.h
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
+	$(Q)gcc -fpreprocessed -dD -E -P $< | tr -s ' \t\n' ' ' > $@.text && [ -s $@.text ]
 	$(Q)printf '/* Generated from bpf/lb_contract.h. */\n#define LB_LAYOUT_DIGEST 0x%sull\n' \
-		"$$($(CC) -fpreprocessed -dD -E -P $< | tr -d ' \t\n' | sha256sum | cut -c1-16)" > $@
+		"$$(sha256sum < $@.text | cut -c1-16)" > $@ && rm -f $@.text
 
 # Programs that live in the tests and benchmarks only.
 $(OUTPUT)/%.bpf.o: tests/prog/bpf/%.bpf.c

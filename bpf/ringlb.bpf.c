@@ -26,7 +26,10 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Load-time settings, written by the loader before the program is loaded. */
+/*
+ * Load-time settings, written by the loader before the program is loaded.
+ * Append-only: other builds read these by offset (lb_link_read()).
+ */
 const volatile __u64 flow_secret[2] = { 0, 0 };
 const volatile __u8 iface_mac[ETH_ALEN] = { 0 };
 /*

@@ -46,14 +46,17 @@ with() {
 # of this tree with one constant more in the contract), both made by this Makefile.
 builds() {
 	local log=$W/builds.log
-	make -C "$ROOT" --no-print-directory OUTPUT="$W/old" BUILD_VERSION="$OLD" "$W/old/ringlb" \
-		>"$log" 2>&1 &
+	# Their own makes, not the one running this suite (its jobs, -k, variables).
+	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -C "$ROOT" --no-print-directory \
+		OUTPUT="$W/old" BUILD_VERSION="$OLD" "$W/old/ringlb" >"$log" 2>&1 &
 	local old=$!
 	mkdir -p "$W/src"
-	(cd "$ROOT" && tar -c --exclude=./build --exclude=./.git . | tar -x -C "$W/src")
+	(cd "$ROOT" && tar -c --exclude=./build --exclude=./.git . | tar -x -C "$W/src") ||
+		die "copying the tree"
 	printf '\n/* upgrade.sh: another layout. */\n#define LB_UPGRADE_TEST_LAYOUT 1\n' \
 		>>"$W/src/bpf/lb_contract.h"
-	make -C "$W/src" --no-print-directory BUILD_VERSION=0.0.2-layout build/ringlb >>"$log" 2>&1 ||
+	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -C "$W/src" --no-print-directory \
+		OUTPUT="$W/src/build" BUILD_VERSION=0.0.2-layout "$W/src/build/ringlb" >>"$log" 2>&1 ||
 		die "the other layout's build: $(tail -5 "$log")"
 	wait "$old" || die "the old build: $(tail -5 "$log")"
 }
@@ -101,6 +104,8 @@ t_swap() {
 		[ "$(ringlb flows "$VIP" --json | jq .count)" -ge "$DOWNLOADS" ] && break
 		sleep 0.05
 	done
+	[ "$(ringlb flows "$VIP" --json | jq .count)" -ge "$DOWNLOADS" ] ||
+		fail "the $DOWNLOADS downloads were not all pinned before the upgrade"
 	# New connections all along: one every 50 ms for 2 s, each answered or not.
 	(for k in $(seq 1 40); do
 		on_client 1 curl -s -m 2 -o /dev/null -w '%{http_code}\n' "$(url "$TOPO_VIP4")/"

@@ -27,11 +27,14 @@ struct upgrade_args {
 static int upgrade_parse(struct cli *c, void *args, char **operands, int count)
 {
 	struct upgrade_args *a = args;
-	int i;
+	int i, j;
 
-	(void)c;
-	for (i = 0; i < count; i++)
+	for (i = 0; i < count; i++) {
+		for (j = 0; j < i; j++)
+			if (strcmp(operands[i], operands[j]) == 0)
+				return cli_usage(c, "interface '%s' named twice", operands[i]);
 		a->ifaces[i] = operands[i];
+	}
 	a->count = count;
 	return 0;
 }
@@ -50,11 +53,20 @@ static int upgrade_check(const struct cli *c, const char *name, const struct lb_
 				 name);
 	if (err)
 		return fault_errno(f, FAULT_KERNEL, err, "%s: cannot read its program", name);
+	if (info->ifindex == 0)
+		return fault_set(f, FAULT_USAGE, -ENODEV, "%s: gone; its program is attached to "
+				 "nothing (ringlb detach %s)", name, name);
 	if (info->build.digest == self->digest)
 		return 0;
+	if (!info->build.layout)
+		return fault_set(f, FAULT_STATE, -EXDEV,
+				 "%s runs a build from before builds were recorded: which layout of "
+				 "the maps it uses is unknown, so no swap is safe; the one safe way "
+				 "loses the pinned flows: ringlb detach each interface, rm -r %s, "
+				 "ringlb attach again", name, c->site.pin_dir);
 	lb_build_format(&info->build, runs, sizeof(runs));
 	if (info->build.layout != self->layout)
-		return fault_set(f, FAULT_USAGE, -EXDEV,
+		return fault_set(f, FAULT_STATE, -EXDEV,
 				 "%s runs build %s, made for another layout of the maps (%016llx, this "
 				 "binary's %016llx): no swap is safe; the one safe way loses the pinned "
 				 "flows: ringlb detach each interface, rm -r %s, ringlb attach again",
@@ -68,8 +80,9 @@ static int upgrade_run(struct cli *c, const void *args)
 	const struct upgrade_args *a = args;
 	struct lb_link_info infos[UPGRADE_IFACES_MAX];
 	const char *names[UPGRADE_IFACES_MAX];
+	struct lb_prog *progs[UPGRADE_IFACES_MAX] = { 0 };
 	char attached[UPGRADE_IFACES_MAX][IF_NAMESIZE];
-	char link[PATH_MAX], from[LB_BUILD_TEXT_MAX], to[LB_BUILD_TEXT_MAX];
+	char link[PATH_MAX], from[LB_BUILD_TEXT_MAX], to[LB_BUILD_TEXT_MAX], why[FAULT_WHY_MAX];
 	struct fault f = { 0 };
 	struct lb_build self;
 	struct state s;
@@ -107,37 +120,45 @@ static int upgrade_run(struct cli *c, const void *args)
 			return cli_fault(c, &f);
 		}
 	lb_build_format(&self, to, sizeof(to));
+	/* Every program loaded before any is swapped: a load that fails changes nothing. */
 	for (i = 0; i < n && !err; i++) {
 		struct lb_load_opts opts = { 0 };
-		struct lb_prog *prog = NULL;
 
-		if (infos[i].build.digest == self.digest) {
-			if (!c->quiet)
-				printf("%s: runs this binary's build already, %s\n", names[i], to);
+		if (infos[i].build.digest == self.digest)
 			continue;
-		}
 		/* The key and MAC the running program has: only the code changes. */
 		memcpy(opts.secret, infos[i].secret, sizeof(opts.secret));
 		memcpy(opts.iface_mac, infos[i].iface_mac, sizeof(opts.iface_mac));
 		opts.pin_dir = c->site.pin_dir;
-		err = lb_prog_load(&prog, &opts);
+		err = lb_prog_load(&progs[i], &opts);
 		memset(opts.secret, 0, sizeof(opts.secret));
 		if (err) {
 			fault_set(&f, FAULT_KERNEL, err, "%s", "");
 			lb_load_failure(err, f.why, sizeof(f.why));
-			break;
+			snprintf(why, sizeof(why), "%s", f.why);
+			fault_set(&f, FAULT_KERNEL, err, "%s: %s; nothing swapped", names[i], why);
+		}
+	}
+	for (i = 0; i < n && !err; i++) {
+		if (!progs[i]) {
+			if (!c->quiet)
+				printf("%s: runs this binary's build already, %s\n", names[i], to);
+			continue;
 		}
 		snprintf(link, sizeof(link), "%s/links/%s", c->site.pin_dir, names[i]);
-		err = lb_link_replace(link, prog);
-		lb_prog_close(prog);
+		err = lb_link_replace(link, progs[i]);
 		if (err) {
-			fault_errno(&f, FAULT_KERNEL, err, "%s: cannot swap its program", names[i]);
+			fault_errno(&f, FAULT_KERNEL, err, "%s: cannot swap its program (the interfaces "
+				    "before it in the list run this build; run ringlb upgrade again)",
+				    names[i]);
 			break;
 		}
 		lb_build_format(&infos[i].build, from, sizeof(from));
 		if (!c->quiet)
 			printf("%s: upgraded from build %s to %s\n", names[i], from, to);
 	}
+	for (i = 0; i < n; i++)
+		lb_prog_close(progs[i]);
 	memset(infos, 0, sizeof(infos));
 	close(lock);
 	return err ? cli_fault(c, &f) : 0;

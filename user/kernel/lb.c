@@ -113,6 +113,17 @@ static int shared_maps_check(struct bpf_object *obj)
 	return pinned == SHARED_MAPS ? 0 : -EPROTO;
 }
 
+/*
+ * lb_link_read() reads other builds' programs through this build's view of
+ * .rodata: its variables are append-only (bpf/ringlb.bpf.c), and these
+ * offsets never move.
+ */
+_Static_assert(offsetof(struct ringlb_bpf__rodata, flow_secret) == 0, ".rodata is append-only");
+_Static_assert(offsetof(struct ringlb_bpf__rodata, iface_mac) == 16, ".rodata is append-only");
+_Static_assert(offsetof(struct ringlb_bpf__rodata, build_digest) == 24, ".rodata is append-only");
+_Static_assert(offsetof(struct ringlb_bpf__rodata, layout_digest) == 32, ".rodata is append-only");
+_Static_assert(offsetof(struct ringlb_bpf__rodata, build_version) == 40, ".rodata is append-only");
+
 /* The digest of this binary's program object (computed once). */
 static __u64 object_digest(void)
 {
@@ -123,7 +134,7 @@ static __u64 object_digest(void)
 
 	if (!digest) {
 		elf = ringlb_bpf__elf_bytes(&len);
-		digest = ring_siphash(elf, len, 0x72696e676c62ull, sizeof(key)) | 1;
+		digest = ring_siphash(elf, len, ring_siphash(key, sizeof(key) - 1, 0, 0), len) | 1;
 	}
 	return digest;
 }
