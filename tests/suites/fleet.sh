@@ -60,11 +60,18 @@ t_routes() {
 # themselves were most of the time measured: up to 0.6 s of a 0.65 s figure,
 # on a loaded machine, for a change served at the first look).
 t_propagation() {
-	local k start want t p50 p99 revs i d2 d3
+	local k start want t p50 p99 revs i d2 d3 unconfirmed=0
 	: >"$W/lat"
 	rm -f "$W/differ"
 	for k in $(seq 1 50); do
-		on 1 backend weight "$VIP" b3 $((k % 2 + 1)) || fail "change $k"
+		# A change the store did not confirm (etcd slower than the CLI's 2 s on a loaded
+		# machine) is made again, as its message says; any other failure fails.
+		if ! on 1 backend weight "$VIP" b3 $((k % 2 + 1)) 2>"$W/change.err"; then
+			grep -q "the store did not confirm the change" "$W/change.err" &&
+				on 1 backend weight "$VIP" b3 $((k % 2 + 1)) &&
+				unconfirmed=$((unconfirmed + 1)) ||
+				fail "change $k: $(cat "$W/change.err")"
+		fi
 		start=$(date +%s%N)
 		{ read -r want; read -r d2; read -r d3; } < <(digests 1 2 3)
 		for t in $(seq 1 200); do
@@ -82,7 +89,7 @@ t_propagation() {
 	# The figures are reported, not bounded: a timed bound fails on a loaded machine (CI
 	# saw one change of 50 take 3.9 s in three lanes). Each change must serve everywhere.
 	[ ! -e "$W/differ" ] && [ "$revs" -eq 1 ] &&
-		pass "50 changes on lb1: served on lb2 and lb3 after p50 $p50 ms, p99 (the slowest) $p99 ms; the three ring digests equal after each; show --json gives one store revision on all three" ||
+		pass "50 changes on lb1: served on lb2 and lb3 after p50 $p50 ms, p99 (the slowest) $p99 ms; the three ring digests equal after each; show --json gives one store revision on all three; $unconfirmed unconfirmed by the store and made again" ||
 		fail "propagation: p50 $p50 ms, p99 $p99 ms, $(cat "$W/differ" 2>/dev/null | wc -l) changes never equal, $revs store revisions"
 }
 
