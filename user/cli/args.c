@@ -127,6 +127,19 @@ int cli_ring_fits(const struct state_vip *v, struct fault *f)
 	return err;
 }
 
+int cli_ifaces_take(struct cli *c, char **operands, int count, const char **into)
+{
+	int i, j;
+
+	for (i = 0; i < count; i++) {
+		for (j = 0; j < i; j++)
+			if (strcmp(operands[i], operands[j]) == 0)
+				return cli_usage(c, "interface '%s' named twice", operands[i]);
+		into[i] = operands[i];
+	}
+	return 0;
+}
+
 int cli_word_arg(struct cli *c, void *args, char **operands, int count)
 {
 	(void)c;

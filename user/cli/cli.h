@@ -302,6 +302,12 @@ int cli_list_each(struct cli *c, const char *option, const char *value, void *ar
 		  int (*one)(struct cli *c, void *args, const char *item));
 
 /**
+ * cli_ifaces_take() - @count interface operands into @into (room for as many
+ * as the command's max_operands), each named once: a usage error otherwise.
+ */
+int cli_ifaces_take(struct cli *c, char **operands, int count, const char **into);
+
+/**
  * cli_word_arg() - the parse function of a command whose one operand is a
  * word taken as it is (an interface, a file): it goes to the first member of
  * the arguments struct, a const char *.

@@ -54,16 +54,9 @@ static int attach_source_set(struct cli *c, void *args, const char *value)
 static int attach_parse(struct cli *c, void *args, char **operands, int count)
 {
 	struct attach_args *a = args;
-	int i, j;
 
-	for (i = 0; i < count; i++) {
-		for (j = 0; j < i; j++)
-			if (strcmp(operands[i], operands[j]) == 0)
-				return cli_usage(c, "interface '%s' named twice", operands[i]);
-		a->ifaces[i] = operands[i];
-	}
 	a->iface_count = count;
-	return 0;
+	return cli_ifaces_take(c, operands, count, a->ifaces);
 }
 
 /* @name has a link already: say so, and how to run this binary's program there if it is another build. */

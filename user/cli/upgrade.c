@@ -27,16 +27,9 @@ struct upgrade_args {
 static int upgrade_parse(struct cli *c, void *args, char **operands, int count)
 {
 	struct upgrade_args *a = args;
-	int i, j;
 
-	for (i = 0; i < count; i++) {
-		for (j = 0; j < i; j++)
-			if (strcmp(operands[i], operands[j]) == 0)
-				return cli_usage(c, "interface '%s' named twice", operands[i]);
-		a->ifaces[i] = operands[i];
-	}
 	a->count = count;
-	return 0;
+	return cli_ifaces_take(c, operands, count, a->ifaces);
 }
 
 /* One interface's link, read; a refusal for it said in @f. */
@@ -94,8 +87,8 @@ static int upgrade_run(struct cli *c, const void *args)
 	if (err)
 		return cli_report(c, "cannot read this binary's program: %s", strerror(-err));
 	if (a->count) {
-		for (i = 0; i < a->count; i++)
-			names[n++] = a->ifaces[i];
+		memcpy(names, a->ifaces, sizeof(names));
+		n = a->count;
 	} else {
 		if (site_state_read_shared(&c->site, &s, &f))
 			return cli_fault(c, &f);
@@ -133,9 +126,7 @@ static int upgrade_run(struct cli *c, const void *args)
 		err = lb_prog_load(&progs[i], &opts);
 		memset(opts.secret, 0, sizeof(opts.secret));
 		if (err) {
-			fault_set(&f, FAULT_KERNEL, err, "%s", "");
-			lb_load_failure(err, f.why, sizeof(f.why));
-			snprintf(why, sizeof(why), "%s", f.why);
+			lb_load_failure(err, why, sizeof(why));
 			fault_set(&f, FAULT_KERNEL, err, "%s: %s; nothing swapped", names[i], why);
 		}
 	}
