@@ -223,6 +223,8 @@ t_interfaces() {
 	refused "detach of an interface not attached" "not attached to eth1" -- ringlb detach eth1
 	refused "upgrade of an interface not attached" "eth1: not attached (ringlb attach eth1)" -- ringlb upgrade eth1
 	refused "upgrade of an interface not attached, beside one attached" "eth1: not attached" -- ringlb upgrade eth0 eth1
+	refused "upgrade of a path, not an interface" "'../links/eth0' is not an interface name" -- ringlb upgrade ../links/eth0
+	refused "upgrade of an interface named twice" "interface 'eth0' named twice" -- ringlb upgrade eth0 eth0
 	# The flow table keeps the size it was made with; the state never says another.
 	refused "attach --flows of another size on existing maps" "the flow table has 65536 entries already, and --flows 1024 sizes only one being made" -- ringlb attach eth1 --mode generic --flows 1024
 	[ "$(jq .flow_entries "$W/state.json")" = 65536 ] && pass "the state records the kernel's 65536 flows" ||

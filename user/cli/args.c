@@ -4,7 +4,9 @@
  * and what several changes look up the same way (a VIP, a backend, whether
  * a ring still fits), each with its one-line explanation.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -127,11 +129,26 @@ int cli_ring_fits(const struct state_vip *v, struct fault *f)
 	return err;
 }
 
+/* The kernel's rule for an interface name (dev_valid_name()): no path in a link's pin. */
+static int iface_name_valid(const char *name)
+{
+	size_t len = strlen(name), i;
+
+	if (!len || len >= IF_NAMESIZE || !strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	for (i = 0; i < len; i++)
+		if (name[i] == '/' || name[i] == ':' || isspace((unsigned char)name[i]))
+			return 0;
+	return 1;
+}
+
 int cli_ifaces_take(struct cli *c, char **operands, int count, const char **into)
 {
 	int i, j;
 
 	for (i = 0; i < count; i++) {
+		if (!iface_name_valid(operands[i]))
+			return cli_usage(c, "'%s' is not an interface name", operands[i]);
 		for (j = 0; j < i; j++)
 			if (strcmp(operands[i], operands[j]) == 0)
 				return cli_usage(c, "interface '%s' named twice", operands[i]);
