@@ -177,19 +177,17 @@ struct lb_vip {
 #define LB_SOURCE_RUNS_MAX (2 * LB_SOURCES_PER_VIP_MAX + 1)
 /**
  * LB_SOURCE_INDEX_BITS - the most bits a set's bucket index uses (2^13
- * buckets): enough that 1,024 prefixes leave most buckets inside one run, so
- * most clients cost one index read (16 KiB of index, 50 KiB a set).
+ * buckets: LB_SOURCES_PER_VIP_MAX prefixes cut at most one bucket in four).
  */
 #define LB_SOURCE_INDEX_BITS 13
-/** LB_SOURCE_INDEX_RUN - the bits of an index entry that are a run's number. */
-#define LB_SOURCE_INDEX_RUN 0x0fffu
 /**
- * LB_SOURCE_INDEX_WHOLE - the entry's bucket lies inside its one run, whose
- * verdict is in the entry's bits 12 .. 13 (LB_SOURCE_INDEX_VERDICT()).
+ * LB_SOURCE_BUCKET_SPLIT - a bucket's class (struct lb_source_set, @bucket)
+ * when a run starts inside it after its first address: its verdict takes a
+ * search. Any other class is the verdict of the whole bucket.
  */
-#define LB_SOURCE_INDEX_WHOLE 0x8000u
-/** LB_SOURCE_INDEX_VERDICT() - the verdict a whole bucket's entry @e carries. */
-#define LB_SOURCE_INDEX_VERDICT(e) (((e) >> 12) & 3u)
+#define LB_SOURCE_BUCKET_SPLIT 3u
+/** LB_SOURCE_BUCKET_CLASS() - bucket @j's 2-bit class in @bucket of a set. */
+#define LB_SOURCE_BUCKET_CLASS(bucket, j) (((bucket)[(j) >> 2] >> (((j) & 3u) << 1)) & 3u)
 /** LB_SOURCE_SEARCH_STEPS - halvings that find any run: ceil(log2(LB_SOURCE_RUNS_MAX)). */
 #define LB_SOURCE_SEARCH_STEPS 12
 /** LB_SOURCE_SET_SLOT() - the slot of map "source_sets" holding a VIP's set @parity. */
@@ -223,51 +221,73 @@ struct lb_source_addr {
 };
 
 /**
- * struct lb_source_set - one VIP's source ranges, flattened: the address
- * space cut into runs, each of one verdict, searched as rings are.
- * @count: runs, 1 .. LB_SOURCE_RUNS_MAX
- * @shift: bits that every address from run 1's start to before run
- *         @count - 1's shares, 0 .. 127; 0 when @count <= 2
+ * struct lb_source_head - the part of a VIP's source set (struct
+ * lb_source_set) that answers most clients, also kept in map "source_heads"
+ * (an array, slot LB_SOURCE_SET_SLOT()) where the program reads it with no
+ * map-in-map hop.
+ * @count: runs, 1 .. LB_SOURCE_RUNS_MAX; 0: the slot holds no set
+ * @shift: the leading bits the block shares, 0 .. 127: the block is the
+ *         smallest aligned span of two addresses or more that holds every
+ *         address from run 1's first to the one before the last run's first
+ *         (the whole space when @count is 1)
  * @bits: bits of the bucket index, 1 .. LB_SOURCE_INDEX_BITS: an address
- *        between those starts is in bucket (its bits @shift ..
- *        @shift + @bits - 1); 0 when @count <= 2
- * @pad: zero
- * @start: the first address of each run, ascending; @start[0] is 0 (the
- *         runs cover the whole space); unused entries zero
- * @index: the run holding bucket j's first address is @index[j] &
- *         LB_SOURCE_INDEX_RUN, so an address of bucket j is in a run of
- *         those of @index[j] .. @index[j + 1]; when no run starts inside
- *         bucket j after its first address, @index[j] also has
- *         LB_SOURCE_INDEX_WHOLE and that run's verdict (bits 12 .. 13);
- *         @index[2^@bits] is @count - 1 (no flag); unused entries zero
- * @verdict: each run's enum lb_source_verdict; unused entries zero
- * @pad2: zero
- *
- * The longest prefix holding a client decides its verdict; the controller
- * computes the runs from the prefixes (user/kernel/source_set.c), so the
- * program does one index read (the verdict itself, in a whole bucket) and,
- * in a bucket holding a start, a binary search of at most
- * LB_SOURCE_SEARCH_STEPS halvings and a verdict read.
- * A set is replaced by writing the new one into the VIP's other slot,
- * swapping the VIP value to name it (one update) and, once no packet can
- * still read the old value, removing the old slot: every packet sees one set
- * whole.
+ *        of the block is in bucket (its bits @shift .. @shift + @bits - 1)
+ * @below: the verdict of every address before @first (the set's @verdict[0])
+ * @above: the verdict of every address after @last (@verdict[@count - 1])
+ * @first: the block's first address
+ * @last: the block's last address
+ * @bucket: bucket j's class in bits 2 (j % 4) .. 2 (j % 4) + 1 of byte j / 4
+ *          (LB_SOURCE_BUCKET_CLASS()): the verdict of the whole bucket when
+ *          no run starts after its first address and at or before its last,
+ *          else LB_SOURCE_BUCKET_SPLIT; unused entries zero
  */
-struct lb_source_set {
+struct lb_source_head {
 	__u32 count;
 	__u8 shift;
 	__u8 bits;
-	__u8 pad[2];
+	__u8 below;
+	__u8 above;
+	struct lb_source_addr first;
+	struct lb_source_addr last;
+	__u8 bucket[(1 << LB_SOURCE_INDEX_BITS) / 4];
+};
+
+/**
+ * struct lb_source_set - one VIP's source ranges, flattened: the address
+ * space cut into runs, each of one verdict, searched as rings are.
+ * @head: the runs' count, the block and its bucket classes
+ * @start: the first address of each run, ascending; @start[0] is 0 (the
+ *         runs cover the whole space); unused entries zero
+ * @index: the run holding bucket j's first address, so an address of
+ *         bucket j is in a run of @index[j] .. @index[j + 1];
+ *         @index[2^@head.bits] is @head.count - 1; unused entries zero
+ * @verdict: each run's enum lb_source_verdict; unused entries zero
+ * @pad: zero
+ *
+ * The longest prefix holding a client decides its verdict; the controller
+ * computes the runs from the prefixes (user/kernel/source_set.c). Most
+ * clients cost the head's first cache line and one line of its 2 KiB
+ * @bucket (both hot across packets); a client in a split bucket adds a call,
+ * a binary search of at most LB_SOURCE_SEARCH_STEPS halvings of @start and a
+ * verdict read in the set itself (map "source_sets", an array of maps).
+ * A set is replaced by writing the new one (set and head) into the VIP's
+ * other slot, swapping the VIP value to name it (one update) and, once no
+ * packet can still read the old value, emptying the old slot: every packet
+ * sees one set whole.
+ */
+struct lb_source_set {
+	struct lb_source_head head;
 	struct lb_source_addr start[LB_SOURCE_RUNS_MAX];
 	__u16 index[(1 << LB_SOURCE_INDEX_BITS) + 1];
 	__u8 verdict[LB_SOURCE_RUNS_MAX];
-	__u8 pad2[5];
+	__u8 pad[5];
 };
 
+_Static_assert(sizeof(struct lb_source_head) % 8 == 0, "a source head has no tail padding");
 _Static_assert(sizeof(struct lb_source_set) % 8 == 0, "a source set has no tail padding");
-_Static_assert(LB_SOURCE_RUNS_MAX <= LB_SOURCE_INDEX_RUN + 1,
-	       "a run's number fits a source set's index entry");
-_Static_assert(LB_SOURCE_NOT_ALLOWED <= 3, "a verdict fits a whole bucket's index entry");
+_Static_assert(LB_SOURCE_RUNS_MAX <= 0xffff, "a run's number fits a source set's index entry");
+_Static_assert(LB_SOURCE_NOT_ALLOWED < LB_SOURCE_BUCKET_SPLIT,
+	       "a verdict fits a bucket's class and is no split");
 _Static_assert(LB_SOURCE_RUNS_MAX <= (1 << LB_SOURCE_SEARCH_STEPS),
 	       "LB_SOURCE_SEARCH_STEPS halvings find any run");
 

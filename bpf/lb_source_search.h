@@ -23,31 +23,37 @@ static __always_inline int source_before(__u64 hi, __u64 lo, const struct lb_sou
 	return hi < b->hi || (hi == b->hi && lo < b->lo);
 }
 
-/**
- * source_verdict() - the verdict of @set on address (@hi, @lo).
- *
- * Below the start of run 1 is run 0 and from the start of the last run on
- * is the last run, two compares; between them the address's bucket entry
- * gives the verdict itself when the bucket lies inside one run (most
- * buckets), else the runs it can be in, and a bounded binary search finds
- * the last run starting at or before the address.
- *
- * Return: an enum lb_source_verdict, or SOURCE_SEARCH_BAD when the set's
- * header or index is out of range (the program refuses such a client).
- */
-static __always_inline __u32 source_verdict(const struct lb_source_set *set, __u64 hi, __u64 lo)
+/* Is address (@hi, @lo) after @b? */
+static __always_inline int source_after(__u64 hi, __u64 lo, const struct lb_source_addr *b)
 {
-	__u32 count = set->count, shift, bits, j, e, first, last, mid, i;
+	return hi > b->hi || (hi == b->hi && lo > b->lo);
+}
+
+/**
+ * source_bucket() - the verdict of a set's head @set on address (@hi, @lo)
+ * when its bucket says it alone (the first step of source_verdict()).
+ * @j: set to the address's bucket when it is in the set's block
+ *
+ * Before the set's block is run 0 and after it the last run, two compares
+ * on the header's cache line; inside it the address's bucket class gives the
+ * verdict itself when the bucket lies inside one run (most buckets).
+ *
+ * Return: an enum lb_source_verdict, LB_SOURCE_BUCKET_SPLIT (the verdict
+ * takes source_search()), or SOURCE_SEARCH_BAD when the set's header is out
+ * of range.
+ */
+static __always_inline __u32 source_bucket(const struct lb_source_head *set, __u64 hi, __u64 lo,
+					   __u32 *j)
+{
+	__u32 shift, bits;
 	__u64 top;
 
-	if (count <= 1)
-		return count ? set->verdict[0] : SOURCE_SEARCH_BAD;
-	if (count > LB_SOURCE_RUNS_MAX)
+	if (set->count - 1 >= LB_SOURCE_RUNS_MAX)
 		return SOURCE_SEARCH_BAD;
-	if (source_before(hi, lo, &set->start[1]))
-		return set->verdict[0];
-	if (!source_before(hi, lo, &set->start[count - 1]))
-		return set->verdict[count - 1];
+	if (source_before(hi, lo, &set->first))
+		return set->below;
+	if (source_after(hi, lo, &set->last))
+		return set->above;
 	shift = set->shift;
 	bits = set->bits;
 	if (shift > 127 || bits < 1 || bits > LB_SOURCE_INDEX_BITS)
@@ -59,15 +65,28 @@ static __always_inline __u32 source_verdict(const struct lb_source_set *set, __u
 		top = hi << (shift & 63) | lo >> ((64 - shift) & 63);
 	else
 		top = hi;
-	j = (__u32)(top >> ((64 - bits) & 63)) & ((1u << LB_SOURCE_INDEX_BITS) - 1);
-	e = set->index[j];
-	if (e & LB_SOURCE_INDEX_WHOLE)
-		return LB_SOURCE_INDEX_VERDICT(e);
-	first = e & LB_SOURCE_INDEX_RUN;
-	last = set->index[j + 1] & LB_SOURCE_INDEX_RUN;
+	*j = (__u32)(top >> ((64 - bits) & 63)) & ((1u << LB_SOURCE_INDEX_BITS) - 1);
+	return LB_SOURCE_BUCKET_CLASS(set->bucket, *j);
+}
+
+/**
+ * source_search() - the verdict of @set on address (@hi, @lo) of split
+ * bucket @j: the bucket's index entries bound the runs it can be in, and a
+ * binary search finds the last run starting at or before the address.
+ * Return: an enum lb_source_verdict, or SOURCE_SEARCH_BAD when the index is
+ * out of range.
+ */
+static __always_inline __u32 source_search(const struct lb_source_set *set, __u64 hi, __u64 lo,
+					   __u32 j)
+{
+	__u32 count = set->head.count, first, last, mid, i;
+
+	if (j >= 1u << LB_SOURCE_INDEX_BITS)
+		return SOURCE_SEARCH_BAD;
+	first = set->index[j];
+	last = set->index[j + 1];
 	if (last >= count || first > last)
 		return SOURCE_SEARCH_BAD;
-	/* The last run of first .. last whose start is at or before the address. */
 	for (i = 0; i < LB_SOURCE_SEARCH_STEPS; i++) {
 		if (first >= last)
 			break;
@@ -80,6 +99,19 @@ static __always_inline __u32 source_verdict(const struct lb_source_set *set, __u
 			first = mid;
 	}
 	return first < LB_SOURCE_RUNS_MAX ? set->verdict[first] : SOURCE_SEARCH_BAD;
+}
+
+/**
+ * source_verdict() - the verdict of @set on address (@hi, @lo): its bucket's
+ * when the bucket lies inside one run, else a search of the bucket's runs.
+ * Return: an enum lb_source_verdict, or SOURCE_SEARCH_BAD when the set
+ * breaks the contract (the program refuses such a client).
+ */
+static __always_inline __u32 source_verdict(const struct lb_source_set *set, __u64 hi, __u64 lo)
+{
+	__u32 j = 0, c = source_bucket(&set->head, hi, lo, &j);
+
+	return c == LB_SOURCE_BUCKET_SPLIT ? source_search(set, hi, lo, j) : c;
 }
 
 #endif /* RINGLB_LB_SOURCE_SEARCH_H */

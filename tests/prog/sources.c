@@ -81,7 +81,7 @@ static __u32 runs_in(int id, __u8 parity)
 	err = lb_source_set_read(maps, (__u32)id, parity, set);
 	check(err == 0 || err == -ENOENT, "source slot %u of VIP %d: %s", parity, id,
 	      strerror(-err));
-	n = err ? 0 : set->count;
+	n = err ? 0 : set->head.count;
 	free(set);
 	return n;
 }
@@ -377,6 +377,46 @@ static void test_a_vip_takes_its_limit_of_prefixes(void **state)
  * changed behind the controller's back) refuses every client, counted as
  * drop_no_sources, until the set is written again: never served unchecked.
  */
+/*
+ * The head the program reads (map source_heads) changed behind the
+ * controller's back, its set untouched: a read says the slot holds no set
+ * the state makes, and a sync puts the right head back.
+ */
+static void test_a_head_not_the_sets_own_is_seen_and_repaired(void **state)
+{
+	static const char *const deny[] = { "198.18.9.0/24", NULL };
+	struct lb_source_set *set = malloc(sizeof(*set));
+	struct lb_source_head head;
+	struct ranges r;
+	struct pool p;
+	__u32 slot;
+
+	(void)state;
+	NEEDS_ROOT();
+	assert_non_null(set);
+	flows_clear();
+	pool_install(&p, VIP_V4_TCP, ring_weighted(100, 2, NULL, "gone"));
+	ranges_make(&r, VIP_V4_TCP, NULL, deny);
+	slot = LB_SOURCE_SET_SLOT(VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity);
+	check_eq(syn_from(VIP_V4_TCP, "198.18.1.9"), XDP_TX);
+	check_eq(lb_source_set_read(maps, VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity, set), 0);
+	check(set->head.count == 3, "a read of the synced set: %u runs", set->head.count);
+	assert_int_equal(bpf_map_lookup_elem(maps->source_heads, &slot, &head), 0);
+	head.below = LB_SOURCE_DENIED;
+	assert_int_equal(bpf_map_update_elem(maps->source_heads, &slot, &head, BPF_EXIST), 0);
+	/* 198.18.1.9 is before the block (198.18.9.0/24): the head's verdict below it. */
+	check_eq(syn_from(VIP_V4_TCP, "198.18.1.10"), XDP_DROP);
+	check_eq(lb_source_set_read(maps, VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity, set), 0);
+	check(set->head.count == 0, "a read of a set under another head: %u runs",
+	      set->head.count);
+	check_eq(kernel_vip_sources_sync(maps, r.v), 0);
+	check_eq(syn_from(VIP_V4_TCP, "198.18.1.11"), XDP_TX);
+	free(set);
+	state_free(&r.s);
+	ranges_clear(VIP_V4_TCP);
+	pool_release(&p);
+}
+
 static void test_a_missing_set_refuses_every_client(void **state)
 {
 	static const char *const deny[] = { "198.18.9.0/24", NULL };
@@ -407,4 +447,5 @@ HARNESS_GROUP(sources,
 	      cmocka_unit_test(test_icmp_errors_are_checked_against_the_quoted_client),
 	      cmocka_unit_test(test_a_change_swaps_slots_and_leaves_only_the_new_set),
 	      cmocka_unit_test(test_a_vip_takes_its_limit_of_prefixes),
-	      cmocka_unit_test(test_a_missing_set_refuses_every_client));
+	      cmocka_unit_test(test_a_missing_set_refuses_every_client),
+	      cmocka_unit_test(test_a_head_not_the_sets_own_is_seen_and_repaired));

@@ -193,29 +193,38 @@ t_clear() {
 # le32 N: N as the 4 bytes of a map key, as bpftool takes them.
 le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24)); }
 
-# Offsets in struct lb_source_set (bpf/lb_contract.h): runs, the 8,193 index
-# entries of 2 bytes after the 2,049 starts of 16, and the verdicts after them.
-SET_INDEX_AT=$((8 + 2049 * 16))
+# Offsets in struct lb_source_set (bpf/lb_contract.h): its head (runs at 0,
+# the verdicts below and above the block at 6 and 7, 2,048 bytes of bucket
+# classes at 40), the 2,049 starts of 16 bytes, the 8,193 index entries of 2,
+# and the verdicts after them.
+SET_HEAD_LEN=$((40 + 2048))
+SET_INDEX_AT=$((SET_HEAD_LEN + 2049 * 16))
 SET_VERDICT_AT=$((SET_INDEX_AT + 8193 * 2))
 
-# refuse_all_in_set INNER_ID: every run of the source set in inner map INNER_ID
-# made LB_SOURCE_NOT_ALLOWED behind ringlb's back, and so every whole bucket's
-# verdict (an index entry's bits 12 .. 13 when its bit 15 is set).
+# refuse_all_in_set INNER_ID SLOT: every run of the source set in inner map
+# INNER_ID made LB_SOURCE_NOT_ALLOWED behind ringlb's back, and so the verdicts
+# below and above its block and every whole bucket's class, in the set and in
+# its head in map source_heads at SLOT.
 refuse_all_in_set() {
 	bpftool -j map lookup id "$1" key 0 0 0 0 | python3 -c '
 import json, sys
 v = [int(b, 16) for b in json.load(sys.stdin)["value"]]
 runs = int.from_bytes(bytes(v[0:4]), "little")
-index, at = int(sys.argv[1]), int(sys.argv[2])
+head, at = int(sys.argv[1]), int(sys.argv[2])
 v[at:at + runs] = [2] * runs
-for j in range(8193):
-    e = v[index + 2 * j] | v[index + 2 * j + 1] << 8
-    if e & 0x8000:
-        e = e & ~0x3000 | 2 << 12
-        v[index + 2 * j], v[index + 2 * j + 1] = e & 255, e >> 8
-print(" ".join("%02x" % b for b in v))' "$SET_INDEX_AT" "$SET_VERDICT_AT" >"$W/set.hex" &&
+v[6] = v[7] = 2
+for j in range(40, head):
+    b = 0
+    for k in range(4):
+        c = v[j] >> 2 * k & 3
+        b |= (c if c == 3 else 2) << 2 * k
+    v[j] = b
+print(" ".join("%02x" % b for b in v))' "$SET_HEAD_LEN" "$SET_VERDICT_AT" >"$W/set.hex" &&
 		# shellcheck disable=SC2046
-		bpftool map update id "$1" key 0 0 0 0 value hex $(cat "$W/set.hex")
+		bpftool map update id "$1" key 0 0 0 0 value hex $(cat "$W/set.hex") &&
+		# shellcheck disable=SC2046
+		bpftool map update pinned "$PIN/source_heads" key $(le32 "$2") \
+			value hex $(cut -d' ' -f1-"$SET_HEAD_LEN" "$W/set.hex")
 }
 
 t_drift() {
@@ -234,7 +243,7 @@ print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), 
 			[ -n "$inner" ] &&
 			break
 	done
-	refuse_all_in_set "$inner" || fail "bpftool: rewriting the set"
+	refuse_all_in_set "$inner" $((2 * id + parity)) || fail "bpftool: rewriting the set"
 	# A stray: a set in the slot of VIP id 200, which no VIP has.
 	bpftool map create "$PIN/stray" type array key 4 value $((SET_VERDICT_AT + 2049 + 5)) \
 		entries 1 name stray &&

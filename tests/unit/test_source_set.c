@@ -111,7 +111,7 @@ static void set_agrees(struct test_rng *rng, const struct state_vip *v,
 		      "client %u: set says %d, the model %d", i, source_set_verdict(set, &a),
 		      model_verdict(v, &a));
 	}
-	for (i = 0; i < set->count; i++)
+	for (i = 0; i < set->head.count; i++)
 		for (k = -1; k <= 1; k++) {
 			struct addr a = addr_at(family, &set->start[i], k);
 
@@ -126,9 +126,14 @@ static void set_agrees(struct test_rng *rng, const struct state_vip *v,
 				a = addr_at(family, &n, 0);
 			}
 			check(source_set_verdict(set, &a) == model_verdict(v, &a),
-			      "run %u of %u, edge %+d: set says %d, the model %d", i, set->count, k,
+			      "run %u of %u, edge %+d: set says %d, the model %d", i, set->head.count, k,
 			      source_set_verdict(set, &a), model_verdict(v, &a));
 		}
+}
+
+static unsigned __int128 addr_number128(const struct lb_source_addr *a)
+{
+	return (unsigned __int128)a->hi << 64 | a->lo;
 }
 
 /* Runs ascend from 0, adjacent runs differ, the index bounds every bucket. */
@@ -136,9 +141,9 @@ static void set_well_formed(const struct lb_source_set *set)
 {
 	__u32 i, j;
 
-	check(set->count >= 1 && set->count <= LB_SOURCE_RUNS_MAX, "%u runs", set->count);
+	check(set->head.count >= 1 && set->head.count <= LB_SOURCE_RUNS_MAX, "%u runs", set->head.count);
 	check_eq(set->start[0].hi | set->start[0].lo, 0);
-	for (i = 1; i < set->count; i++) {
+	for (i = 1; i < set->head.count; i++) {
 		check(set->start[i - 1].hi < set->start[i].hi ||
 			      (set->start[i - 1].hi == set->start[i].hi &&
 			       set->start[i - 1].lo < set->start[i].lo),
@@ -146,26 +151,36 @@ static void set_well_formed(const struct lb_source_set *set)
 		check(set->verdict[i] != set->verdict[i - 1], "runs %u and %u say the same", i - 1,
 		      i);
 	}
-	if (set->count > 2)
-		for (j = 0; j < 1u << set->bits; j++) {
-			__u32 e = set->index[j], run = e & LB_SOURCE_INDEX_RUN;
-			__u32 next = set->index[j + 1] & LB_SOURCE_INDEX_RUN;
+	check(set->head.bits >= 1 && set->head.bits <= LB_SOURCE_INDEX_BITS && set->head.shift + set->head.bits <= 128,
+	      "%u index bits from bit %u", set->head.bits, set->head.shift);
+	check_eq(set->head.below, set->verdict[0]);
+	/* The block holds run 1's start and the address before the last run's. */
+	if (set->head.count > 1) {
+		check(addr_number128(&set->head.first) <= addr_number128(&set->start[1]),
+		      "run 1 starts before the block");
+		check(addr_number128(&set->start[set->head.count - 1]) - 1 <= addr_number128(&set->head.last),
+		      "the last run starts more than one address after the block");
+	}
+	check_eq(set->head.above, set->verdict[set->head.count - 1]);
+	for (j = 0; j < 1u << set->head.bits; j++) {
+		__u32 run = set->index[j], next = set->index[j + 1];
+		__u32 class = LB_SOURCE_BUCKET_CLASS(set->head.bucket, j);
 
-			check(run <= next && next < set->count, "bucket %u: runs %u .. %u of %u", j,
-			      run, next, set->count);
-			check(!(e & ~(LB_SOURCE_INDEX_RUN | LB_SOURCE_INDEX_WHOLE | 3u << 12)),
-			      "bucket %u: entry %#x has stray bits", j, e);
-			/* Whole: its verdict is its run's, and the next bucket starts in the same run
-			 * or exactly at the next run's start. */
-			if (e & LB_SOURCE_INDEX_WHOLE) {
-				check_eq(LB_SOURCE_INDEX_VERDICT(e), set->verdict[run]);
-				check(next == run || next == run + 1, "whole bucket %u: runs %u .. %u",
-				      j, run, next);
-			} else {
-				check(!(e & 3u << 12), "bucket %u: a verdict in a split entry", j);
-			}
+		check(run <= next && next < set->head.count, "bucket %u: runs %u .. %u of %u", j, run,
+		      next, set->head.count);
+		/* Whole: its class is its run's verdict, and the next bucket starts in the same
+		 * run or exactly at the next run's start. */
+		if (class != LB_SOURCE_BUCKET_SPLIT) {
+			check_eq(class, set->verdict[run]);
+			check(next == run || next == run + 1, "whole bucket %u: runs %u .. %u", j,
+			      run, next);
+		} else {
+			check(next > run, "split bucket %u in one run %u", j, run);
 		}
-	check(!(set->index[1u << set->bits] & ~LB_SOURCE_INDEX_RUN), "the last entry is flagged");
+	}
+	for (j = 1u << set->head.bits; j < (1u << LB_SOURCE_INDEX_BITS); j++)
+		check_eq(LB_SOURCE_BUCKET_CLASS(set->head.bucket, j), 0);
+	check_eq(set->index[1u << set->head.bits], set->head.count - 1);
 }
 
 static void one_case(struct test_rng *rng, int family, size_t count, unsigned int min,
@@ -241,7 +256,7 @@ static void test_runs_merge_and_the_limit_is_refused(void **state)
 	}
 	check_eq(source_set_build(set, list, n), 0);
 	/* Refused below, one run for both /24s, refused above. */
-	check_eq(set->count, 3);
+	check_eq(set->head.count, 3);
 	check_eq(set->verdict[0], LB_SOURCE_NOT_ALLOWED);
 	check_eq(set->verdict[1], LB_SOURCE_SERVED);
 	check_eq(set->verdict[2], LB_SOURCE_NOT_ALLOWED);
@@ -251,11 +266,11 @@ static void test_runs_merge_and_the_limit_is_refused(void **state)
 	check(prefix_parse("::/0", &list[0].prefix, &why) == 0, "%s", why);
 	list[0].deny = 1;
 	check_eq(source_set_build(set, list, 1), 0);
-	check_eq(set->count, 1);
+	check_eq(set->head.count, 1);
 	check_eq(set->verdict[0], LB_SOURCE_DENIED);
 	/* Nothing: one run, everyone served. */
 	check_eq(source_set_build(set, list, 0), 0);
-	check_eq(set->count, 1);
+	check_eq(set->head.count, 1);
 	check_eq(set->verdict[0], LB_SOURCE_SERVED);
 	for (n = 0; n < LB_SOURCES_PER_VIP_MAX + 1; n++) {
 		list[n].prefix = list[0].prefix;

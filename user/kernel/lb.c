@@ -65,6 +65,7 @@ static const struct {
 	{ "backend_stats", offsetof(struct lb_maps, backend_stats) },
 	{ "reason_stats", offsetof(struct lb_maps, reason_stats) },
 	{ "source_sets", offsetof(struct lb_maps, source_sets) },
+	{ "source_heads", offsetof(struct lb_maps, source_heads) },
 	{ "vip_refused", offsetof(struct lb_maps, vip_refused) },
 };
 

@@ -55,6 +55,7 @@ struct lb_maps {
 	int backend_stats;
 	int reason_stats;
 	int source_sets;
+	int source_heads;
 	int vip_refused;
 };
 
@@ -279,7 +280,8 @@ int lb_vip_ring_digest(const struct lb_maps *maps, const struct lb_vip_key *key,
 
 /**
  * lb_source_set_read() - the set in slot @parity of VIP @vip_id (map
- * "source_sets").
+ * "source_sets"), its head's count 0 when the slot's head (map
+ * "source_heads") is not the set's own.
  * Return: 0, -ENOENT when the slot is empty, -EAGAIN when it changed while
  * read, or -errno.
  */
@@ -288,8 +290,8 @@ int lb_source_set_read(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
 
 /**
  * lb_source_set_place() - make slot @parity of VIP @vip_id hold @set (a new
- * inner map, written whole before the slot names it), or nothing when @set
- * is NULL. Only for a slot no VIP value names, or one no packet may read
+ * inner map, written whole before the slot names it, and its head), or
+ * nothing when @set is NULL (no inner map, a zero head). Only for a slot no VIP value names, or one no packet may read
  * any more.
  */
 int lb_source_set_place(const struct lb_maps *maps, __u32 vip_id, __u8 parity,

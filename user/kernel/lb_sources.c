@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Map "source_sets" (lb.h): reading the set in one slot of a VIP, placing a
- * new one there (a fresh inner map, written whole before the slot names it)
- * and emptying a slot. The swap that makes a set serve is
+ * Maps "source_sets" and "source_heads" (lb.h): reading the set in one slot
+ * of a VIP, placing a new one there (a fresh inner map, written whole before
+ * the slot names it, and its head) and emptying a slot. The swap that makes a set serve is
  * lb_vip_sources_swap() (lb_rings.c, beside the other VIP value changes and
  * their waits).
  */
@@ -26,6 +26,7 @@ int lb_source_set_read(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
 		       struct lb_source_set *out)
 {
 	__u32 slot, inner_id, zero = 0;
+	struct lb_source_head head;
 	int err, fd;
 
 	err = set_slot(vip_id, parity, &slot);
@@ -39,25 +40,37 @@ int lb_source_set_read(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
 		return errno == ENOENT ? -EAGAIN : -errno;
 	err = bpf_map_lookup_elem(fd, &zero, out) ? -errno : 0;
 	close(fd);
-	return err;
+	if (err)
+		return err;
+	if (bpf_map_lookup_elem(maps->source_heads, &slot, &head))
+		return -errno;
+	/* A head that is not the set's own answers some clients otherwise: no set is so. */
+	if (memcmp(&head, &out->head, sizeof(head)))
+		out->head.count = 0;
+	return 0;
 }
 
 int lb_source_set_place(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
 			const struct lb_source_set *set)
 {
+	static const struct lb_source_head none;
 	__u32 slot, zero = 0;
 	int err, fd;
 
 	err = set_slot(vip_id, parity, &slot);
 	if (err)
 		return err;
-	if (!set)
-		return bpf_map_delete_elem(maps->source_sets, &slot) && errno != ENOENT ? -errno : 0;
+	if (!set) {
+		if (bpf_map_delete_elem(maps->source_sets, &slot) && errno != ENOENT)
+			return -errno;
+		return bpf_map_update_elem(maps->source_heads, &slot, &none, BPF_ANY) ? -errno : 0;
+	}
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "source_set", sizeof(__u32), sizeof(*set), 1, NULL);
 	if (fd < 0)
 		return -errno;
 	err = bpf_map_update_elem(fd, &zero, set, BPF_ANY) ||
-			      bpf_map_update_elem(maps->source_sets, &slot, &fd, BPF_ANY) ?
+			      bpf_map_update_elem(maps->source_sets, &slot, &fd, BPF_ANY) ||
+			      bpf_map_update_elem(maps->source_heads, &slot, &set->head, BPF_ANY) ?
 		      -errno :
 		      0;
 	close(fd);

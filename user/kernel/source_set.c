@@ -69,34 +69,52 @@ static __u8 verdict_at(u128 at, const struct state_source *sources, const u128 *
 	return sources[best].deny ? LB_SOURCE_DENIED : LB_SOURCE_SERVED;
 }
 
-/* The bucket index over runs 1 .. count - 1 (contract: lb_source_set). */
+/*
+ * The block and its bucket index (contract: lb_source_set): the smallest
+ * aligned span (of two addresses at least) from run 1's first address to
+ * the last run's first but one, so every address before it is in run 0 and
+ * every one after it in the last.
+ */
 static void index_build(struct lb_source_set *set)
 {
-	/* Searched addresses are from run 1's start to before the last run's. */
-	u128 low = get_addr(&set->start[1]), diff = low ^ (get_addr(&set->start[set->count - 1]) - 1);
+	u128 low = 0, diff = 0, base, host;
 	unsigned int shift = 0, bits, j, run = 0;
-	u128 base;
 
-	while (!(diff >> 127) && shift < 127) {
-		diff <<= 1;
-		shift++;
+	if (set->head.count > 1) {
+		u128 high = get_addr(&set->start[set->head.count - 1]) - 1;
+
+		low = get_addr(&set->start[1]);
+		diff = low ^ (high < low ? low : high);
+		while (!(diff >> 127) && shift < 127) {
+			diff <<= 1;
+			shift++;
+		}
 	}
 	bits = 128 - shift < LB_SOURCE_INDEX_BITS ? 128 - shift : LB_SOURCE_INDEX_BITS;
-	set->shift = (__u8)shift;
-	set->bits = (__u8)bits;
-	base = shift ? low & ~(~(u128)0 >> shift) : 0;
+	host = ~(u128)0 >> shift;
+	base = low & ~host;
+	set->head.shift = (__u8)shift;
+	set->head.bits = (__u8)bits;
+	set->head.below = set->verdict[0];
+	set->head.above = set->verdict[set->head.count - 1];
+	put_addr(&set->head.first, base);
+	put_addr(&set->head.last, base | host);
 	for (j = 0; j < 1u << bits; j++) {
 		u128 at = base | (u128)j << (128 - shift - bits);
 		u128 end = at + (((u128)1 << (128 - shift - bits)) - 1);
+		unsigned int class;
 
-		while (run + 1 < set->count && get_addr(&set->start[run + 1]) <= at)
+		while (run + 1 < set->head.count && get_addr(&set->start[run + 1]) <= at)
 			run++;
 		set->index[j] = (__u16)run;
 		/* Whole: no run starts after the bucket's first address and at or before its last. */
-		if (run + 1 >= set->count || get_addr(&set->start[run + 1]) > end)
-			set->index[j] |= (__u16)(LB_SOURCE_INDEX_WHOLE | set->verdict[run] << 12);
+		if (run + 1 >= set->head.count || get_addr(&set->start[run + 1]) > end)
+			class = set->verdict[run];
+		else
+			class = LB_SOURCE_BUCKET_SPLIT;
+		set->head.bucket[j >> 2] |= (__u8)(class << ((j & 3) << 1));
 	}
-	set->index[1u << bits] = (__u16)(set->count - 1);
+	set->index[1u << bits] = (__u16)(set->head.count - 1);
 }
 
 int source_set_build(struct lb_source_set *set, const struct state_source *sources, size_t count)
@@ -132,13 +150,12 @@ int source_set_build(struct lb_source_set *set, const struct state_source *sourc
 		if (i && cut[i] == cut[i - 1])
 			continue;
 		v = verdict_at(cut[i], sources, first, last, count, allow_list);
-		if (set->count && set->verdict[set->count - 1] == v)
+		if (set->head.count && set->verdict[set->head.count - 1] == v)
 			continue;
-		put_addr(&set->start[set->count], cut[i]);
-		set->verdict[set->count++] = v;
+		put_addr(&set->start[set->head.count], cut[i]);
+		set->verdict[set->head.count++] = v;
 	}
-	if (set->count > 2)
-		index_build(set);
+	index_build(set);
 	free(first);
 	free(last);
 	free(cut);

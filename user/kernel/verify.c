@@ -147,6 +147,7 @@ static int verify_source_strays(const struct lb_maps *maps, const struct state *
 				struct report *r)
 {
 	struct kernel_sources_named named;
+	struct lb_source_head head;
 	size_t strays = 0;
 	__u32 id, slot, inner;
 	__u8 parity;
@@ -156,7 +157,9 @@ static int verify_source_strays(const struct lb_maps *maps, const struct state *
 		for (parity = 0; parity < 2; parity++) {
 			slot = LB_SOURCE_SET_SLOT(id, parity);
 			if (!kernel_source_named(&named, id, parity) &&
-			    bpf_map_lookup_elem(maps->source_sets, &slot, &inner) == 0)
+			    (bpf_map_lookup_elem(maps->source_sets, &slot, &inner) == 0 ||
+			     (bpf_map_lookup_elem(maps->source_heads, &slot, &head) == 0 &&
+			      head.count)))
 				strays++;
 		}
 	if (strays)
