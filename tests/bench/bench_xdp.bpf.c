@@ -13,6 +13,13 @@
  *                 (wide_size entries): what the ring's memory alone costs
  *   bench_ring    ringlb's ring search (lb_ring.h), the data path's own code
  *
+ * and bench_reference does the work Katran's balancer does for an IPIP VIP
+ * (1g), written here from its description: a hash map of VIPs, an LRU flow
+ * table per CPU (an array of maps) of 16-byte values that a SYN does not read, jhash of the
+ * client's address and ports, one read of a 65,537-entry table per VIP, the
+ * backend's address from an array, and an IPIP header with a fixed next-hop
+ * MAC (no route lookup).
+ *
  * Each counts the frames it sends, for the forwarding-rate measurement.
  *
  * bench_driver feeds them for the per-packet measurement: BPF_PROG_TEST_RUN
@@ -239,6 +246,178 @@ SEC("xdp")
 int bench_ring(struct xdp_md *ctx)
 {
 	return bench(ctx, CHOICE_RING);
+}
+
+/* --- the reference of 1g: Katran's work, for an IPIP VIP --------------------------------- */
+
+/* The next hop's MAC: fixed, set before load, as a balancer without a FIB lookup keeps it. */
+const volatile __u8 next_hop_mac[ETH_ALEN] = { 0 };
+/* The outer source of the reference's IPIP packets (__be). */
+const volatile __u32 ref_source = 0;
+
+struct ref_flow_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 sport;
+	__be16 dport;
+	__u8 protocol;
+	__u8 pad[3];
+};
+
+struct ref_flow {
+	__u32 real;
+	__u32 pad;
+	__u64 seen_ns;
+};
+
+/* One LRU flow table per CPU, as Katran keeps them: the harness makes one for each CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, BENCH_REF_CPUS);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_LRU_HASH);
+		__uint(max_entries, BENCH_REF_FLOWS);
+		__uint(key_size, sizeof(struct ref_flow_key));
+		__uint(value_size, sizeof(struct ref_flow));
+	});
+} ref_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BENCH_REF_REALS);
+	__type(key, __u32);
+	__type(value, struct bench_real);
+} ref_reals SEC(".maps");
+
+/* Bob Jenkins' lookup3 final mix, and jhash of two words with it (as the kernel's jhash_2words). */
+#define REF_ROL32(x, k) (((x) << (k)) | ((x) >> (32 - (k))))
+#define REF_JHASH_INITVAL 0xdeadbeefu
+
+static __always_inline __u32 ref_jhash_2words(__u32 a, __u32 b, __u32 initval)
+{
+	__u32 c;
+
+	a += REF_JHASH_INITVAL + (2u << 2) + initval;
+	b += REF_JHASH_INITVAL + (2u << 2) + initval;
+	c = REF_JHASH_INITVAL + (2u << 2) + initval;
+	c ^= b;
+	c -= REF_ROL32(b, 14);
+	a ^= c;
+	a -= REF_ROL32(c, 11);
+	b ^= a;
+	b -= REF_ROL32(a, 25);
+	c ^= b;
+	c -= REF_ROL32(b, 16);
+	a ^= c;
+	a -= REF_ROL32(c, 4);
+	b ^= a;
+	b -= REF_ROL32(a, 14);
+	c ^= b;
+	c -= REF_ROL32(b, 24);
+	return c;
+}
+
+/* The IPv4 header checksum of the 20 bytes at @ip. */
+static __always_inline __u16 ref_ip_checksum(const __u16 *ip)
+{
+	__u32 sum = 0;
+
+	for (int i = 0; i < 10; i++)
+		sum += ip[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+SEC("xdp")
+int bench_reference(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1), *outer;
+	struct tcphdr *th = (void *)(ip + 1);
+	struct lb_vip_key vip_key = { .family = LB_FAMILY_IPV4 };
+	struct ref_flow_key key = {};
+	struct ref_flow *flow = NULL, fresh;
+	struct bench_real *real;
+	struct lb_vip *vip;
+	__u32 id, slot, *entry, zero = 0, cpu;
+	void *table_of_cpu;
+	__u16 inner_len;
+	__u64 *count;
+
+	if ((void *)(th + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5 ||
+	    ip->protocol != IPPROTO_TCP || (ip->frag_off & bpf_htons(0x3fff)))
+		return XDP_PASS;
+	__builtin_memcpy(vip_key.addr, &ip->daddr, 4);
+	vip_key.port = th->dest;
+	vip_key.protocol = IPPROTO_TCP;
+	vip = bpf_map_lookup_elem(&vips, &vip_key);
+	if (!vip)
+		return XDP_PASS;
+	key.saddr = ip->saddr;
+	key.daddr = ip->daddr;
+	key.sport = th->source;
+	key.dport = th->dest;
+	key.protocol = IPPROTO_TCP;
+	cpu = bpf_get_smp_processor_id();
+	table_of_cpu = bpf_map_lookup_elem(&ref_flows, &cpu);
+	if (!table_of_cpu)
+		return XDP_DROP;
+	/* A SYN is placed by the table and overwrites its tuple's entry: no read. */
+	if (!th->syn)
+		flow = bpf_map_lookup_elem(table_of_cpu, &key);
+	if (flow) {
+		id = flow->real;
+	} else {
+		__u32 ports = (__u32)th->source << 16 | th->dest;
+
+		slot = ref_jhash_2words(ip->saddr, ports, 0) % BENCH_TABLE_SIZE;
+		entry = bpf_map_lookup_elem(&table, &slot);
+		if (!entry)
+			return XDP_DROP;
+		id = *entry;
+		fresh.real = id;
+		fresh.pad = 0;
+		fresh.seen_ns = bpf_ktime_get_coarse_ns();
+		bpf_map_update_elem(table_of_cpu, &key, &fresh, BPF_ANY);
+	}
+	if (id >= BENCH_REF_REALS)
+		return XDP_DROP;
+	real = bpf_map_lookup_elem(&ref_reals, &id);
+	if (!real)
+		return XDP_DROP;
+	inner_len = bpf_ntohs(ip->tot_len);
+	if (bpf_xdp_adjust_head(ctx, -(int)sizeof(struct iphdr)))
+		return XDP_DROP;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	outer = (void *)(eth + 1);
+	if ((void *)(outer + 1) > end)
+		return XDP_DROP;
+	for (int i = 0; i < ETH_ALEN; i++) {
+		eth->h_dest[i] = next_hop_mac[i];
+		eth->h_source[i] = iface_mac[i];
+	}
+	eth->h_proto = bpf_htons(ETH_P_IP);
+	outer->version = 4;
+	outer->ihl = 5;
+	outer->tos = 0;
+	outer->tot_len = bpf_htons(inner_len + (__u16)sizeof(struct iphdr));
+	outer->id = 0;
+	outer->frag_off = 0;
+	outer->ttl = 64;
+	outer->protocol = IPPROTO_IPIP;
+	outer->check = 0;
+	outer->saddr = ref_source;
+	outer->daddr = real->addr;
+	outer->check = ref_ip_checksum((const __u16 *)outer);
+	count = bpf_map_lookup_elem(&sent, &zero);
+	if (count)
+		(*count)++;
+	return XDP_TX;
 }
 
 struct {

@@ -272,6 +272,9 @@ static struct bench_xdp_bpf *bench_open(struct pkt *frame)
 		die("open bench programs", -errno);
 	skel->rodata->flow_secret[0] = secret[0];
 	skel->rodata->flow_secret[1] = secret[1];
+	memcpy((void *)skel->rodata->next_hop_mac, (const __u8[]){ 2, 0, 0, 0, 0, 0x11 }, 6);
+	memcpy((void *)skel->rodata->iface_mac, (const __u8[]){ 2, 0, 0, 0, 0x11, 2 }, 6);
+	skel->rodata->ref_source = inet_addr(HARNESS_SOURCE4);
 	if (bench_xdp_bpf__load(skel))
 		die("load bench programs", -errno);
 	backends_fill(bpf_map__fd(skel->maps.backends), 1024);
@@ -464,7 +467,7 @@ static void memory_reach(void)
 /* --- 1c. encapsulation and decapsulation per packet ------------------------------------ */
 
 enum { E_EMPTY, E_FLOOR, E_L2, E_IPIP, E_GUE, E_DECAP_IPIP, E_DECAP_GUE, E_PASS, E_COUNT };
-enum { S_EMPTY = 0, S_FLOOR = 1, S_SHIPPED = 5, S_DECAP = 6, S_PASS = 7 };
+enum { S_EMPTY = 0, S_FLOOR = 1, S_SHIPPED = 5, S_DECAP = 6, S_PASS = 7, S_REFERENCE = 8 };
 
 /* One run of bench_reset over @frame into target slot @target, on e0: ns per packet. */
 static double reset_run_ns(struct bench_xdp_bpf *skel, int ifindex, const unsigned char *frame,
@@ -1218,6 +1221,241 @@ static void sources_per_packet(void)
 	bench_xdp_bpf__destroy(skel);
 }
 
+/* --- 1g. against a reference that does Katran's work ----------------------------------- */
+
+/* Points per backend in 1g: N = 1000 at the default K (4096) is more than a ring may hold. */
+#define REFERENCE_VNODES 1024
+
+enum { G_REF, G_IPIP_100, G_IPIP_1000, G_L2_100, G_L2_1000, G_COUNT };
+enum { G_EST, G_NEW, G_SYN, G_COLUMNS };
+
+/*
+ * Is @out (@len bytes) the reference's IPIP packet of @in: 20 bytes longer,
+ * an outer IPv4 header to a real with a right checksum, then @in's IP packet
+ * (its client's address and port rewritten by the driver)?
+ */
+static int reference_frame_ok(const unsigned char *out, __u32 len, const struct pkt *in)
+{
+	const unsigned char *ip = out + 14;
+	__u32 sum = 0, i;
+
+	__u8 real[16];
+
+	pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, real);
+	if (len != in->len + 20 || out[12] != 0x08 || out[13] || ip[0] != 0x45 || ip[9] != 4 ||
+	    ip[8] != 64 || (size_t)(ip[2] << 8 | ip[3]) != in->len - 14 + 20 ||
+	    memcmp(ip + 16, real, 4) || memcmp(ip + 20 + 16, in->data + 14 + 16, 4))
+		return 0;
+	for (i = 0; i < 20; i += 2)
+		sum += (__u32)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/* One run of bench_reset over @frame into slot @target, @fresh flows or FLOWS cycling. */
+static double reference_run(struct bench_xdp_bpf *skel, int ifindex, const struct pkt *frame,
+			    __u32 target, int fresh)
+{
+	struct bench_config cfg = { target, (__u32)fresh, FLOWS };
+	struct bench_frame f = { .len = (__u32)frame->len };
+	struct xdp_md md = { .data_end = (__u32)frame->len, .ingress_ifindex = (__u32)ifindex };
+	unsigned char out[PKT_MAX];
+	__u32 zero = 0;
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame->data,
+		    .data_size_in = (__u32)frame->len, .data_out = out,
+		    .data_size_out = sizeof(out), .ctx_in = &md, .ctx_size_in = sizeof(md),
+		    .repeat = PACKETS_PER_RUN);
+
+	memcpy(f.data, frame->data, frame->len);
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.config), &zero, &cfg, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.frame_reset), &zero, &f, BPF_ANY) ||
+	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.bench_reset), &o))
+		die("BPF_PROG_TEST_RUN of bench_reset", -errno);
+	if (o.retval != XDP_TX) {
+		fprintf(stderr, "bench: slot %u returned %u\n", target, o.retval);
+		die("a reference benchmark frame was not forwarded", -EPROTO);
+	}
+	/* Both send IPIP or the frame itself; the reference's outer header must be whole. */
+	if (target == S_REFERENCE && !reference_frame_ok(out, o.data_size_out, frame))
+		die("the reference sent a frame that is not its IPIP packet", -EPROTO);
+	return o.duration;
+}
+
+/*
+ * 1g. ringlb against bench_reference, which does the work Katran's balancer
+ * does for an IPIP VIP (bench_xdp.bpf.c): the same frames through the same
+ * driver in one interleaved run, ratios ringlb / reference per round.
+ */
+static void reference_per_packet(void)
+{
+	static const char *const names[G_COUNT] = {
+		"reference (ipip)", "ringlb ipip, N=100", "ringlb ipip, N=1000",
+		"ringlb l2, N=100", "ringlb l2, N=1000",
+	};
+	static const char *const columns[G_COLUMNS] = { "established", "new flow", "new SYN" };
+	static const __u32 sizes[G_COUNT] = { 0, 100, 1000, 100, 1000 };
+	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
+				     .iface_mac = { 2, 0, 0, 0, 0x11, 2 } };
+	struct lb_config cfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
+	static double ns[G_COUNT][G_COLUMNS][ROUNDS], ratio[G_COUNT][G_COLUMNS][ROUNDS];
+	double harness[ROUNDS], d;
+	struct pkt frames[G_COUNT][G_COLUMNS];
+	struct bench_xdp_bpf *skel;
+	struct lb_prog *shipped;
+	struct lb_maps bench_maps;
+	struct pkt unused;
+	__u32 next_id = 1, slot, m;
+	int ifindex, g, c, round, fd;
+	__u8 a[16];
+
+	printf("\n1g. Against a reference that does Katran's work for an IPIP VIP (bench_reference:\n"
+	       "   a hash map of VIPs, an LRU of %d flows per CPU, 16-byte values a SYN\n"
+	       "   does not read, jhash, one read of a %d-entry table, a fixed next-hop MAC):\n"
+	       "   the driver of 1c (the frame made again each packet), %d packets per run, %d\n"
+	       "   interleaved rounds; IPv4 TCP to one VIP of N backends (ringlb: K = %d points\n"
+	       "   a backend; flow table of %d, every new flow pinned); established: %d flows\n"
+	       "   cycling, pinned; new: a fresh flow every packet (an ACK, or a SYN). ns net of\n"
+	       "   the driver, medians; ratio: the median of the rounds' ringlb / reference.\n",
+	       BENCH_REF_FLOWS, TABLE_SIZE, PACKETS_PER_RUN, ROUNDS, REFERENCE_VNODES,
+	       LB_FLOWS_DEFAULT, FLOWS);
+	ifindex = harness_net_enter();
+	if (ifindex < 0)
+		die("the encapsulation network", -EIO);
+	skel = bench_open(&unused);
+	if (lb_prog_load(&shipped, &opts))
+		die("load the shipped program", -errno);
+	pkt_addr(LB_FAMILY_IPV4, HARNESS_SOURCE4, a);
+	memcpy(cfg.source4, a, 4);
+	pkt_addr(LB_FAMILY_IPV6, HARNESS_SOURCE6, cfg.source6);
+	if (lb_config_write(lb_prog_maps(shipped), &cfg))
+		die("encapsulation settings", -errno);
+	/* The reference's flow table of each CPU, its VIP (one table) and its reals. */
+	{
+		int cpus = libbpf_num_possible_cpus(), inner;
+		__u32 k;
+
+		if (cpus <= 0 || cpus > BENCH_REF_CPUS)
+			die("the reference's CPUs", -ERANGE);
+		for (k = 0; k < (__u32)cpus; k++) {
+			inner = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "ref_flows_cpu", 16,
+					       16, BENCH_REF_FLOWS, NULL);
+			if (inner < 0 || bpf_map_update_elem(bpf_map__fd(skel->maps.ref_flows),
+							     &k, &inner, BPF_ANY))
+				die("the reference's flow tables", -errno);
+			close(inner);
+		}
+	}
+	bench_maps_of(skel, &bench_maps);
+	{
+		struct lb_vip_key key = { .port = htons(80), .protocol = IPPROTO_TCP,
+					  .family = LB_FAMILY_IPV4 };
+		struct bench_real real;
+		struct ring *r = ring_sized(2, 64);
+		__u32 ids[2] = { 1, 2 };
+
+		pkt_addr(LB_FAMILY_IPV4, "198.18.0.100", key.addr);
+		if (lb_vip_install(&bench_maps, &key, 0, r, ids))
+			die("the reference's VIP", -errno);
+		ring_free(r);
+		pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, a);
+		memcpy(&real.addr, a, 4);
+		for (m = 1; m < BENCH_REF_REALS; m++)
+			if (bpf_map_update_elem(bpf_map__fd(skel->maps.ref_reals), &m, &real,
+						BPF_ANY))
+				die("the reference's reals", -errno);
+	}
+	for (g = 0; g < G_COUNT; g++) {
+		struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,
+					 .src = "198.18.1.1", .sport = 40000, .dport = 80 };
+		char vip[32];
+
+		snprintf(vip, sizeof(vip), "198.18.0.%d", g ? 110 + g : 100);
+		if (g) {
+			struct lb_vip_key key = { .port = htons(80), .protocol = IPPROTO_TCP,
+						  .family = LB_FAMILY_IPV4 };
+			__u32 *ids = calloc(sizes[g], sizeof(*ids));
+			struct ring *r = ring_sized(sizes[g], REFERENCE_VNODES);
+
+			for (m = 0; m < sizes[g]; m++) {
+				struct lb_backend b = {
+					.state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
+					.vip_id = (__u32)g, .cookie = next_id,
+					.mac = { 2, 0, 0, 0, 0, 0x11 },
+					.forward = g <= G_IPIP_1000 ? LB_FORWARD_IPIP : LB_FORWARD_L2 };
+
+				pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, b.addr);
+				ids[m] = next_id++;
+				if (lb_backend_install(lb_prog_maps(shipped), ids[m], &b))
+					die("backend", -errno);
+			}
+			pkt_addr(LB_FAMILY_IPV4, vip, key.addr);
+			if (lb_vip_install(lb_prog_maps(shipped), &key, (__u32)g, r, ids))
+				die("VIP", -errno);
+			ring_free(r);
+			free(ids);
+		}
+		spec.dst = vip;
+		for (c = 0; c < G_COLUMNS; c++) {
+			spec.tcp_flags = c == G_SYN ? 0x02 : 0x10;
+			pkt_build(&frames[g][c], &spec);
+		}
+	}
+	fd = lb_prog_fd(shipped);
+	slot = S_SHIPPED;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
+		die("prog array", -errno);
+	fd = bpf_program__fd(skel->progs.bench_reference);
+	slot = S_REFERENCE;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
+		die("prog array", -errno);
+	/* Round -1 pins the established flows in both tables; it is not counted. */
+	for (round = -1; round < ROUNDS; round++) {
+		d = reference_run(skel, ifindex, &frames[G_REF][G_EST], S_EMPTY, 0);
+		if (round >= 0)
+			harness[round] = d;
+		for (c = 0; c < G_COLUMNS; c++)
+			for (g = 0; g < G_COUNT; g++) {
+				d = reference_run(skel, ifindex, &frames[g][c],
+						  g ? S_SHIPPED : S_REFERENCE, c != G_EST);
+				if (round >= 0)
+					ns[g][c][round] = d - harness[round];
+			}
+	}
+	for (round = 0; round < ROUNDS; round++)
+		for (g = 1; g < G_COUNT; g++)
+			for (c = 0; c < G_COLUMNS; c++)
+				ratio[g][c][round] = ns[g][c][round] / ns[G_REF][c][round];
+	qsort(harness, ROUNDS, sizeof(double), cmp_double);
+	printf("   harness %.1f ns\n", harness[ROUNDS / 2]);
+	printf("   %-22s", "");
+	for (c = 0; c < G_COLUMNS; c++)
+		printf(" %18s", columns[c]);
+	printf("\n   %-22s", "");
+	for (c = 0; c < G_COLUMNS; c++)
+		printf(" %9s %8s", "net ns", "ratio");
+	printf("\n");
+	for (g = 0; g < G_COUNT; g++) {
+		printf("   %-22s", names[g]);
+		for (c = 0; c < G_COLUMNS; c++) {
+			qsort(ns[g][c], ROUNDS, sizeof(double), cmp_double);
+			if (!g) {
+				printf(" %9.1f %8s", ns[g][c][ROUNDS / 2], "");
+				continue;
+			}
+			qsort(ratio[g][c], ROUNDS, sizeof(double), cmp_double);
+			printf(" %9.1f %8.2f", ns[g][c][ROUNDS / 2], ratio[g][c][ROUNDS / 2]);
+		}
+		printf("\n");
+	}
+	printf("   goal (issue 28): ipip <= 0.90 in every column, l2 <= 0.80. The reference\n"
+	       "   keeps no statistics and parses only IPv4 TCP without options: it is a\n"
+	       "   floor of Katran's work, not Katran's program.\n");
+	lb_prog_close(shipped);
+	bench_xdp_bpf__destroy(skel);
+	harness_net_leave();
+}
+
 /* --- 2. forwarding rate --------------------------------------------------------------- */
 
 /* Attach @prog_fd natively, blast for FORWARD_SECONDS, return frames sent per second. */
@@ -1778,6 +2016,7 @@ static const struct {
 	{ "second-chance", second_chance_per_packet, 1 },
 	{ "decap-doors", decap_doors_per_packet, 1 },
 	{ "sources", sources_per_packet, 1 },
+	{ "reference", reference_per_packet, 1 },
 	{ "forwarding", forwarding, 1 },
 	{ "control-plane", control_plane, 1 },
 	{ "balance", balance, 0 },
@@ -1805,7 +2044,7 @@ int main(int argc, char **argv)
 				break;
 		if (p == sizeof(parts) / sizeof(parts[0])) {
 			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, encap, second-chance, "
-				"decap-doors, sources, forwarding, control-plane, balance)\n", argv[i]);
+				"decap-doors, sources, reference, forwarding, control-plane, balance)\n", argv[i]);
 			return 2;
 		}
 	}

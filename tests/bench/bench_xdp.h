@@ -23,7 +23,17 @@
 /** BENCH_FLOWS - distinct flows the driver cycles through at most. */
 #define BENCH_FLOWS 4096
 /** BENCH_TARGETS - slots of the program array the driver tail-calls into. */
-#define BENCH_TARGETS 8
+#define BENCH_TARGETS 9
+/* CPUs the reference keeps a flow table for; entries of each (bench_reference, 1g). */
+#define BENCH_REF_CPUS 64
+#define BENCH_REF_FLOWS 65536
+/* Backends the reference may address (its reals), 1 .. BENCH_REF_REALS - 1. */
+#define BENCH_REF_REALS 4096
+
+/* A backend of the reference: its IPv4 address (__be). */
+struct bench_real {
+	__be32 addr;
+};
 
 /**
  * struct bench_tuple - one flow's client address and port (network order).
