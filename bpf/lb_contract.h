@@ -420,6 +420,61 @@ struct lb_icmp_budget {
 };
 
 /**
+ * LB_NEXT_HOP_TTL_NS - how long a CPU sends a backend's encapsulated packets
+ * where the FIB last said (map "next_hops") before it asks the FIB again: a
+ * route, neighbour or MTU change reaches every packet within this time.
+ */
+#define LB_NEXT_HOP_TTL_NS (100ull * 1000 * 1000)
+
+/**
+ * struct lb_next_hop - where the FIB last sent one backend's encapsulated
+ * packets from this CPU (map "next_hops", a per-CPU array by backend id,
+ * written only by the program), so most packets skip bpf_fib_lookup().
+ * @cookie: the backend's cookie when filled: a later occupant of the slot
+ *          never uses it
+ * @expires_ns: bpf_ktime_get_coarse_ns() from which the FIB is asked again
+ *              (the fill's time plus LB_NEXT_HOP_TTL_NS); 0: empty
+ * @in_ifindex: the ingress interface the lookup was for (policy routing may
+ *              depend on it)
+ * @out_ifindex: the egress interface
+ * @fits: the longest encapsulated packet the FIB let through to this next
+ *        hop since the fill: a longer one asks the FIB (which answers one
+ *        too long with the ICMP error's MTU); a path MTU that shrinks is
+ *        seen within LB_NEXT_HOP_TTL_NS
+ * @tos: the TOS (IPv4) the lookup was for; 0 for IPv6
+ * @pad: zero
+ * @smac: the egress interface's MAC
+ * @dmac: the next hop's MAC
+ *
+ * Per CPU, so no packet reads an entry another CPU is writing.
+ */
+struct lb_next_hop {
+	__u64 cookie;
+	__u64 expires_ns;
+	__u32 in_ifindex;
+	__u32 out_ifindex;
+	__u16 fits;
+	__u8 tos;
+	__u8 pad;
+	__u8 smac[6];
+	__u8 dmac[6];
+};
+
+_Static_assert(sizeof(struct lb_next_hop) == 40, "a next hop has no padding");
+
+/**
+ * struct lb_next_hop_counters - a CPU's encapsulated packets by where their
+ * next hop came from (map "next_hop_stats", per CPU, one entry).
+ * @cached: sent where "next_hops" said
+ * @looked_up: sent after a bpf_fib_lookup() (no entry, expired, another
+ *             ingress or TOS, or longer than any it let through)
+ */
+struct lb_next_hop_counters {
+	__u64 cached;
+	__u64 looked_up;
+};
+
+/**
  * struct lb_gue - GUE version 0 (draft-ietf-intarea-gue) with a private
  * data field laid out as GLB's: a hop list for a second chance, which may
  * be empty. All fields network order.

@@ -58,6 +58,61 @@ struct {
 	LB_PINNED;
 } icmp_budget SEC(".maps");
 
+/* A cache of this program's own, refilled from the FIB: nothing to share or keep. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LB_BACKENDS_MAX);
+	__type(key, __u32);
+	__type(value, struct lb_next_hop);
+} next_hops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb_next_hop_counters);
+	LB_PINNED;
+} next_hop_stats SEC(".maps");
+
+/* One encapsulated packet more, its next hop @looked_up in the FIB or not. */
+static __always_inline void next_hop_count(int looked_up)
+{
+	struct lb_next_hop_counters *c;
+	__u32 zero = 0;
+
+	c = bpf_map_lookup_elem(&next_hop_stats, &zero);
+	if (c) {
+		if (looked_up)
+			c->looked_up++;
+		else
+			c->cached++;
+	}
+}
+
+/* The FIB's question about @b from the configured source; 0, or -1 with no source. */
+static __always_inline int fib_ask(struct bpf_fib_lookup *fib, const struct lb_backend *b,
+				   const struct lb_config *cfg, __u32 ifindex, __u8 tos,
+				   __u32 tot_len)
+{
+	fib->tot_len = (__u16)tot_len;
+	fib->ifindex = ifindex;
+	if (b->family == LB_FAMILY_IPV4) {
+		if (!*(__u32 *)cfg->source4)
+			return -1;
+		fib->family = AF_INET;
+		fib->tos = tos;
+		__builtin_memcpy(&fib->ipv4_src, cfg->source4, 4);
+		__builtin_memcpy(&fib->ipv4_dst, b->addr, 4);
+	} else {
+		if (!(*(__u64 *)cfg->source6 | *(__u64 *)(cfg->source6 + 8)))
+			return -1;
+		fib->family = AF_INET6;
+		__builtin_memcpy(fib->ipv6_src, cfg->source6, 16);
+		__builtin_memcpy(fib->ipv6_dst, b->addr, 16);
+	}
+	return 0;
+}
+
 /*
  * May this CPU send one more ICMP error now? A token bucket of
  * icmp_burst errors refilled one per icmp_interval_ns, kept as the time
@@ -234,15 +289,17 @@ static __always_inline const struct lb_backend *hop_at(__u64 hops, __u32 i)
 	return bpf_map_lookup_elem(&backends, &id);
 }
 
-__noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 hops)
+__noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 hops, __u64 now)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct bpf_fib_lookup fib = {};
+	struct lb_next_hop *nh;
 	struct lb_backend *b;
 	struct lb_config *cfg;
 	__u32 zero = 0, l3, len, overhead, outer_ip, ifindex, alen, n = 0, i;
 	__u64 kept = 0;
-	__u8 tos, inner_proto, smac[ETH_ALEN], dmac[ETH_ALEN];
+	__u8 tos, key_tos, inner_proto, fresh;
+	const __u8 *smac, *dmac;
 	__be16 proto;
 	int rc;
 
@@ -295,35 +352,61 @@ __noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 
 	}
 	overhead = outer_ip + (b->forward == LB_FORWARD_GUE ? LB_GUE_LEN + n * alen : 0);
 
-	/* The route to the backend, checked against the encapsulated length. */
-	fib.tot_len = (__u16)(len + overhead);
-	fib.ifindex = ctx->ingress_ifindex;
-	if (b->family == LB_FAMILY_IPV4) {
-		if (!*(__u32 *)cfg->source4)
-			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
-		fib.family = AF_INET;
-		fib.tos = tos;
-		__builtin_memcpy(&fib.ipv4_src, cfg->source4, 4);
-		__builtin_memcpy(&fib.ipv4_dst, b->addr, 4);
+	/*
+	 * The route to the backend, checked against the encapsulated length:
+	 * where this CPU last sent it, while that is fresh and the packet no
+	 * longer than one the FIB let through there, else the FIB's answer,
+	 * which fills the entry.
+	 */
+	key_tos = b->family == LB_FAMILY_IPV4 ? tos : 0;
+	nh = bpf_map_lookup_elem(&next_hops, &backend_id);
+	if (nh && nh->cookie == b->cookie && now < nh->expires_ns &&
+	    nh->in_ifindex == ctx->ingress_ifindex && nh->tos == key_tos &&
+	    len + overhead <= nh->fits) {
+		ifindex = nh->out_ifindex;
+		smac = nh->smac;
+		dmac = nh->dmac;
+		next_hop_count(0);
 	} else {
-		if (!(*(__u64 *)cfg->source6 | *(__u64 *)(cfg->source6 + 8)))
+		if (fib_ask(&fib, b, cfg, ctx->ingress_ifindex, tos, len + overhead))
 			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
-		fib.family = AF_INET6;
-		__builtin_memcpy(fib.ipv6_src, cfg->source6, 16);
-		__builtin_memcpy(fib.ipv6_dst, b->addr, 16);
+		rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
+		if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+			return LB_ENCAP_TOO_BIG(fib.mtu_result > overhead ? fib.mtu_result - overhead :
+									    0u);
+		if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_NEIGH, XDP_DROP);
+		if (rc == BPF_FIB_LKUP_RET_FWD_DISABLED)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_FORWARDING, XDP_DROP);
+		if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+			return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
+		ifindex = fib.ifindex;
+		smac = fib.smac;
+		dmac = fib.dmac;
+		next_hop_count(1);
+		/*
+		 * The entry takes the answer; a fresh one of the same question
+		 * keeps its time and lets the longest length the FIB passed.
+		 */
+		if (nh) {
+			fresh = nh->cookie == b->cookie && now < nh->expires_ns &&
+				nh->in_ifindex == ctx->ingress_ifindex && nh->tos == key_tos &&
+				nh->out_ifindex == ifindex;
+			if (!fresh) {
+				nh->cookie = b->cookie;
+				nh->expires_ns = now + LB_NEXT_HOP_TTL_NS;
+				nh->in_ifindex = ctx->ingress_ifindex;
+				nh->out_ifindex = ifindex;
+				nh->tos = key_tos;
+				nh->pad = 0;
+				nh->fits = 0;
+			}
+			if (len + overhead > nh->fits)
+				nh->fits = (__u16)(len + overhead);
+			__builtin_memcpy(nh->smac, fib.smac, ETH_ALEN);
+			__builtin_memcpy(nh->dmac, fib.dmac, ETH_ALEN);
+		}
 	}
-	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
-	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
-		return LB_ENCAP_TOO_BIG(fib.mtu_result > overhead ? fib.mtu_result - overhead : 0u);
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
-		return LB_ENCAP_RET(LB_REASON_DROP_NO_NEIGH, XDP_DROP);
-	if (rc == BPF_FIB_LKUP_RET_FWD_DISABLED)
-		return LB_ENCAP_RET(LB_REASON_DROP_NO_FORWARDING, XDP_DROP);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
-	ifindex = fib.ifindex;
-	__builtin_memcpy(smac, fib.smac, ETH_ALEN);
-	__builtin_memcpy(dmac, fib.dmac, ETH_ALEN);
 
 	/* Ethernet padding past the IP packet goes; the tag goes too (the FIB chose the link). */
 	if (data + l3 + len < end && bpf_xdp_adjust_tail(ctx, (int)(l3 + len) - (int)(end - data)))

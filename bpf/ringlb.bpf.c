@@ -208,7 +208,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 					  const struct lb_vip_key *vip_key,
 					  const struct lb_vip *vip, __u8 tcp_flags,
 					  int follow_only, struct lb_backend **out, __u32 *out_id,
-					  __u64 *hops)
+					  __u64 *hops, __u64 *now_out)
 {
 	struct lb_flow *flow = NULL;
 	__u32 vip_id = vip->vip_id;
@@ -221,6 +221,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	int err, retried = 0;
 
 	*hops = 0;
+	*now_out = now;
 	if (lb_vip_pins(vip))
 		flow = bpf_map_lookup_elem(&flows, key);
 	if (flow) {
@@ -341,7 +342,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 	struct ethhdr *eth;
 	struct lb_vip *vip;
 	__u32 reason, backend_id, reason_refused;
-	__u64 hops;
+	__u64 hops, now;
 	__u8 tcp_flags;
 	int err;
 
@@ -365,7 +366,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 
 	/* ICMP errors follow the flow; they neither pin nor close it. */
 	err = backend_choose(&key, &vip_key, vip, tcp_flags, reason == LB_REASON_FORWARDED_ICMP,
-			     &backend, &backend_id, &hops);
+			     &backend, &backend_id, &hops, &now);
 	if (err < 0)
 		return verdict(-err, bytes);
 
@@ -374,7 +375,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 		__u64 *w = (__u64 *)&key, mix = w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4];
 
 		mix *= 0x9e3779b97f4a7c15ull;
-		err = lb_encap(ctx, backend_id, (__u32)(mix >> 32), hops);
+		err = lb_encap(ctx, backend_id, (__u32)(mix >> 32), hops, now);
 		if (LB_ENCAP_REASON(err) == LB_REASON_FORWARDED_TOO_BIG)
 			err = lb_too_big(ctx, LB_ENCAP_FITS(err));
 		if (LB_ENCAP_REASON(err) != LB_REASON_FORWARDED) {

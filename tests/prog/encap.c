@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -528,6 +529,105 @@ static void test_icmp_errors_stay_within_the_cpu_budget(void **state)
 	vip_empty(VIP_V6_TCP, id6);
 }
 
+/* Encapsulated packets so far whose next hop came from the cache (@looked_up 0) or the FIB. */
+static __u64 next_hops_counted(int looked_up)
+{
+	return harness_percpu_sum(maps->next_hop_stats, 0, 2, looked_up ? 1 : 0);
+}
+
+/* Past LB_NEXT_HOP_TTL_NS on the coarse clock (a tick of up to 10 ms more). */
+static void next_hop_ttl_wait(void)
+{
+	usleep((useconds_t)(LB_NEXT_HOP_TTL_NS / 1000 + 20000));
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/*
+ * The next hop a CPU cached (map next_hops) sends what the FIB sent, byte
+ * for byte, until LB_NEXT_HOP_TTL_NS has passed: then a neighbour's new MAC,
+ * and a path MTU made smaller, reach the packets. A packet longer than any
+ * the FIB let through asks the FIB.
+ */
+static void test_a_cached_next_hop_follows_the_fib_within_its_time(void **state)
+{
+	static const struct encap_case c = { "ipip 4 in 4", LB_FAMILY_IPV4, LB_FAMILY_IPV4,
+					     LB_FORWARD_IPIP };
+	static const __u8 moved_mac[6] = { 2, 0, 0, 0, 0x11, 0x77 };
+	unsigned char first[PKT_MAX], out[PKT_MAX];
+	size_t first_len, out_len;
+	cpu_set_t one, all;
+	__u64 cached, looked_up;
+	struct pkt in, big;
+	double t0;
+	__u32 id;
+
+	(void)state;
+	NEEDS_ROOT();
+	/* Each CPU keeps its own entries: every frame of the test runs on one. */
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	flows_clear();
+	config_set(1);
+	id = vip_to(VIP_V4_TCP, LB_FAMILY_IPV4, BACKEND4, LB_FORWARD_IPIP);
+	inner_frame(&in, LB_FAMILY_IPV4, 40300);
+	big = in;
+	inner_grow(&big, LB_FAMILY_IPV4, 1400);
+
+	/* The first packet asks the FIB, the next ones the cache, with the same bytes. */
+	looked_up = next_hops_counted(1);
+	cached = next_hops_counted(0);
+	check_eq(run_on_e0(&in, first, &first_len), XDP_TX);
+	encap_check(&c, &in, first, first_len);
+	check_eq(next_hops_counted(1) - looked_up, 1);
+	check_eq(run_on_e0(&in, out, &out_len), XDP_TX);
+	check_eq(run_on_e0(&in, out, &out_len), XDP_TX);
+	check_eq(next_hops_counted(0) - cached, 2);
+	check(out_len == first_len && memcmp(out, first, out_len) == 0,
+	      "the cached next hop's frame differs from the FIB's");
+	/* Longer than any the FIB let through: the FIB again, then the cache takes it too. */
+	check_eq(run_on_e0(&big, out, &out_len), XDP_TX);
+	encap_check(&c, &big, out, out_len);
+	check_eq(next_hops_counted(1) - looked_up, 2);
+	check_eq(run_on_e0(&big, out, &out_len), XDP_TX);
+	check_eq(next_hops_counted(0) - cached, 3);
+
+	/* The next hop moves to another MAC: the cache may send to the old one for its time. */
+	t0 = now_ms();
+	check(sh("ip neigh replace 198.18.11.1 lladdr 02:00:00:00:11:77 dev e0 nud permanent") == 0,
+	      "move the neighbour");
+	check_eq(run_on_e0(&in, out, &out_len), XDP_TX);
+	if (now_ms() - t0 < LB_NEXT_HOP_TTL_NS / 2e6)
+		check(memcmp(out, next_hop_mac, 6) == 0, "within its time, not the cached MAC");
+	next_hop_ttl_wait();
+	check_eq(run_on_e0(&in, out, &out_len), XDP_TX);
+	check(memcmp(out, moved_mac, 6) == 0, "after its time, not the neighbour's new MAC");
+
+	/* The path MTU falls to 1300: after the time, the long packet gets the error. */
+	check(sh("ip neigh replace 198.18.11.1 lladdr 02:00:00:00:11:01 dev e0 nud permanent") == 0 &&
+		      sh("ip route replace default via 198.18.11.1 mtu lock 1300") == 0,
+	      "lower the path MTU");
+	next_hop_ttl_wait();
+	check_eq(run_on_e0(&big, out, &out_len), XDP_TX);
+	check_eq(out_len, 14 + 20 + 8 + LB_ICMP_QUOTE_MAX);
+	check_eq(out[23], 1); /* ICMP */
+	check_eq(be16(out + 40), 1300 - 20);
+	check_eq(run_on_e0(&in, out, &out_len), XDP_TX);
+	check(out_len == first_len && memcmp(out, first, out_len) == 0,
+	      "a short packet after the MTU change differs from the FIB's first answer");
+	check(sh("ip route replace default via 198.18.11.1") == 0, "restore the route");
+	sched_setaffinity(0, sizeof(all), &all);
+	vip_empty(VIP_V4_TCP, id);
+}
+
 static int encap_teardown(void **state)
 {
 	(void)state;
@@ -541,4 +641,5 @@ HARNESS_GROUP(encap,
 	cmocka_unit_test(test_too_big_gets_the_icmp_error_that_fits),
 	cmocka_unit_test(test_icmp_errors_stay_within_the_cpu_budget),
 	cmocka_unit_test(test_no_route_no_neighbour_no_forwarding_drop_with_reasons),
+	cmocka_unit_test(test_a_cached_next_hop_follows_the_fib_within_its_time),
 	cmocka_unit_test_teardown(test_icmp_error_is_encapsulated_to_its_flow, encap_teardown));

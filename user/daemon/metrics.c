@@ -145,6 +145,13 @@ static void data_path(FILE *f, const struct metrics_input *in)
 	       "New flows placed by the ring but not pinned: over the rate of new flows.");
 	sample(f, "ringlb_new_flows_unpinned_total", NULL, NULL, NULL, NULL,
 	       member_num(in->stats, "new_flows_unpinned"));
+	family(f, "ringlb_next_hops_total", "counter",
+	       "Encapsulated packets by where their next hop came from: the CPU's cache "
+	       "(cached) or bpf_fib_lookup() (looked_up).");
+	sample(f, "ringlb_next_hops_total", NULL, NULL, "source", "cached",
+	       member_num(json_object_get(in->stats, "next_hops"), "cached"));
+	sample(f, "ringlb_next_hops_total", NULL, NULL, "source", "looked_up",
+	       member_num(json_object_get(in->stats, "next_hops"), "looked_up"));
 	family(f, "ringlb_flow_table_entries", "gauge", "Entries in the flow table: flows idle less than the daemon's --flow-timeout.");
 	sample(f, "ringlb_flow_table_entries", NULL, NULL, NULL, NULL,
 	       member_num(in->stats, "flow_table_entries"));

@@ -67,6 +67,7 @@ static const struct {
 	{ "source_sets", offsetof(struct lb_maps, source_sets) },
 	{ "source_heads", offsetof(struct lb_maps, source_heads) },
 	{ "vip_refused", offsetof(struct lb_maps, vip_refused) },
+	{ "next_hop_stats", offsetof(struct lb_maps, next_hop_stats) },
 };
 
 #define SHARED_MAPS (sizeof(shared_maps) / sizeof(shared_maps[0]))

@@ -57,6 +57,7 @@ struct lb_maps {
 	int source_sets;
 	int source_heads;
 	int vip_refused;
+	int next_hop_stats;
 };
 
 /** enum lb_attach_mode - how the program is attached to an interface. */

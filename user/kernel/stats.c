@@ -87,7 +87,7 @@ int kernel_stats(const struct lb_maps *maps, const struct state *s, __u32 idle_s
 	struct bpf_map_info info = { 0 };
 	__u32 info_len = sizeof(info), r;
 	json_t *vips, *reasons;
-	__u64 unpinned;
+	__u64 unpinned, next_hops[2];
 	size_t i;
 	int err;
 
@@ -110,10 +110,12 @@ int kernel_stats(const struct lb_maps *maps, const struct state *s, __u32 idle_s
 	unpinned = percpu_sum_word(maps->flow_rate, 0, 3, 2);
 	if (bpf_obj_get_info_by_fd(maps->flows, &info, &info_len))
 		info.max_entries = 0;
-	*out = json_pack("{s:o, s:o, s:I, s:I, s:I, s:I}", "vips", vips, "reasons", reasons,
-			 "idle_seconds", (json_int_t)idle_s, "new_flows_unpinned",
+	percpu_sum(maps->next_hop_stats, 0, 2, next_hops);
+	*out = json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:{s:I, s:I}}", "vips", vips, "reasons",
+			 reasons, "idle_seconds", (json_int_t)idle_s, "new_flows_unpinned",
 			 (json_int_t)unpinned, "flow_table_entries", (json_int_t)tally->entries,
-			 "flow_table_size", (json_int_t)info.max_entries);
+			 "flow_table_size", (json_int_t)info.max_entries, "next_hops", "cached",
+			 (json_int_t)next_hops[0], "looked_up", (json_int_t)next_hops[1]);
 	free(tally);
 	return *out ? err : -ENOMEM;
 }
