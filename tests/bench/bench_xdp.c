@@ -469,26 +469,40 @@ static void memory_reach(void)
 enum { E_EMPTY, E_FLOOR, E_L2, E_IPIP, E_GUE, E_DECAP_IPIP, E_DECAP_GUE, E_PASS, E_COUNT };
 enum { S_EMPTY = 0, S_FLOOR = 1, S_SHIPPED = 5, S_DECAP = 6, S_PASS = 7, S_REFERENCE = 8 };
 
-/* One run of bench_reset over @frame into target slot @target, on e0: ns per packet. */
-static double reset_run_ns(struct bench_xdp_bpf *skel, int ifindex, const unsigned char *frame,
-			   size_t len, __u32 target, __u32 *verdict)
+/*
+ * One run of bench_reset over @frame as @cfg says, on e0: ns per packet; the
+ * last packet's verdict and bytes in @verdict and @out (PKT_MAX), @out_len.
+ */
+static double reset_run_with(struct bench_xdp_bpf *skel, int ifindex, const unsigned char *frame,
+			     size_t len, const struct bench_config *cfg, __u32 *verdict,
+			     unsigned char *out, __u32 *out_len)
 {
-	struct bench_config cfg = { target, 0, 1 };
 	struct bench_frame f = { .len = (__u32)len };
 	struct xdp_md md = { .data_end = (__u32)len, .ingress_ifindex = (__u32)ifindex };
-	unsigned char out[PKT_MAX];
 	__u32 zero = 0;
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (__u32)len,
-		    .data_out = out, .data_size_out = sizeof(out), .ctx_in = &md,
+		    .data_out = out, .data_size_out = PKT_MAX, .ctx_in = &md,
 		    .ctx_size_in = sizeof(md), .repeat = PACKETS_PER_RUN);
 
 	memcpy(f.data, frame, len);
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.config), &zero, &cfg, BPF_ANY) ||
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.config), &zero, cfg, BPF_ANY) ||
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.frame_reset), &zero, &f, BPF_ANY) ||
 	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.bench_reset), &o))
 		die("BPF_PROG_TEST_RUN of bench_reset", -errno);
 	*verdict = o.retval;
+	*out_len = o.data_size_out;
 	return o.duration;
+}
+
+/* One run of bench_reset over @frame into target slot @target, one flow, on e0. */
+static double reset_run_ns(struct bench_xdp_bpf *skel, int ifindex, const unsigned char *frame,
+			   size_t len, __u32 target, __u32 *verdict)
+{
+	struct bench_config cfg = { target, 0, 1 };
+	unsigned char out[PKT_MAX];
+	__u32 out_len;
+
+	return reset_run_with(skel, ifindex, frame, len, &cfg, verdict, out, &out_len);
 }
 
 static void encap_per_packet(void)
@@ -1258,28 +1272,19 @@ static double reference_run(struct bench_xdp_bpf *skel, int ifindex, const struc
 			    __u32 target, int fresh)
 {
 	struct bench_config cfg = { target, (__u32)fresh, FLOWS };
-	struct bench_frame f = { .len = (__u32)frame->len };
-	struct xdp_md md = { .data_end = (__u32)frame->len, .ingress_ifindex = (__u32)ifindex };
 	unsigned char out[PKT_MAX];
-	__u32 zero = 0;
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame->data,
-		    .data_size_in = (__u32)frame->len, .data_out = out,
-		    .data_size_out = sizeof(out), .ctx_in = &md, .ctx_size_in = sizeof(md),
-		    .repeat = PACKETS_PER_RUN);
+	__u32 verdict, out_len;
+	double ns = reset_run_with(skel, ifindex, frame->data, frame->len, &cfg, &verdict, out,
+				   &out_len);
 
-	memcpy(f.data, frame->data, frame->len);
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.config), &zero, &cfg, BPF_ANY) ||
-	    bpf_map_update_elem(bpf_map__fd(skel->maps.frame_reset), &zero, &f, BPF_ANY) ||
-	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.bench_reset), &o))
-		die("BPF_PROG_TEST_RUN of bench_reset", -errno);
-	if (o.retval != XDP_TX) {
-		fprintf(stderr, "bench: slot %u returned %u\n", target, o.retval);
+	if (verdict != XDP_TX) {
+		fprintf(stderr, "bench: slot %u returned %u\n", target, verdict);
 		die("a reference benchmark frame was not forwarded", -EPROTO);
 	}
 	/* Both send IPIP or the frame itself; the reference's outer header must be whole. */
-	if (target == S_REFERENCE && !reference_frame_ok(out, o.data_size_out, frame))
+	if (target == S_REFERENCE && !reference_frame_ok(out, out_len, frame))
 		die("the reference sent a frame that is not its IPIP packet", -EPROTO);
-	return o.duration;
+	return ns;
 }
 
 /*

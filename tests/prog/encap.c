@@ -562,7 +562,6 @@ static void test_a_cached_next_hop_follows_the_fib_within_its_time(void **state)
 	static const __u8 moved_mac[6] = { 2, 0, 0, 0, 0x11, 0x77 };
 	unsigned char first[PKT_MAX], out[PKT_MAX];
 	size_t first_len, out_len;
-	cpu_set_t one, all;
 	__u64 cached, looked_up;
 	struct pkt in, big;
 	double t0;
@@ -571,10 +570,7 @@ static void test_a_cached_next_hop_follows_the_fib_within_its_time(void **state)
 	(void)state;
 	NEEDS_ROOT();
 	/* Each CPU keeps its own entries: every frame of the test runs on one. */
-	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	harness_cpu_pin();
 	flows_clear();
 	config_set(1);
 	id = vip_to(VIP_V4_TCP, LB_FAMILY_IPV4, BACKEND4, LB_FORWARD_IPIP);
@@ -624,7 +620,7 @@ static void test_a_cached_next_hop_follows_the_fib_within_its_time(void **state)
 	check(out_len == first_len && memcmp(out, first, out_len) == 0,
 	      "a short packet after the MTU change differs from the FIB's first answer");
 	check(sh("ip route replace default via 198.18.11.1") == 0, "restore the route");
-	sched_setaffinity(0, sizeof(all), &all);
+	harness_cpu_unpin();
 	vip_empty(VIP_V4_TCP, id);
 }
 

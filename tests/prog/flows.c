@@ -335,17 +335,13 @@ static void test_a_flood_of_new_flows_is_forwarded_but_not_pinned(void **state)
 	struct lb_config cfg = { .new_flows_max = 50 }, keep;
 	struct lb_flow_rate before, after;
 	struct pool pool;
-	cpu_set_t one, all;
 	__u32 zero = 0;
 	int i, tries, pinned = 0;
 
 	(void)state;
 	NEEDS_ROOT();
 	/* The rate is per CPU: every frame of the test runs on one. */
-	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	harness_cpu_pin();
 	check(lb_config_read(maps, &keep) == 0, "read the settings");
 	memcpy(cfg.source4, keep.source4, sizeof(cfg.source4));
 	memcpy(cfg.source6, keep.source6, sizeof(cfg.source6));
@@ -396,7 +392,7 @@ static void test_a_flood_of_new_flows_is_forwarded_but_not_pinned(void **state)
 		if (after.second == before.second || tries == 1)
 			break;
 	}
-	sched_setaffinity(0, sizeof(all), &all);
+	harness_cpu_unpin();
 	check(lb_config_write(maps, &keep) == 0, "restore the settings");
 	check_eq(pinned, 50);
 	check_eq(after.refused - before.refused, 150);

@@ -43,6 +43,24 @@ __u32 harness_run(int prog_fd, const unsigned char *in, size_t len, unsigned cha
 	return opts.retval;
 }
 
+static cpu_set_t cpus_before;
+
+void harness_cpu_pin(void)
+{
+	cpu_set_t one;
+	int cpu = sched_getcpu();
+
+	assert_int_equal(sched_getaffinity(0, sizeof(cpus_before), &cpus_before), 0);
+	CPU_ZERO(&one);
+	CPU_SET(cpu < 0 ? 0 : cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
+void harness_cpu_unpin(void)
+{
+	sched_setaffinity(0, sizeof(cpus_before), &cpus_before);
+}
+
 __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word)
 {
 	int cpus = libbpf_num_possible_cpus(), c;

@@ -34,6 +34,16 @@
 __u32 harness_run(int prog_fd, const unsigned char *in, size_t len, unsigned char *out,
 		  size_t *out_len, __u32 repeat, __u32 *duration);
 
+/**
+ * harness_cpu_pin() - run the calling thread on the CPU it is on, until
+ * harness_cpu_unpin(): for tests of per-CPU state (a test run executes on
+ * the caller's CPU). A failure fails the test.
+ */
+void harness_cpu_pin(void);
+
+/** harness_cpu_unpin() - the thread's CPUs from before harness_cpu_pin() again. */
+void harness_cpu_unpin(void);
+
 /** harness_percpu_sum() - word @word of a per-CPU value of @words 64-bit words, summed. */
 __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word);
 
