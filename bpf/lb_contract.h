@@ -463,6 +463,19 @@ struct lb_next_hop {
 _Static_assert(sizeof(struct lb_next_hop) == 40, "a next hop has no padding");
 
 /**
+ * struct lb_clock - a CPU's last reading of bpf_ktime_get_coarse_ns() (map
+ * "clocks", per CPU, one entry, the program's own): the coarse clock moves
+ * only at a tick, so the program asks for it again only when jiffies (read
+ * inline, no call) has moved since.
+ * @jiffies: bpf_jiffies64() when @now_ns was read
+ * @now_ns: bpf_ktime_get_coarse_ns() then
+ */
+struct lb_clock {
+	__u64 jiffies;
+	__u64 now_ns;
+};
+
+/**
  * struct lb_next_hop_counters - a CPU's encapsulated packets by where their
  * next hop came from (map "next_hop_stats", per CPU, one entry).
  * @cached: sent where "next_hops" said

@@ -10,10 +10,12 @@
  * MTU that fits (IPv4 with DF, IPv6), or dropped (IPv4 without DF: XDP
  * cannot fragment).
  *
- * Both functions are global (verified once, on their own, whatever called
- * them) and return LB_ENCAP_RET(reason, XDP action): the caller counts.
+ * Both return LB_ENCAP_RET(reason, XDP action): the caller counts.
  * lb_encap() answers LB_ENCAP_TOO_BIG(fits) for a packet that does not fit,
- * and the caller then runs lb_too_big().
+ * and the caller then runs lb_too_big(). lb_encap() is inlined, as it is on
+ * every encapsulated packet's path and a call costs about 10 ns here
+ * (docs/traps.md); lb_too_big(), on the rare path, is global (verified once,
+ * on its own).
  */
 #ifndef RINGLB_LB_ENCAP_H
 #define RINGLB_LB_ENCAP_H
@@ -34,8 +36,8 @@
 #define LB_ENCAP_ACTION(ret) ((ret) & 0xff)
 /*
  * lb_encap()'s answer for a packet too big once encapsulated: the MTU that
- * fits, for lb_too_big(), which the caller runs (calling it from lb_encap()
- * would stack three frames, over the 512 bytes a program may use).
+ * fits, for lb_too_big(), which the caller runs once lb_encap()'s locals
+ * (the FIB's question among them) are off the stack.
  */
 #define LB_ENCAP_TOO_BIG(fits) ((int)((fits) << 16 | LB_REASON_FORWARDED_TOO_BIG << 8))
 #define LB_ENCAP_FITS(ret) ((__u32)(ret) >> 16)
@@ -289,7 +291,7 @@ static __always_inline const struct lb_backend *hop_at(__u64 hops, __u32 i)
 	return bpf_map_lookup_elem(&backends, &id);
 }
 
-__noinline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 hops, __u64 now)
+static __always_inline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 hops, __u64 now)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct bpf_fib_lookup fib = {};

@@ -106,7 +106,37 @@ struct {
 	LB_PINNED;
 } reason_stats SEC(".maps");
 
+/* The coarse clock as this CPU last read it: see struct lb_clock. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb_clock);
+} clocks SEC(".maps");
+
 /* --- backend choice ------------------------------------------------------------ */
+
+/*
+ * bpf_ktime_get_coarse_ns() without a call on most packets: a helper call
+ * costs about 10 ns on these CPUs (docs/traps.md), bpf_jiffies64() is
+ * inlined by the verifier, and the coarse clock moves only at a tick. Each
+ * CPU's readings never go back; another CPU's may be a tick ahead.
+ */
+static __always_inline __u64 clock_now(void)
+{
+	struct lb_clock *c;
+	__u32 zero = 0;
+	__u64 j = bpf_jiffies64();
+
+	c = bpf_map_lookup_elem(&clocks, &zero);
+	if (!c)
+		return bpf_ktime_get_coarse_ns();
+	if (c->jiffies != j) {
+		c->jiffies = j;
+		c->now_ns = bpf_ktime_get_coarse_ns();
+	}
+	return c->now_ns;
+}
 
 static __always_inline __u64 flow_hash(const struct lb_flow_key *key)
 {
@@ -141,7 +171,8 @@ static __always_inline void flow_touch(struct lb_flow *flow, __u64 now, __u8 tcp
 		flags &= ~LB_FLOW_RST;
 	if (flags != flow->flags)
 		flow->flags = flags;
-	if (now - flow->last_seen_ns > LB_FLOW_TOUCH_NS)
+	/* Not now - last_seen: another CPU's clock may be a tick behind this one's. */
+	if (now > flow->last_seen_ns + LB_FLOW_TOUCH_NS)
 		flow->last_seen_ns = now;
 }
 
@@ -212,7 +243,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 {
 	struct lb_flow *flow = NULL;
 	__u32 vip_id = vip->vip_id;
-	__u64 now = bpf_ktime_get_coarse_ns();
+	__u64 now = clock_now();
 	struct lb_backend_counters *bc;
 	struct lb_backend *b;
 	struct lb_flow fresh;
