@@ -27,6 +27,10 @@
 #                whose nginx stops is down, and up again when it starts
 #   two_arms     with a second interface toward the backends, the balancer
 #                forwards by redirect
+#   next_hop     (after two_arms) under a stream of datagrams, the next hop's
+#                MAC changes, then the route moves back to the first arm:
+#                within 100 ms of each, no frame goes the old way; every
+#                datagram is sent on
 #   verify       the kernel serves the state, after all of the above
 #
 # Needs root. Without it the script skips, except under CI=true.
@@ -378,6 +382,97 @@ t_two_arms() {
 		fail "two arms: $agree of 40 where lookup says, $rx frames on the second arm"
 }
 
+# --- next hops: a neighbour's new MAC and a route's new way, under traffic ------------------
+
+# The bound the program keeps a CPU's next hop for (LB_NEXT_HOP_TTL_NS), and what a test
+# allows past it: the coarse clock moves by ticks of 4 ms, and the logs' times are read
+# in userspace after the frame arrived.
+NEXT_HOP_TTL=0.100
+NEXT_HOP_SLACK=0.030
+
+# sniff NS DEV OUT: the balancer's encapsulated frames that DEV in NS receives, logged to
+# OUT (tests/suites/encap_sniff.py) in the background until the suite ends or it is killed.
+sniff() {
+	ip netns exec "$1" python3 "$ROOT/tests/suites/encap_sniff.py" "$2" "$ROUTED_LB4" \
+		"$ROUTED_LB6" "$3" &
+	SNIFFERS+=" $!"
+}
+
+# after LOG T [MAC]: frames of LOG read after time T (to MAC only, when given).
+after() { awk -v t="$2" -v mac="${3:-}" '$1 > t && (mac == "" || $2 == mac)' "$1" | wc -l; }
+# since LOG MAC T: seconds from T to the last frame of LOG to MAC (negative: none after T).
+since() { awk -v mac="$2" -v t0="$3" '$2 == mac { t = $1 } END { printf "%.3f", t - t0 }' "$1"; }
+
+# stream SECONDS OUT: one UDP flow from the client to the DNS VIP (GUE), a datagram every
+# 2 ms for SECONDS, in the background; OUT gets the number sent.
+stream() {
+	client python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("'"$ROUTED_CLIENT4"'", 40053))
+end, n = time.time() + float(sys.argv[1]), 0
+while time.time() < end:
+    s.sendto(b"\0" * 32, ("'"$ROUTED_VIP4B"'", 53))
+    n += 1
+    time.sleep(0.002)
+print(n)' "$1" >"$2" &
+}
+
+# A stream of datagrams to a GUE VIP, sent on the second arm (two_arms). After 1 s the
+# next hop on that arm takes a new MAC and the balancer's kernel learns it (as from a
+# gratuitous ARP: ip neigh replace); 1.5 s later the backends' subnets are routed back
+# through the first arm. Within NEXT_HOP_TTL (+ NEXT_HOP_SLACK) of each change's last
+# command the program must send by the new answer: no frame to the old MAC, then none on
+# the second arm at all, past that; and every datagram leaves the balancer one way or
+# the other (the ones to the old MAC within the bound are lost at the next hop).
+t_next_hop() {
+	local old new t sent seen a0 a1 late_mac late_arm before_mac before_arm nh0 nh
+	SNIFFERS=
+	old=$(ip -n "${P}r2" -j link show eth4 | jq -r '.[0].address')
+	new=02:00:5e:00:15:01
+	sniff "${P}r2" eth4 "$W/nh_arm2"
+	sniff "${P}r1" eth1 "$W/nh_arm1"
+	for t in $(seq 1 50); do
+		[ -e "$W/nh_arm2" ] && [ -e "$W/nh_arm1" ] && break
+		sleep 0.1
+	done
+	nh0=$(ringlb stats --json | jq '.next_hops.looked_up')
+	stream 4 "$W/nh_sent"
+	local sender=$!
+	sleep 1
+	ip -n "${P}r2" link set dev eth4 address "$new"
+	ip -n "${P}lb" neigh replace 198.18.15.1 lladdr "$new" dev eth1 nud reachable
+	ip -n "${P}lb" neigh replace 2001:db8:15::1 lladdr "$new" dev eth1 nud reachable
+	a0=$(date +%s.%N)
+	sleep 1.5
+	for net in 198.18.13.0/24 198.18.14.0/24; do
+		ip -n "${P}lb" route replace "$net" via 198.18.11.1 dev eth0
+	done
+	for net in 2001:db8:13::/64 2001:db8:14::/64; do
+		ip -n "${P}lb" -6 route replace "$net" via 2001:db8:11::1 dev eth0
+	done
+	a1=$(date +%s.%N)
+	wait "$sender"
+	sleep 0.3
+	# shellcheck disable=SC2086
+	kill $SNIFFERS 2>/dev/null
+	# shellcheck disable=SC2086
+	wait $SNIFFERS 2>/dev/null
+	sent=$(cat "$W/nh_sent")
+	seen=$(( $(wc -l <"$W/nh_arm2") + $(wc -l <"$W/nh_arm1") ))
+	nh=$(( $(ringlb stats --json | jq '.next_hops.looked_up') - nh0 ))
+	late_mac=$(after "$W/nh_arm2" "$(echo "$a0 + $NEXT_HOP_TTL + $NEXT_HOP_SLACK" | bc)" "$old")
+	late_arm=$(after "$W/nh_arm2" "$(echo "$a1 + $NEXT_HOP_TTL + $NEXT_HOP_SLACK" | bc)")
+	before_mac=$(since "$W/nh_arm2" "$old" "$a0")
+	before_arm=$(since "$W/nh_arm2" "$new" "$a1")
+	if [ "$late_mac" -eq 0 ] && [ "$late_arm" -eq 0 ] && [ "$seen" -eq "$sent" ] &&
+		[ "$(after "$W/nh_arm2" "$a0" "$new")" -gt 0 ] && [ "$(after "$W/nh_arm1" "$a1")" -gt 0 ]; then
+		pass "next hop: $sent datagrams, all $seen sent on; the last to the old MAC $before_mac s after the neighbour changed, the last on the second arm $before_arm s after the route did (bound $NEXT_HOP_TTL s); $nh FIB lookups"
+	else
+		fail "next hop: $seen of $sent datagrams sent on; past the bound $late_mac to the old MAC ($before_mac s), $late_arm on the second arm ($before_arm s)"
+	fi
+}
+
 t_verify() {
 	local verify
 	verify=$(ringlb verify 2>&1) && pass "verify: $verify" || fail "verify: $verify"
@@ -398,5 +493,7 @@ suite_test not_ours
 suite_test flood drain tcp
 suite_test health
 suite_test two_arms
+# next_hop needs two_arms (the second arm it changes) and leaves the first arm routed.
+suite_test next_hop two_arms
 suite_test verify
 suite_main "$@"
