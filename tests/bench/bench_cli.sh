@@ -24,7 +24,7 @@ veth_session rlbbench
 VIP=198.18.0.100:80/tcp
 
 ringlb attach eth0 --mode generic >/dev/null || die "attach"
-ringlb vip add "$VIP" --vnodes 4096 || die "vip add"
+ringlb vip add "$VIP" --vnodes 4096 >/dev/null || die "vip add"
 # The backends' addresses are routed nowhere (nothing is sent): each add warns so; keep
 # the warnings out of the figures, and say them only if an add fails.
 for i in $(seq 1 $BACKENDS); do
@@ -53,9 +53,9 @@ echo "   ($((BACKENDS * 4096)) points): wall time of the whole command, median o
 # shellcheck disable=SC2086
 {
 	add=$(median_ms "backend remove $VIP b256" backend add "$VIP" $B256) &&
-	ringlb backend add "$VIP" $B256 &&
+	ringlb backend add "$VIP" $B256 >/dev/null &&
 	remove=$(median_ms "backend add $VIP $B256" backend remove "$VIP" b256) &&
-	ringlb backend remove "$VIP" b256 &&
+	ringlb backend remove "$VIP" b256 >/dev/null &&
 	weight=$(median_ms "backend weight $VIP b7 1" backend weight "$VIP" b7 2) &&
 	drain=$(median_ms "" backend drain "$VIP" "b1@") &&
 	verify=$(median_ms "" verify)
