@@ -213,7 +213,7 @@ $(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(LAYER_LIBS) $(OUTPUT)/libring.a
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
 UNIT_TESTS := test_ring test_ringmap test_source_set test_state test_health test_picture test_change \
-	test_daemon test_status
+	test_daemon test_status test_quic_lb
 test_ring_SRCS := tests/unit/test_ring.c $(RING_SRCS)
 test_ringmap_SRCS := tests/unit/test_ringmap.c user/kernel/ringmap.c $(RING_SRCS)
 test_source_set_SRCS := tests/unit/test_source_set.c user/kernel/source_set.c $(model_SRCS) \
@@ -221,6 +221,8 @@ test_source_set_SRCS := tests/unit/test_source_set.c user/kernel/source_set.c $(
 test_state_SRCS := tests/unit/test_state.c $(model_SRCS) $(RING_SRCS)
 test_health_SRCS := tests/unit/test_health.c user/daemon/health.c user/daemon/udp_check.c $(model_SRCS) $(RING_SRCS)
 test_picture_SRCS := tests/unit/test_picture.c $(model_SRCS) $(RING_SRCS)
+# QUIC-LB connection IDs: the draft's vectors, every length, configurations, key files.
+test_quic_lb_SRCS := tests/unit/test_quic_lb.c $(model_SRCS) $(RING_SRCS)
 # The change pipeline and the daemon over a store in memory (no etcd, no maps).
 test_change_SRCS := tests/unit/test_change.c tests/lib/fake_store.c $(change_SRCS) \
 	$(kernel_SRCS) $(model_SRCS) $(RING_SRCS)
@@ -229,7 +231,8 @@ test_daemon_SRCS := tests/unit/test_daemon.c tests/lib/fake_store.c $(daemon_SRC
 # The status page's values and drawing (lb.c: the reasons' names).
 test_status_SRCS := tests/unit/test_status.c user/daemon/status.c $(kernel_SRCS) $(model_SRCS) \
 	$(RING_SRCS)
-UNIT_LIBS := -lcmocka -ljansson $(LDLIBS_RING)
+# The model's QUIC-LB connection IDs use OpenSSL's AES (-lcrypto).
+UNIT_LIBS := -lcmocka -ljansson -lcrypto $(LDLIBS_RING)
 test_change_LIBS := -lcmocka $(LDLIBS_CLI) $(LDLIBS_RING)
 test_daemon_LIBS := $(test_change_LIBS)
 test_status_LIBS := $(test_change_LIBS)
@@ -262,9 +265,10 @@ FUZZ_FLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all $(WA
 fuzz_state_SRCS := tests/fuzz/fuzz_state.c $(model_SRCS) $(RING_SRCS)
 fuzz_ring_SRCS := tests/fuzz/fuzz_ring.c $(RING_SRCS)
 fuzz_ringmap_SRCS := tests/fuzz/fuzz_ringmap.c user/kernel/ringmap.c $(RING_SRCS)
-FUZZERS := fuzz_state fuzz_ring fuzz_ringmap
+fuzz_quic_lb_SRCS := tests/fuzz/fuzz_quic_lb.c $(model_SRCS) $(RING_SRCS)
+FUZZERS := fuzz_state fuzz_ring fuzz_ringmap fuzz_quic_lb
 
-$(foreach f,$(FUZZERS),$(eval $(call fuzz_program,$(f),$($(f)_SRCS),-ljansson $(LDLIBS_RING))))
+$(foreach f,$(FUZZERS),$(eval $(call fuzz_program,$(f),$($(f)_SRCS),-ljansson -lcrypto $(LDLIBS_RING))))
 $(eval $(call program,ring_seeds,tests/fuzz/ring_seeds.c $(RING_SRCS),$(LDLIBS_RING)))
 
 fuzz-seeds: $(OUTPUT)/ring_seeds
@@ -273,7 +277,7 @@ fuzz-seeds: $(OUTPUT)/ring_seeds
 # Exploration beyond the corpus (make soak): FUZZ_SECONDS per fuzzer; new inputs go to
 # build/corpus-*, crashes to build/crash-*; the seeds stay as they are.
 fuzz: $(addprefix $(OUTPUT)/,$(FUZZERS))
-	$(Q)set -e; for f in state ring ringmap; do \
+	$(Q)set -e; for f in $(FUZZERS:fuzz_%=%); do \
 		mkdir -p $(OUTPUT)/corpus-$$f; \
 		echo "== fuzz_$$f ($(FUZZ_SECONDS) s)"; \
 		if ! $(OUTPUT)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -seed=1 \
@@ -327,7 +331,7 @@ $(addprefix check-san-,$(UNIT_TESTS)): check-san-%:
 
 # Each fuzzer runs every input of its seed corpus once (no exploration: make fuzz).
 check-fuzz:
-	$(Q)$(call timed,fuzz,tests/fuzz/replay.sh $(OUTPUT))
+	$(Q)$(call timed,fuzz,tests/fuzz/replay.sh $(OUTPUT) $(FUZZERS:fuzz_%=%))
 
 check-man:
 	$(Q)$(call timed,man,tests/suites/man.sh)

@@ -951,4 +951,47 @@ enum lb_decap_reason {
 };
 #undef LB_DECAP_REASON_ENUM_ENTRY
 
+/* --- QUIC-LB connection IDs (draft-ietf-quic-load-balancers) ------------------- */
+
+/*
+ * A QUIC-LB connection ID: a first octet (3 bits of config rotation, 5 free
+ * or the length of what follows), then the plaintext block, the server id
+ * and a nonce, encrypted under the VIP's key when it has one: single-pass
+ * AES-128-ECB when the block is 16 octets, else a four-pass Feistel network
+ * with AES-128-ECB as its round function. bpf/lb_quic_lb.h decodes it, for
+ * the program and for the controller alike.
+ */
+
+/** LB_QUIC_LB_UNROUTABLE - the config rotation a server with no config uses. */
+#define LB_QUIC_LB_UNROUTABLE 7
+/** LB_QUIC_LB_SID_MIN, LB_QUIC_LB_NONCE_MIN - the draft's shortest fields, octets. */
+#define LB_QUIC_LB_SID_MIN 1
+#define LB_QUIC_LB_NONCE_MIN 4
+/** LB_QUIC_LB_BLOCK_MAX - server id and nonce together at most (QUIC v1: CIDs of 20). */
+#define LB_QUIC_LB_BLOCK_MAX 19
+/** LB_QUIC_LB_SID_MAX - the longest server id: the block less the shortest nonce. */
+#define LB_QUIC_LB_SID_MAX (LB_QUIC_LB_BLOCK_MAX - LB_QUIC_LB_NONCE_MIN)
+/** LB_QUIC_LB_KEY_LEN - an AES-128 key. */
+#define LB_QUIC_LB_KEY_LEN 16
+/** LB_QUIC_LB_SINGLE_PASS - the block length that is one AES block. */
+#define LB_QUIC_LB_SINGLE_PASS 16
+
+/** LB_QUIC_LB_ENCRYPTED - struct lb_quic_lb.flags: the block is encrypted. */
+#define LB_QUIC_LB_ENCRYPTED (1u << 0)
+
+/**
+ * struct lb_quic_lb - a VIP's QUIC-LB configuration (its key aside).
+ * @rotation: the config rotation id its connection IDs carry, 0 .. 6
+ * @sid_len: server id octets, LB_QUIC_LB_SID_MIN .. LB_QUIC_LB_SID_MAX
+ * @nonce_len: nonce octets, at least LB_QUIC_LB_NONCE_MIN, @sid_len +
+ *             @nonce_len at most LB_QUIC_LB_BLOCK_MAX
+ * @flags: LB_QUIC_LB_ENCRYPTED, or 0 for plaintext
+ */
+struct lb_quic_lb {
+	__u8 rotation;
+	__u8 sid_len;
+	__u8 nonce_len;
+	__u8 flags;
+};
+
 #endif /* RINGLB_LB_CONTRACT_H */

@@ -5,11 +5,12 @@
 # exploration; `make fuzz` explores). Exits non-zero on the first input a
 # fuzzer finds fault with, printing its report.
 #
-#   tests/fuzz/replay.sh BUILD_DIR
+#   tests/fuzz/replay.sh BUILD_DIR NAME...   (the Makefile's FUZZERS, less "fuzz_")
 set -u
 build=$1
+shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
-for f in state ring ringmap; do
+for f in "$@"; do
 	log=$build/checks/fuzz_$f.log
 	mkdir -p "$build/checks"
 	if ! "$build/fuzz_$f" -runs=0 "$root/tests/fuzz/corpus/$f" >"$log" 2>&1; then

@@ -265,7 +265,7 @@ int vip_equal(const struct vip_spec *a, const struct vip_spec *b)
 	return addr_equal(&a->addr, &b->addr) && a->port == b->port && a->protocol == b->protocol;
 }
 
-static int hex_digit(char c)
+int hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';

@@ -99,6 +99,9 @@ void mac_format(const __u8 mac[6], char *buf);
 /** name_check() - a backend name: 1 .. 63 of [A-Za-z0-9._-]. */
 int name_check(const char *name, const char **why);
 
+/** hex_digit() - the value of hex digit @c (either case), or -1. */
+int hex_digit(char c);
+
 /**
  * number_parse() - a decimal number within [@min, @max].
  * @text: the text, digits only

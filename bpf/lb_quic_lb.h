@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * QUIC-LB connection IDs (draft-ietf-quic-load-balancers, the layout of
+ * lb_contract.h): a server id read out of a connection ID, and written into
+ * one. Shared word for word by the XDP program and the controller (lookup,
+ * the servers' configuration, the tests), so both read the same server id
+ * out of every connection ID.
+ *
+ * The includer first defines
+ *   quic_lb_encrypt_block(ctx, in, out): AES-128-ECB encryption of the 16
+ *       octets at @in into @out under the key @ctx stands for; 0 or negative
+ *   quic_lb_decrypt_block(ctx, in, out): the same, decrypting (the
+ *       single-pass case only)
+ * For the program those are the kernel's crypto kfuncs; for the controller
+ * OpenSSL's AES. Included without them, it gives only the errors and
+ * quic_lb_config_ok(). Every loop has a constant bound and every index is
+ * checked against its array, for the verifier.
+ */
+#ifndef RINGLB_LB_QUIC_LB_H
+#define RINGLB_LB_QUIC_LB_H
+
+#include "lb_contract.h"
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/** QUIC_LB_HALF_MAX - the longest half of a Feistel block: the block's length, halved, rounded up. */
+#define QUIC_LB_HALF_MAX ((LB_QUIC_LB_BLOCK_MAX + 1) / 2)
+
+/* Why quic_lb_decode() found no server id (negative, as the program counts them). */
+enum quic_lb_error {
+	QUIC_LB_CONFIG = -1,   /* the configuration itself is out of the draft's bounds */
+	QUIC_LB_SHORT = -2,    /* the connection ID is shorter than first octet + block */
+	QUIC_LB_ROTATION = -3, /* its config rotation bits are not the configuration's */
+	QUIC_LB_CRYPTO = -4,   /* the cipher failed */
+};
+
+/** quic_lb_config_ok() - is @c within the draft's bounds (and ours: known flags only)? */
+static __always_inline int quic_lb_config_ok(const struct lb_quic_lb *c)
+{
+	return c->rotation < LB_QUIC_LB_UNROUTABLE && c->sid_len >= LB_QUIC_LB_SID_MIN &&
+	       c->sid_len <= LB_QUIC_LB_SID_MAX && c->nonce_len >= LB_QUIC_LB_NONCE_MIN &&
+	       c->sid_len + c->nonce_len <= LB_QUIC_LB_BLOCK_MAX &&
+	       !(c->flags & ~LB_QUIC_LB_ENCRYPTED);
+}
+
+#ifdef quic_lb_encrypt_block
+
+/*
+ * One pass of the four-pass network: @out ^= the first half of
+ * AES(expand(@len, @pass, @in)), where expand() is @in's half, zeros, then
+ * the block's length and the pass number as the last two octets.
+ */
+static __always_inline int quic_lb_pass(void *ctx, __u32 len, __u8 pass, const __u8 *in, __u8 *out)
+{
+	__u32 half = (len + 1) / 2, i;
+	__u8 block[16], enc[16];
+
+	for (i = 0; i < 16; i++)
+		block[i] = i < half && i < QUIC_LB_HALF_MAX ? in[i] : 0;
+	block[14] = (__u8)len;
+	block[15] = pass;
+	if (quic_lb_encrypt_block(ctx, block, enc))
+		return QUIC_LB_CRYPTO;
+	for (i = 0; i < QUIC_LB_HALF_MAX; i++)
+		if (i < half)
+			out[i] ^= enc[i];
+	return 0;
+}
+
+/* An odd block's halves share its middle octet: the left keeps its high nibble, the right its low. */
+static __always_inline void quic_lb_clear_left(__u8 *left, __u32 len)
+{
+	__u32 last = (len + 1) / 2 - 1;
+
+	if ((len & 1) && last < QUIC_LB_HALF_MAX)
+		left[last] &= 0xf0;
+}
+
+static __always_inline void quic_lb_clear_right(__u8 *right, __u32 len)
+{
+	if (len & 1)
+		right[0] &= 0x0f;
+}
+
+/* The block @p of @len octets as its two halves (an odd one's middle octet in both). */
+static __always_inline void quic_lb_split(const __u8 *p, __u32 len, __u8 *left, __u8 *right)
+{
+	__u32 half = (len + 1) / 2, i, j;
+
+	for (i = 0; i < QUIC_LB_HALF_MAX; i++) {
+		j = len / 2 + i;
+		left[i] = i < half ? p[i] : 0;
+		right[i] = i < half && j < LB_QUIC_LB_BLOCK_MAX ? p[j] : 0;
+	}
+	quic_lb_clear_left(left, len);
+	quic_lb_clear_right(right, len);
+}
+
+/* The halves made one block of @len octets again. */
+static __always_inline void quic_lb_join(const __u8 *left, const __u8 *right, __u32 len, __u8 *p)
+{
+	__u32 half = (len + 1) / 2, i, j;
+
+	for (i = 0; i < LB_QUIC_LB_BLOCK_MAX; i++) {
+		if (i >= len)
+			break;
+		if (!(len & 1)) {
+			j = i - half;
+			p[i] = i < half ? left[i] : j < QUIC_LB_HALF_MAX ? right[j] : 0;
+		} else if (i + 1 < half) {
+			p[i] = left[i];
+		} else if (i + 1 == half) {
+			p[i] = (__u8)((left[i] & 0xf0) | (right[0] & 0x0f));
+		} else {
+			j = i - half + 1;
+			p[i] = j < QUIC_LB_HALF_MAX ? right[j] : 0;
+		}
+	}
+}
+
+/*
+ * Passes @from to @to of the network, counting up (encoding) or down
+ * (decoding): an odd pass reads the left half and changes the right, an
+ * even one the other way round.
+ */
+static __always_inline int quic_lb_passes(void *ctx, __u32 len, __u8 *left, __u8 *right, int from,
+					  int to)
+{
+	int step = from <= to ? 1 : -1, k, p;
+
+	for (k = 0; k < 4; k++) {
+		p = from + k * step;
+		if (k > (to - from) * step)
+			break;
+		if (p & 1) {
+			if (quic_lb_pass(ctx, len, (__u8)p, left, right))
+				return QUIC_LB_CRYPTO;
+			quic_lb_clear_right(right, len);
+		} else {
+			if (quic_lb_pass(ctx, len, (__u8)p, right, left))
+				return QUIC_LB_CRYPTO;
+			quic_lb_clear_left(left, len);
+		}
+	}
+	return 0;
+}
+
+/**
+ * quic_lb_decode() - the server id in connection ID @cid (@cid_len octets)
+ * under configuration @cfg, whose key @ctx stands for (unused for plaintext).
+ * @sid: LB_QUIC_LB_SID_MAX octets; the first @cfg->sid_len are the answer
+ *
+ * A block of 16 octets is one AES block; any other encrypted block takes
+ * three passes of the Feistel network back, and a fourth when the server id
+ * reaches past the left half's whole octets.
+ *
+ * Return: 0, or a negative enum quic_lb_error.
+ */
+static __always_inline int quic_lb_decode(const struct lb_quic_lb *cfg, void *ctx, const __u8 *cid,
+					  __u32 cid_len, __u8 *sid)
+{
+	__u8 block[LB_QUIC_LB_BLOCK_MAX], left[QUIC_LB_HALF_MAX], right[QUIC_LB_HALF_MAX];
+	__u8 plain[16];
+	__u32 len = (__u32)cfg->sid_len + cfg->nonce_len, half = (len + 1) / 2, i;
+
+	if (!quic_lb_config_ok(cfg))
+		return QUIC_LB_CONFIG;
+	if (cid_len < 1 + len)
+		return QUIC_LB_SHORT;
+	if (cid[0] >> 5 != cfg->rotation)
+		return QUIC_LB_ROTATION;
+	for (i = 0; i < LB_QUIC_LB_BLOCK_MAX; i++)
+		block[i] = i < len ? cid[1 + i] : 0;
+	if (!(cfg->flags & LB_QUIC_LB_ENCRYPTED)) {
+		/* block as it came */
+	} else if (len == LB_QUIC_LB_SINGLE_PASS) {
+		if (quic_lb_decrypt_block(ctx, block, plain))
+			return QUIC_LB_CRYPTO;
+		for (i = 0; i < 16; i++)
+			block[i] = plain[i];
+	} else {
+		/*
+		 * Pass 1 back only for a server id past the left half's whole
+		 * octets: half of them, less the shared one of an odd block.
+		 */
+		quic_lb_split(block, len, left, right);
+		if (quic_lb_passes(ctx, len, left, right, 4, cfg->sid_len > half - (len & 1) ? 1 : 2))
+			return QUIC_LB_CRYPTO;
+		quic_lb_join(left, right, len, block);
+	}
+	for (i = 0; i < LB_QUIC_LB_SID_MAX; i++)
+		sid[i] = i < cfg->sid_len ? block[i] : 0;
+	return 0;
+}
+
+/**
+ * quic_lb_encode() - the connection ID a server of configuration @cfg makes
+ * from server id @sid and nonce @nonce (@cfg->sid_len and @cfg->nonce_len
+ * octets), its first octet's low five bits @low5 (the length of what
+ * follows, when the server describes it, or random bits).
+ * @cid: 1 + sid_len + nonce_len octets
+ *
+ * Return: 0, or a negative enum quic_lb_error.
+ */
+static __always_inline int quic_lb_encode(const struct lb_quic_lb *cfg, void *ctx, const __u8 *sid,
+					  const __u8 *nonce, __u8 low5, __u8 *cid)
+{
+	__u8 block[LB_QUIC_LB_BLOCK_MAX], left[QUIC_LB_HALF_MAX], right[QUIC_LB_HALF_MAX];
+	__u8 enc[16];
+	__u32 len = (__u32)cfg->sid_len + cfg->nonce_len, i;
+
+	if (!quic_lb_config_ok(cfg))
+		return QUIC_LB_CONFIG;
+	for (i = 0; i < LB_QUIC_LB_BLOCK_MAX; i++)
+		block[i] = i < cfg->sid_len ? sid[i] : i < len ? nonce[i - cfg->sid_len] : 0;
+	if (!(cfg->flags & LB_QUIC_LB_ENCRYPTED)) {
+		/* block as it is */
+	} else if (len == LB_QUIC_LB_SINGLE_PASS) {
+		if (quic_lb_encrypt_block(ctx, block, enc))
+			return QUIC_LB_CRYPTO;
+		for (i = 0; i < 16; i++)
+			block[i] = enc[i];
+	} else {
+		quic_lb_split(block, len, left, right);
+		if (quic_lb_passes(ctx, len, left, right, 1, 4))
+			return QUIC_LB_CRYPTO;
+		quic_lb_join(left, right, len, block);
+	}
+	cid[0] = (__u8)(cfg->rotation << 5 | (low5 & 0x1f));
+	for (i = 0; i < LB_QUIC_LB_BLOCK_MAX; i++)
+		if (i < len)
+			cid[1 + i] = block[i];
+	return 0;
+}
+
+#endif /* quic_lb_encrypt_block */
+
+#endif /* RINGLB_LB_QUIC_LB_H */
