@@ -21,7 +21,7 @@ set -eu
 # build the .deb, lintian to check it, man-db to read the pages,
 # bash-completion for the completion's test; the ring pictures: chromium
 # (headless) renders them and python3-pil counts their pixels.
-PACKAGES="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
+PACKAGES="make gcc clang clang-16 llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 libjansson-dev libmnl-dev libcap-dev libcmocka-dev libclang-rt-14-dev iproute2 ethtool \
 nginx-light curl jq netsniff-ng util-linux valgrind python3 python3-scapy \
 dnsmasq-base bind9-dnsutils libmicrohttpd-dev libsystemd-dev prometheus systemd bc libcurl4-openssl-dev libssl-dev \

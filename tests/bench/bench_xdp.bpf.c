@@ -432,7 +432,7 @@ int bench_reset(struct xdp_md *ctx)
 {
 	struct bench_frame *f;
 	struct bench_config *cfg;
-	__u32 zero = 0, i;
+	__u32 zero = 0, i, have;
 	void *data, *end;
 	int delta;
 
@@ -440,7 +440,13 @@ int bench_reset(struct xdp_md *ctx)
 	cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!f || !cfg || f->len > BENCH_FRAME_MAX)
 		return XDP_ABORTED;
-	delta = (int)(ctx->data_end - ctx->data) - (int)f->len;
+	/*
+	 * The frame's length first, kept from clang 16 (which would otherwise
+	 * compute data + f->len, then shift that pointer: refused).
+	 */
+	have = ctx->data_end - ctx->data;
+	barrier_var(have);
+	delta = (int)have - (int)f->len;
 	if (delta && bpf_xdp_adjust_head(ctx, delta))
 		return XDP_ABORTED;
 	data = (void *)(long)ctx->data;
