@@ -89,6 +89,7 @@ PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
 SKELS := $(OUTPUT)/version.h $(OUTPUT)/layout.h $(OUTPUT)/alerts.h $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
 	$(OUTPUT)/vip_reader.skel.h \
 	$(OUTPUT)/syncookie.skel.h \
+	$(OUTPUT)/quic_lb_codec.skel.h \
 	$(OUTPUT)/bench_xdp.skel.h
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
@@ -253,7 +254,7 @@ PROG_LIBS := $(OUTPUT)/libringlb_kernel.a $(OUTPUT)/libringlb_model.a $(OUTPUT)/
 # host.c (the host's addresses, for the decap program's maps) needs these.
 LDLIBS_HOST := -lmnl -lcap
 $(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS),\
-	-lcmocka -lpthread -ljansson $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
+	-lcmocka -lpthread -ljansson -lcrypto $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 # The etcd client against a real etcd (tests/suites/store.sh starts one).
 $(eval $(call program,test_etcd,tests/unit/test_etcd.c user/change/etcd.c,-lcmocka -ljansson -lcurl -lcrypto))
 $(eval $(call program,test_hostile,tests/prog/hostile/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\

@@ -150,7 +150,8 @@ static __always_inline int quic_lb_passes(void *ctx, __u32 len, __u8 *left, __u8
 /**
  * quic_lb_decode() - the server id in connection ID @cid (@cid_len octets)
  * under configuration @cfg, whose key @ctx stands for (unused for plaintext).
- * @sid: LB_QUIC_LB_SID_MAX octets; the first @cfg->sid_len are the answer
+ * @sid: LB_QUIC_LB_SID_MAX octets; the first @cfg->sid_len are the answer,
+ *       the rest zero (all zero on an error)
  *
  * A block of 16 octets is one AES block; any other encrypted block takes
  * three passes of the Feistel network back, and a fourth when the server id
@@ -165,6 +166,8 @@ static __always_inline int quic_lb_decode(const struct lb_quic_lb *cfg, void *ct
 	__u8 plain[16];
 	__u32 len = (__u32)cfg->sid_len + cfg->nonce_len, half = (len + 1) / 2, i;
 
+	for (i = 0; i < LB_QUIC_LB_SID_MAX; i++)
+		sid[i] = 0;
 	if (!quic_lb_config_ok(cfg))
 		return QUIC_LB_CONFIG;
 	if (cid_len < 1 + len)

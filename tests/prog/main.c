@@ -11,6 +11,7 @@
  *   decap.c       the backend-side decap program on a table of frames
  *   second_chance.c  what a backend takes and what it sends on (real sockets)
  *   vip_reader.c  a VIP value stays whole under a packet reading it
+ *   quic_lb.c     QUIC-LB connection IDs read in the kernel (the crypto kfuncs)
  *   pins.c        pinned maps and links
  *
  * Each file registers its own group (HARNESS_GROUP(), prog.h); all run,
