@@ -87,6 +87,7 @@ CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 HARNESS_SRCS := tests/prog/harness/packets.c tests/prog/harness/harness.c
 PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
 SKELS := $(OUTPUT)/version.h $(OUTPUT)/layout.h $(OUTPUT)/alerts.h $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
+	$(OUTPUT)/quic_cipher.skel.h \
 	$(OUTPUT)/vip_reader.skel.h \
 	$(OUTPUT)/syncookie.skel.h \
 	$(OUTPUT)/quic_lb_codec.skel.h \
@@ -255,6 +256,11 @@ PROG_LIBS := $(OUTPUT)/libringlb_kernel.a $(OUTPUT)/libringlb_model.a $(OUTPUT)/
 LDLIBS_HOST := -lmnl -lcap
 $(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka -lpthread -ljansson -lcrypto $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
+# The QUIC test server (tests/suites/quic.sh): HTTP/3 over libngtcp2 and nghttp3 (GnuTLS),
+# issuing the QUIC-LB connection IDs of `ringlb quic-lb config` (the model's codec).
+$(eval $(call program,quic_server,tests/tools/quic_server.c $(OUTPUT)/libringlb_model.a \
+	$(OUTPUT)/libring.a,-lngtcp2 -lngtcp2_crypto_gnutls -lnghttp3 -lgnutls -ljansson -lcrypto \
+	$(LDLIBS_RING)))
 # The etcd client against a real etcd (tests/suites/store.sh starts one).
 $(eval $(call program,test_etcd,tests/unit/test_etcd.c user/change/etcd.c,-lcmocka -ljansson -lcurl -lcrypto))
 $(eval $(call program,test_hostile,tests/prog/hostile/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\
@@ -313,7 +319,7 @@ SUITES_ALONE := package
 UNIT_CHECKS := $(UNIT_TESTS) $(addprefix san-,$(UNIT_TESTS))
 CHECKS := $(addprefix check-,$(SUITES) test_xdp test_hostile $(UNIT_CHECKS) fuzz man rules)
 # What every check needs built, built before any runs.
-CHECK_BUILD := all $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)) \
+CHECK_BUILD := all $(OUTPUT)/quic_server $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)) \
 	$(addprefix $(OUTPUT)/,$(FUZZERS))
 .PHONY: checks fuzz test-build $(CHECKS) $(addprefix check-,$(SUITES_ALONE))
 

@@ -110,6 +110,126 @@ struct lb_vip_key {
 	__u8 family;
 };
 
+/* --- QUIC-LB connection IDs (draft-ietf-quic-load-balancers) ------------------- */
+
+/*
+ * A QUIC-LB connection ID: a first octet (3 bits of config rotation, 5 free
+ * or the length of what follows), then the plaintext block, the server id
+ * and a nonce, encrypted under the VIP's key when it has one: single-pass
+ * AES-128-ECB when the block is 16 octets, else a four-pass Feistel network
+ * with AES-128-ECB as its round function. bpf/lb_quic_lb.h decodes it, for
+ * the program and for the controller alike.
+ */
+
+/** LB_QUIC_LB_UNROUTABLE - the config rotation a server with no config uses. */
+#define LB_QUIC_LB_UNROUTABLE 7
+/** LB_QUIC_LB_SID_MIN, LB_QUIC_LB_NONCE_MIN - the draft's shortest fields, octets. */
+#define LB_QUIC_LB_SID_MIN 1
+#define LB_QUIC_LB_NONCE_MIN 4
+/** LB_QUIC_LB_BLOCK_MAX - server id and nonce together at most (QUIC v1: CIDs of 20). */
+#define LB_QUIC_LB_BLOCK_MAX 19
+/** LB_QUIC_LB_SID_MAX - the longest server id: the block less the shortest nonce. */
+#define LB_QUIC_LB_SID_MAX (LB_QUIC_LB_BLOCK_MAX - LB_QUIC_LB_NONCE_MIN)
+/** LB_QUIC_LB_KEY_LEN - an AES-128 key. */
+#define LB_QUIC_LB_KEY_LEN 16
+/** LB_QUIC_CID_MAX - the longest connection ID QUIC v1 has (RFC 9000), and so QUIC-LB's. */
+#define LB_QUIC_CID_MAX 20
+/**
+ * LB_FAMILY_QUIC_CID - struct lb_flow_key.family of a connection ID's key
+ * (bpf/lb_quic_lb.h, quic_lb_cid_key()): no flow of an address family has it.
+ */
+#define LB_FAMILY_QUIC_CID 0x51
+/** LB_QUIC_LB_SINGLE_PASS - the block length that is one AES block. */
+#define LB_QUIC_LB_SINGLE_PASS 16
+
+/** LB_QUIC_LB_ENCRYPTED - struct lb_quic_lb.flags: the block is encrypted. */
+#define LB_QUIC_LB_ENCRYPTED (1u << 0)
+
+/**
+ * struct lb_quic_lb - a VIP's QUIC-LB configuration (its key aside).
+ * @rotation: the config rotation id its connection IDs carry, 0 .. 6
+ * @sid_len: server id octets, LB_QUIC_LB_SID_MIN .. LB_QUIC_LB_SID_MAX
+ * @nonce_len: nonce octets, at least LB_QUIC_LB_NONCE_MIN, @sid_len +
+ *             @nonce_len at most LB_QUIC_LB_BLOCK_MAX
+ * @flags: LB_QUIC_LB_ENCRYPTED, or 0 for plaintext
+ */
+struct lb_quic_lb {
+	__u8 rotation;
+	__u8 sid_len;
+	__u8 nonce_len;
+	__u8 flags;
+};
+
+
+/* The kernel's side of a QUIC VIP (LB_VIP_QUIC_LB). */
+
+/**
+ * struct lb_quic_server_key - a server id of a QUIC VIP (map "quic_servers").
+ * @vip_id: the VIP
+ * @sid: the server id, zeros past @sid_len
+ * @sid_len: its octets (the VIP's configuration's)
+ */
+struct lb_quic_server_key {
+	__u32 vip_id;
+	__u8 sid[LB_QUIC_LB_SID_MAX];
+	__u8 sid_len;
+};
+
+/**
+ * struct lb_quic_server - the backend a server id names.
+ * @backend_id: its slot
+ * @pad: zero
+ * @cookie: its cookie: a later occupant of the slot is not the server
+ */
+struct lb_quic_server {
+	__u32 backend_id;
+	__u32 pad;
+	__u64 cookie;
+};
+
+/** LB_QUIC_SERVERS_MAX - server ids of every QUIC VIP together: one per backend slot. */
+#define LB_QUIC_SERVERS_MAX LB_BACKENDS_MAX
+
+/**
+ * LB_QUIC_CIPHER_SLOT() - a VIP's two key slots in map "quic_ciphers", as
+ * its value's quic_parity names the serving one (a key is replaced as source
+ * sets are: the new one beside, then one swap of the VIP value).
+ */
+#define LB_QUIC_CIPHER_SLOT(vip_id, parity) (2 * (vip_id) + ((parity) & 1))
+#define LB_QUIC_CIPHER_SLOTS (2 * LB_VIPS_MAX)
+
+/**
+ * struct lb_quic_cipher_record - a key slot as userspace reads it.
+ * @cipher: the kernel's AES-128-ECB context (a kptr only the programs
+ *          see: it reads as 0); bpf/lb_quic.h has the program's view
+ * @key_digest: quic_lb_key_digest() of the key it was made from; 0: none
+ *
+ * Only the program quic_cipher_set (bpf/quic_cipher.bpf.c) writes a slot:
+ * an update from userspace would release the context.
+ */
+struct lb_quic_cipher_record {
+	__u64 cipher;
+	__u64 key_digest;
+};
+
+/**
+ * struct lb_quic_cipher_set - the context of a run of quic_cipher_set.
+ * @slot: LB_QUIC_CIPHER_SLOT() to write
+ * @op: 1 to make a context of @key there, 0 to empty the slot
+ * @key: the AES-128 key
+ * @key_digest: recorded beside it
+ * @err: the program's answer: 0, or a negative errno
+ * @pad: zero
+ */
+struct lb_quic_cipher_set {
+	__u32 slot;
+	__u32 op;
+	__u8 key[LB_QUIC_LB_KEY_LEN];
+	__u64 key_digest;
+	__s32 err;
+	__u32 pad;
+};
+
 /**
  * struct lb_vip - what a VIP key maps to: its id and where its ring is.
  * @vip_id: the VIP's slot in vip_stats; its serving ring is in slot
@@ -120,10 +240,15 @@ struct lb_vip_key {
  * @ring_class: which rings_<class> map holds the ring, 0 .. LB_RING_CLASSES - 1
  * @ring_parity: which of the VIP's two slots there, 0 or 1
  * @index_bits: b of the ring map's buckets, LB_RING_BITS_MIN .. LB_RING_BITS_MAX
- * @flags: LB_VIP_STATELESS, LB_VIP_SOURCES, LB_VIP_ALLOW_LIST, or 0
+ * @flags: LB_VIP_STATELESS, LB_VIP_SOURCES, LB_VIP_ALLOW_LIST, LB_VIP_QUIC_LB, or 0
  * @source_parity: which of the VIP's two source sets (map "source_sets",
  *                 slot LB_SOURCE_SET_SLOT()) serves, 0 or 1; 0 when it has none
+ * @quic_parity: which of the VIP's two key slots (map "quic_ciphers",
+ *               LB_QUIC_CIPHER_SLOT()) serves an encrypted QUIC-LB
+ *               configuration, 0 or 1
  * @pad: zero
+ * @quic: the QUIC-LB configuration of a VIP with LB_VIP_QUIC_LB, else zero
+ * @pad2: zero
  * @fingerprint: the ring's fingerprint, also in its header: a packet that
  *               finds another ring in the slot (one swapped in after it
  *               read this value) reads the VIP again instead of using it
@@ -142,7 +267,10 @@ struct lb_vip {
 	__u8 index_bits;
 	__u8 flags;
 	__u8 source_parity;
-	__u8 pad[3];
+	__u8 quic_parity;
+	__u8 pad[2];
+	struct lb_quic_lb quic;
+	__u32 pad2;
 	__u64 fingerprint;
 };
 
@@ -163,6 +291,13 @@ struct lb_vip {
  * Its set's verdicts already say so; the flag is for verify and show.
  */
 #define LB_VIP_ALLOW_LIST (1u << 2)
+/**
+ * LB_VIP_QUIC_LB - a UDP VIP whose packets are QUIC: each goes to the
+ * backend the server id in its destination connection ID names (@quic of
+ * its value, map "quic_servers"), else where the ring puts that connection
+ * ID; never through the flow table.
+ */
+#define LB_VIP_QUIC_LB (1u << 3)
 
 /* --- source ranges (map "source_sets", array of maps) ------------------------ */
 
@@ -754,6 +889,14 @@ struct lb_backend_counters {
 	  "too big once encapsulated: an ICMP error with the MTU that fits, to the client") \
 	X(FORWARDED_HOPS, "forwarded_hops", FORWARD,                                       \
 	  "GUE with a hop list: not pinned, and a previous ring gives it another owner")   \
+	X(FORWARDED_QUIC, "forwarded_quic", FORWARD,                                       \
+	  "QUIC to a QUIC-LB VIP: the server id in its connection ID names the backend")    \
+	X(FORWARDED_QUIC_NEW, "forwarded_quic_new", FORWARD,                               \
+	  "QUIC Initial or 0-RTT with a connection ID the client chose: placed by the ring over it") \
+	X(FORWARDED_QUIC_UNKNOWN, "forwarded_quic_unknown", FORWARD,                       \
+	  "QUIC whose server id no serving backend has (or too short, or no key): placed by the ring over it") \
+	X(FORWARDED_QUIC_ROTATION, "forwarded_quic_rotation", FORWARD,                     \
+	  "QUIC whose connection ID has another config rotation: placed by the ring over it") \
 	X(PASS_NOT_IP, "pass_not_ip", PASS, "not IPv4 or IPv6 (ARP, LLDP, ...)")            \
 	X(PASS_NOT_VIP, "pass_not_vip", PASS, "IP, but not TCP/UDP to a configured VIP")    \
 	X(PASS_FRAGMENT, "pass_fragment", PASS, "IPv4 or IPv6 fragment: no ports to hash")  \
@@ -795,7 +938,9 @@ struct lb_backend_counters {
 	X(DROP_SOURCE_NOT_ALLOWED, "drop_source_not_allowed", DROP,                        \
 	  "VIP with an allow list, client in none of its prefixes")                       \
 	X(DROP_NO_SOURCES, "drop_no_sources", DROP,                                        \
-	  "VIP with source ranges whose set is missing from the kernel (refused: verify names it)")
+	  "VIP with source ranges whose set is missing from the kernel (refused: verify names it)") \
+	X(DROP_NOT_QUIC, "drop_not_quic", DROP,                                            \
+	  "UDP to a QUIC-LB VIP that holds no QUIC connection ID (too short, or one over 20 octets)")
 
 #define LB_REASON_ENUM_ENTRY(id, name, class, what) LB_REASON_##id,
 enum lb_reason {
@@ -950,48 +1095,5 @@ enum lb_decap_reason {
 	LB_DECAP_REASON_COUNT
 };
 #undef LB_DECAP_REASON_ENUM_ENTRY
-
-/* --- QUIC-LB connection IDs (draft-ietf-quic-load-balancers) ------------------- */
-
-/*
- * A QUIC-LB connection ID: a first octet (3 bits of config rotation, 5 free
- * or the length of what follows), then the plaintext block, the server id
- * and a nonce, encrypted under the VIP's key when it has one: single-pass
- * AES-128-ECB when the block is 16 octets, else a four-pass Feistel network
- * with AES-128-ECB as its round function. bpf/lb_quic_lb.h decodes it, for
- * the program and for the controller alike.
- */
-
-/** LB_QUIC_LB_UNROUTABLE - the config rotation a server with no config uses. */
-#define LB_QUIC_LB_UNROUTABLE 7
-/** LB_QUIC_LB_SID_MIN, LB_QUIC_LB_NONCE_MIN - the draft's shortest fields, octets. */
-#define LB_QUIC_LB_SID_MIN 1
-#define LB_QUIC_LB_NONCE_MIN 4
-/** LB_QUIC_LB_BLOCK_MAX - server id and nonce together at most (QUIC v1: CIDs of 20). */
-#define LB_QUIC_LB_BLOCK_MAX 19
-/** LB_QUIC_LB_SID_MAX - the longest server id: the block less the shortest nonce. */
-#define LB_QUIC_LB_SID_MAX (LB_QUIC_LB_BLOCK_MAX - LB_QUIC_LB_NONCE_MIN)
-/** LB_QUIC_LB_KEY_LEN - an AES-128 key. */
-#define LB_QUIC_LB_KEY_LEN 16
-/** LB_QUIC_LB_SINGLE_PASS - the block length that is one AES block. */
-#define LB_QUIC_LB_SINGLE_PASS 16
-
-/** LB_QUIC_LB_ENCRYPTED - struct lb_quic_lb.flags: the block is encrypted. */
-#define LB_QUIC_LB_ENCRYPTED (1u << 0)
-
-/**
- * struct lb_quic_lb - a VIP's QUIC-LB configuration (its key aside).
- * @rotation: the config rotation id its connection IDs carry, 0 .. 6
- * @sid_len: server id octets, LB_QUIC_LB_SID_MIN .. LB_QUIC_LB_SID_MAX
- * @nonce_len: nonce octets, at least LB_QUIC_LB_NONCE_MIN, @sid_len +
- *             @nonce_len at most LB_QUIC_LB_BLOCK_MAX
- * @flags: LB_QUIC_LB_ENCRYPTED, or 0 for plaintext
- */
-struct lb_quic_lb {
-	__u8 rotation;
-	__u8 sid_len;
-	__u8 nonce_len;
-	__u8 flags;
-};
 
 #endif /* RINGLB_LB_CONTRACT_H */

@@ -10,7 +10,9 @@
  * MACs for L2 direct server return and send it back out (XDP_TX). ICMP errors
  * about a VIP flow (fragmentation needed, packet too big, ...) follow the
  * flow they quote to its backend, so path MTU discovery works through the
- * balancer. Everything that is not for a VIP, or cannot be parsed, goes to
+ * balancer. A QUIC-LB VIP's datagrams go to the backend the server id in
+ * their connection ID names, or where the ring puts that connection ID
+ * (lb_quic.h). Everything that is not for a VIP, or cannot be parsed, goes to
  * the host untouched (XDP_PASS). Every frame is counted under one reason.
  *
  * The flow hash is SipHash-1-3 under the deployment's secret (ring/siphash.h,
@@ -142,6 +144,9 @@ static __always_inline __u64 flow_hash(const struct lb_flow_key *key)
 {
 	return flow_hash_with(key, flow_secret[0], flow_secret[1]);
 }
+
+/* QUIC-LB's maps and quic_pick(), which hash connection IDs with flow_hash(). */
+#include "lb_quic.h"
 
 /* Slot @id, for the choice predicates of lb_choose.h (NULL when out of range). */
 static __always_inline struct lb_backend *backend_slot(__u32 id)
@@ -318,6 +323,40 @@ again:
 	return 0;
 }
 
+/*
+ * quic_ring() - the backend the ring gives a QUIC connection ID that names
+ * none (its position: quic_pick() left it in this CPU's scratch), with
+ * backend_choose()'s one second read of a VIP value replaced under it. A
+ * global function: the ring's four inlined searches are verified here once,
+ * not once more on every path of the program that reaches them.
+ * Return: the backend's id, or -(the reason the packet is dropped under).
+ */
+__noinline int quic_ring(const struct lb_vip *vip, const struct lb_vip_key *vip_key)
+{
+	__u64 hash = quic_picked_hash();
+	struct lb_backend *b;
+	__u32 id = 0;
+	int err, k;
+
+	for (k = 0; k < 2; k++) {
+		if (!vip)
+			return -LB_REASON_DROP_NO_RING;
+		err = ring_choose(vip, hash, &id);
+		if (err < 0)
+			return err;
+		b = err == 0 ? backend_slot(id) : NULL;
+		if (lb_backend_serves(b, vip->vip_id))
+			return (int)id;
+		if (k == 0 && vip_key)
+			vip = bpf_map_lookup_elem(&vips, vip_key);
+		else
+			return err == RING_MISSING ? -LB_REASON_DROP_NO_RING :
+			       err == RING_STALE ? -LB_REASON_DROP_BAD_RING :
+						   -LB_REASON_DROP_BACKEND_GONE;
+	}
+	return -LB_REASON_DROP_BACKEND_GONE;
+}
+
 /* --- the program ---------------------------------------------------------------- */
 
 /* One frame of @bytes more in slot @key of the lb_counters array @map. */
@@ -395,11 +434,37 @@ int ringlb_xdp(struct xdp_md *ctx)
 		return verdict(reason_refused, bytes);
 	}
 
-	/* ICMP errors follow the flow; they neither pin nor close it. */
-	err = backend_choose(&key, &vip_key, vip, tcp_flags, reason == LB_REASON_FORWARDED_ICMP,
-			     &backend, &backend_id, &hops, &now);
-	if (err < 0)
-		return verdict(-err, bytes);
+	/*
+	 * A QUIC VIP's datagrams go by their connection ID. An ICMP error about
+	 * one quotes the server's packet, whose connection ID is the client's:
+	 * it follows the flow's addresses like any UDP flow's error.
+	 */
+	if ((vip->flags & LB_VIP_QUIC_LB) && reason == LB_REASON_FORWARDED &&
+	    key.protocol == IPPROTO_UDP) {
+		err = quic_pick(ctx, (__u32)(c.pos - (void *)(long)ctx->data), vip, key.dst_port);
+		reason = QUIC_PICK_REASON(err);
+		if (LB_REASON_VERDICT(reason) != LB_VERDICT_FORWARD)
+			return verdict(reason, bytes);
+		backend_id = QUIC_PICK_BACKEND(err);
+		if (!backend_id) {
+			err = quic_ring(vip, &vip_key);
+			if (err < 0)
+				return verdict(-err, bytes);
+			backend_id = (__u32)err;
+		}
+		backend = backend_slot(backend_id);
+		if (!backend)
+			return verdict(LB_REASON_DROP_BACKEND_GONE, bytes);
+		hops = 0;
+		now = clock_now();
+	} else {
+		/* ICMP errors follow the flow; they neither pin nor close it. */
+		err = backend_choose(&key, &vip_key, vip, tcp_flags,
+				     reason == LB_REASON_FORWARDED_ICMP, &backend, &backend_id,
+				     &hops, &now);
+		if (err < 0)
+			return verdict(-err, bytes);
+	}
 
 	if (backend->forward != LB_FORWARD_L2) {
 		/* A cheap per-flow mix: the GUE source port and IPv6 flow label only. */

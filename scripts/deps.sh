@@ -20,13 +20,16 @@ set -eu
 # The package: scdoc for the man pages, debhelper, dpkg-dev and fakeroot to
 # build the .deb, lintian to check it, man-db to read the pages,
 # bash-completion for the completion's test; the ring pictures: chromium
-# (headless) renders them and python3-pil counts their pixels.
+# (headless) renders them and python3-pil counts their pixels. QUIC: Debian's
+# ngtcp2 client (gtlsclient) against our test server on libngtcp2, nghttp3 and
+# GnuTLS.
 PACKAGES="make gcc clang clang-16 llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
 libjansson-dev libmnl-dev libcap-dev libcmocka-dev libclang-rt-14-dev iproute2 ethtool \
 nginx-light curl jq netsniff-ng util-linux valgrind python3 python3-scapy \
 dnsmasq-base bind9-dnsutils libmicrohttpd-dev libsystemd-dev prometheus systemd bc libcurl4-openssl-dev libssl-dev \
 libinih-dev etcd-server etcd-client openssl bird2 \
-scdoc debhelper dpkg-dev fakeroot lintian man-db bash-completion chromium python3-pil"
+scdoc debhelper dpkg-dev fakeroot lintian man-db bash-completion chromium python3-pil \
+ngtcp2-client libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev"
 
 missing=""
 for pkg in $PACKAGES; do

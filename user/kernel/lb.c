@@ -68,6 +68,8 @@ static const struct {
 	{ "source_heads", offsetof(struct lb_maps, source_heads) },
 	{ "vip_refused", offsetof(struct lb_maps, vip_refused) },
 	{ "next_hop_stats", offsetof(struct lb_maps, next_hop_stats) },
+	{ "quic_servers", offsetof(struct lb_maps, quic_servers) },
+	{ "quic_ciphers", offsetof(struct lb_maps, quic_ciphers) },
 };
 
 #define SHARED_MAPS (sizeof(shared_maps) / sizeof(shared_maps[0]))

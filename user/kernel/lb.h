@@ -58,6 +58,8 @@ struct lb_maps {
 	int source_heads;
 	int vip_refused;
 	int next_hop_stats;
+	int quic_servers;
+	int quic_ciphers;
 };
 
 /** enum lb_attach_mode - how the program is attached to an interface. */

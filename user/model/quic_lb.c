@@ -202,14 +202,18 @@ void quic_lb_cipher_free(struct quic_lb_cipher *c)
 int quic_lb_sid_of(const struct lb_quic_lb *cfg, struct quic_lb_cipher *c, const __u8 *cid,
 		   size_t len, __u8 *sid)
 {
-	return quic_lb_decode(cfg, c, cid, len > QUIC_LB_CID_MAX ? QUIC_LB_CID_MAX : (__u32)len,
+	struct quic_lb_work w;
+
+	return quic_lb_decode(cfg, c, &w, cid, len > QUIC_LB_CID_MAX ? QUIC_LB_CID_MAX : (__u32)len,
 			      sid);
 }
 
 int quic_lb_cid_make(const struct lb_quic_lb *cfg, struct quic_lb_cipher *c, const __u8 *sid,
 		     const __u8 *nonce, __u8 *cid)
 {
-	return quic_lb_encode(cfg, c, sid, nonce, (__u8)(cfg->sid_len + cfg->nonce_len), cid);
+	struct quic_lb_work w;
+
+	return quic_lb_encode(cfg, c, &w, sid, nonce, (__u8)(cfg->sid_len + cfg->nonce_len), cid);
 }
 
 const char *quic_lb_error_text(int err)

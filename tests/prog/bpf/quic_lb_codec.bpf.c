@@ -90,6 +90,13 @@ static __always_inline int kernel_block(struct bpf_crypto_ctx *c, const __u8 *in
 #define quic_lb_decrypt_block(ctx, in, out) kernel_block(ctx, in, out, 0)
 #include "lb_quic_lb.h"
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct quic_lb_work);
+} work SEC(".maps");
+
 /* Written by the test. */
 __u8 key[LB_QUIC_LB_KEY_LEN];
 struct lb_quic_lb config;
@@ -136,6 +143,7 @@ int quic_lb_read(struct xdp_md *xdp)
 {
 	struct lb_quic_lb cfg = config;
 	struct cipher_slot *slot;
+	struct quic_lb_work *w;
 	__u8 got[LB_QUIC_LB_SID_MAX];
 	__u32 zero = 0, len = cid_len;
 	int i;
@@ -146,7 +154,10 @@ int quic_lb_read(struct xdp_md *xdp)
 		return XDP_ABORTED;
 	if (len > sizeof(cid))
 		len = sizeof(cid);
-	read_err = quic_lb_decode(&cfg, slot->ctx, cid, len, got);
+	w = bpf_map_lookup_elem(&work, &zero);
+	if (!w)
+		return XDP_ABORTED;
+	read_err = quic_lb_decode(&cfg, slot->ctx, w, cid, len, got);
 	for (i = 0; i < LB_QUIC_LB_SID_MAX; i++)
 		sid[i] = got[i];
 	return XDP_PASS;
