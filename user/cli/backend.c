@@ -30,6 +30,44 @@ static int backend_mac_set(struct cli *c, void *args, const char *value)
 	return 0;
 }
 
+/* --server-id HEX: a QUIC VIP's backend's server id, checked against its VIP when applied. */
+static int backend_server_id_set(struct cli *c, void *args, const char *value)
+{
+	struct backend_args *a = args;
+
+	if (quic_lb_hex_parse(value, a->server_id, sizeof(a->server_id), &a->server_id_len))
+		return cli_report(c, "malformed server id '%s': 1 to %d octets in hex (an even "
+				  "number of hex digits)", value, LB_QUIC_LB_SID_MAX);
+	return 0;
+}
+
+/*
+ * The server id --server-id gives @b on VIP @v, or why not: a QUIC VIP's,
+ * of its length, not all zero, no other backend's.
+ */
+static int backend_server_id_take(const struct backend_args *a, const struct state_vip *v,
+				  const struct state_backend *self, __u8 sid[LB_QUIC_LB_SID_MAX],
+				  struct fault *f)
+{
+	char vip[ADDR_TEXT_MAX], text[2 * LB_QUIC_LB_SID_MAX + 1];
+	const char *why = NULL;
+	int err;
+
+	vip_format(&v->spec, vip);
+	quic_lb_hex(a->server_id, a->server_id_len, text);
+	if (!v->quic.set)
+		return fault_set(f, FAULT_STATE, -EINVAL, "--server-id: VIP %s is no QUIC VIP (vip "
+				 "quic-lb)", vip);
+	if (a->server_id_len != v->quic.cfg.sid_len)
+		return fault_set(f, FAULT_STATE, -EINVAL, "--server-id %s: VIP %s's server ids are "
+				 "%u octets", text, vip, v->quic.cfg.sid_len);
+	memset(sid, 0, LB_QUIC_LB_SID_MAX);
+	memcpy(sid, a->server_id, a->server_id_len);
+	err = state_server_id_valid(v, self, sid, &why);
+	return err ? fault_set(f, FAULT_STATE, err, "--server-id %s on VIP %s: %s", text, vip, why) :
+		     0;
+}
+
 /* VIP NAME: what every backend command starts with. */
 static int backend_parse(struct cli *c, void *args, char **operands, int count)
 {
@@ -115,6 +153,16 @@ static int backend_route_check(const struct change_ctx *ctx, const struct state 
  * had. Its kept weights stay, for the hop lists of the rings that name it.
  * What the add says (weight, check) is its own now, and it starts up.
  */
+/* Is a backend slot free in @s? */
+static int backend_slots_free(const struct state *s)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->fleet.vip_count; i++)
+		n += s->fleet.vips[i].backend_count;
+	return n < LB_BACKENDS_MAX - 1;
+}
+
 static void backend_readd(struct state_backend *old, const struct state_backend *b)
 {
 	old->retired = 0;
@@ -172,12 +220,22 @@ static int backend_add_apply(const struct change_ctx *ctx, const void *args, str
 		if (err)
 			return err;
 	}
+	if (a->server_id_len) {
+		err = backend_server_id_take(a, v, old, b.server_id, f);
+		if (err)
+			return err;
+	}
 	if (old) {
 		backend_readd(old, &b);
+		if (a->server_id_len)
+			memcpy(old->server_id, b.server_id, sizeof(b.server_id));
 		return cli_ring_fits(v, f);
 	}
 	err = state_backend_add(want, v, &b);
-	if (err == -ENOSPC)
+	if (err == -ENOSPC && v->quic.set && backend_slots_free(want))
+		fault_set(f, FAULT_STATE, err, "VIP %s: every server id of %u octets is taken", vip,
+			  v->quic.cfg.sid_len);
+	else if (err == -ENOSPC)
 		fault_set(f, FAULT_STATE, err, "all %d backend slots are in use", LB_BACKENDS_MAX - 1);
 	else if (err)
 		fault_set(f, FAULT_STATE, err, "%s", strerror(-err));
@@ -293,6 +351,8 @@ static const struct cli_option backend_add_options[] = {
 	CLI_OPT_U32("weight", "W", "its weight, 0.." LIMIT_STR(RING_WEIGHT_MAX) " (default 1)",
 		    struct backend_args, weight, 0, RING_WEIGHT_MAX,
 		    CLI_GIVEN(struct backend_args, weight_given, 1)),
+	CLI_OPT_CUSTOM("server-id", "HEX", "its QUIC-LB server id, QUIC VIPs only (default: the "
+		       "lowest free one)", backend_server_id_set),
 	CLI_CHECK_OPTIONS,
 	CLI_OPT_END,
 };
@@ -307,7 +367,10 @@ const struct cli_command cli_backend_add = {
 		"    neighbour table of an interface ringlb is attached to, resolving it if\n"
 		"    needed. On an ipip or gue VIP, ADDR may be of either family: the route\n"
 		"    to it is looked up and its next hop resolved. A check option gives the\n"
-		"    backend a check of its own: its VIP's, with what the options change.",
+		"    backend a check of its own: its VIP's, with what the options change.\n"
+		"    On a QUIC VIP it gets a QUIC-LB server id: --server-id's (the VIP's\n"
+		"    length, not all zero, no other backend's), else the lowest free one;\n"
+		"    `ringlb quic-lb config` tells its server.",
 };
 
 static const struct cli_option backend_weight_options[] = {

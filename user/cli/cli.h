@@ -220,7 +220,8 @@ extern const struct cli_command *const cli_commands[];
 
 /* Each object's commands (table.c lists them). */
 extern const struct cli_command cli_attach, cli_detach, cli_upgrade;
-extern const struct cli_command cli_vip_add, cli_vip_del, cli_vip_check, cli_vip_sources;
+extern const struct cli_command cli_vip_add, cli_vip_del, cli_vip_check, cli_vip_sources,
+	cli_vip_quic, cli_quic_config;
 extern const struct cli_command cli_backend_add, cli_backend_weight, cli_backend_drain,
 	cli_backend_undrain, cli_backend_remove;
 extern const struct cli_command cli_secret_set;
@@ -410,6 +411,8 @@ struct backend_args {
 	__u32 weight;
 	unsigned int weight_given;
 	int undrain;
+	__u8 server_id[LB_QUIC_LB_SID_MAX];
+	size_t server_id_len;
 };
 
 #endif /* RINGLB_CLI_H */

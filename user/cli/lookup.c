@@ -22,11 +22,46 @@ struct lookup_flow {
 	const char *text;
 };
 
+/** LOOKUP_CIDS_MAX - connection IDs one lookup takes. */
+#define LOOKUP_CIDS_MAX 4096
+
+/** struct lookup_cid - one --cid connection ID. */
+struct lookup_cid {
+	__u8 cid[LB_QUIC_CID_MAX];
+	size_t len;
+	char text[2 * LB_QUIC_CID_MAX + 1];
+};
+
 struct lookup_args {
 	struct vip_spec vip;
 	char **clients;
 	int count;
+	size_t cid_count;
+	struct lookup_cid cids[LOOKUP_CIDS_MAX];
 };
+
+/* One --cid connection ID. */
+static int lookup_cid_one(struct cli *c, void *args, const char *item)
+{
+	struct lookup_args *a = args;
+	struct lookup_cid *k;
+
+	if (a->cid_count == LOOKUP_CIDS_MAX)
+		return cli_usage(c, "more than %d connection IDs", LOOKUP_CIDS_MAX);
+	k = &a->cids[a->cid_count];
+	if (quic_lb_hex_parse(item, k->cid, sizeof(k->cid), &k->len))
+		return cli_usage(c, "malformed connection ID '%s': 1 to %d octets in hex", item,
+				 LB_QUIC_CID_MAX);
+	quic_lb_hex(k->cid, k->len, k->text);
+	a->cid_count++;
+	return 0;
+}
+
+/* --cid HEX[,HEX...]: repeatable. */
+static int lookup_cid_set(struct cli *c, void *args, const char *value)
+{
+	return cli_list_each(c, "cid", value, args, lookup_cid_one);
+}
 
 /* @text as a flow, or why not. */
 static int flow_parse(struct cli *c, const char *text, struct lookup_flow *f)
@@ -50,6 +85,8 @@ static int lookup_parse(struct cli *c, void *args, char **operands, int count)
 		return -EINVAL;
 	a->clients = operands + 1;
 	a->count = count - 1;
+	if (!a->count && !a->cid_count)
+		return cli_usage(c, "say which flows: CLIENT_ADDR:CLIENT_PORT operands, or --cid");
 	for (i = 0; i < a->count; i++)
 		if (flow_parse(c, a->clients[i], &f))
 			return -EINVAL;
@@ -64,6 +101,16 @@ static void flow_text(const json_t *flow, const char *client)
 
 	if (client)
 		printf("%s ", client);
+	if (json_object_get(flow, "cid")) {
+		const char *sid = json_string_value(json_object_get(flow, "server_id"));
+
+		if (!client)
+			printf("%s ", json_string_value(json_object_get(flow, "cid")));
+		printf("%s (%s%s%s)\n", json_string_value(json_object_get(flow, "backend")),
+		       json_string_value(json_object_get(flow, "reason")), sid ? ", server id " : "",
+		       sid ? sid : "");
+		return;
+	}
 	if (json_object_get(flow, "refused")) {
 		const char *prefix = json_string_value(json_object_get(flow, "prefix"));
 
@@ -98,7 +145,32 @@ static void lookup_text(const json_t *model)
 		return;
 	}
 	json_array_foreach(model, i, flow)
-		flow_text(flow, json_string_value(json_object_get(flow, "client")));
+		flow_text(flow, json_string_value(json_object_get(flow, "client")) ?:
+				json_string_value(json_object_get(flow, "cid")));
+}
+
+/* Where a QUIC packet with connection ID @k goes. */
+static json_t *cid_answer(const struct kernel_chooser *kc, const struct lookup_cid *k,
+			  const char *spec, struct fault *f)
+{
+	struct kernel_quic_answer answer;
+	char sid[2 * LB_QUIC_LB_SID_MAX + 1];
+	json_t *model;
+
+	kernel_quic_lookup(kc, k->cid, k->len, &answer);
+	if (!answer.backend) {
+		fault_set(f, FAULT_STATE, -ENOENT, "VIP %s has no backend taking connection ID %s; "
+			  "the kernel drops it", spec, k->text);
+		return NULL;
+	}
+	quic_lb_hex(answer.sid, kc->vip->quic.cfg.sid_len, sid);
+	model = json_pack("{s:s, s:s, s:s, s:s, s:s?}", "cid", k->text, "backend",
+			  answer.backend->name, "via",
+			  answer.reason == LB_REASON_FORWARDED_QUIC ? "server id" : "ring", "reason",
+			  lb_reasons[answer.reason].name, "server_id", answer.sid_ok ? sid : NULL);
+	if (!model)
+		fault_set(f, FAULT_STATE, -ENOMEM, "out of memory");
+	return model;
 }
 
 /* Where @f goes, or why it goes nowhere. */
@@ -176,7 +248,9 @@ static int lookup_answer(struct cli *c, const struct lookup_args *a,
 				  err == -E2BIG ? ring_strerror(err) : strerror(-err));
 	}
 	memset(secret, 0, sizeof(secret));
-	if (!err && a->count > 1)
+	if (!err && a->cid_count)
+		err = kernel_quic_open(&kc, f);
+	if (!err && a->count + a->cid_count > 1)
 		flows = json_array();
 	for (i = 0; !err && i < a->count; i++) {
 		one = flow_answer(&kc, &fl[i], spec, a->count > 1, f);
@@ -186,6 +260,15 @@ static int lookup_answer(struct cli *c, const struct lookup_args *a,
 			*model = one;
 		else if (json_object_set_new(one, "client", json_string(fl[i].text)) ||
 			 json_array_append_new(flows, one))
+			err = -ENOMEM;
+	}
+	for (i = 0; !err && i < (int)a->cid_count; i++) {
+		one = cid_answer(&kc, &a->cids[i], spec, f);
+		if (!one)
+			err = -ENOENT;
+		else if (!flows)
+			*model = one;
+		else if (json_array_append_new(flows, one))
 			err = -ENOMEM;
 	}
 	if (flows && !err)
@@ -230,10 +313,17 @@ static int lookup_run(struct cli *c, const void *args)
 	return 0;
 }
 
+static const struct cli_option lookup_options[] = {
+	CLI_OPT_CUSTOM("cid", "HEX[,HEX...]",
+		       "QUIC VIPs: where packets with this destination connection ID go "
+		       "(repeatable)", lookup_cid_set),
+	CLI_OPT_END,
+};
+
 const struct cli_command cli_lookup = {
-	.object = "lookup", .operands = "VIP CLIENT_ADDR:CLIENT_PORT...", .min_operands = 2,
-	.max_operands = INT_MAX, .args_size = sizeof(struct lookup_args), .parse = lookup_parse,
-	.run = lookup_run, .flags = CLI_OUTPUT,
+	.object = "lookup", .operands = "VIP [CLIENT_ADDR:CLIENT_PORT...]", .min_operands = 1,
+	.max_operands = INT_MAX, .options = lookup_options, .args_size = sizeof(struct lookup_args),
+	.parse = lookup_parse, .run = lookup_run, .flags = CLI_OUTPUT,
 	.help = "    The backend the kernel picks for each client's flow: its pinned\n"
 		"    backend if the flow table holds one, else the ring's, hashed with the\n"
 		"    key the kernel uses. For a TCP flow of a gue VIP the ring places, also\n"
@@ -241,5 +331,8 @@ const struct cli_command cli_lookup = {
 		"    its backend's name; several: a line each, CLIENT BACKEND [then: HOPS]\n"
 		"    (--json: an array), with one read of the state and one build of the ring.\n"
 		"    A client the VIP's source ranges refuse: \"refused (REASON, by PREFIX)\",\n"
-		"    the reason the kernel drops it under (--json: \"refused\", \"prefix\").",
+		"    the reason the kernel drops it under (--json: \"refused\", \"prefix\").\n"
+		"    --cid (QUIC VIPs): the backend a packet with that destination connection\n"
+		"    ID goes to, as \"CID BACKEND (REASON[, server id ID])\": by the server id\n"
+		"    it carries (forwarded_quic), else by the ring over it.",
 };

@@ -129,6 +129,12 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, int 
 			       "held", b->held);
 		if (jb && b->check_set)
 			json_object_set_new(jb, "check", json_string(check));
+		if (jb && vp->quic.set) {
+			char sid[2 * LB_QUIC_LB_SID_MAX + 1];
+
+			quic_lb_hex(b->server_id, vp->quic.cfg.sid_len, sid);
+			json_object_set_new(jb, "server_id", json_string(sid));
+		}
 		json_array_append_new(backends, jb);
 	}
 	free(shares);
@@ -168,6 +174,15 @@ static int show_vip(const struct state_vip *vp, const struct lb_maps *maps, int 
 		}
 		if (list)
 			json_object_set_new(*out, deny ? "deny" : "allow", list);
+	}
+	/* QUIC-LB only for QUIC VIPs: the others print as they always did. */
+	if (vp->quic.set) {
+		char text[QUIC_LB_TEXT_MAX];
+
+		quic_lb_config_format(&vp->quic.cfg, vp->quic.key_path, text, sizeof(text));
+		json_object_set_new(*out, "quic_lb", json_pack("{s:s, s:s}", "config", text,
+								"algorithm",
+								quic_lb_algorithm(&vp->quic.cfg)));
 	}
 	/* Hosts with the same configuration serve the same digest. */
 	image_vip_key(vp, &key);
@@ -340,6 +355,10 @@ static void show_text(const json_t *model)
 			json_array_foreach(list, k, p)
 				printf("%s%s", k && k % 6 == 0 ? "\n   " : " ", json_string_value(p));
 		}
+		if (json_object_get(v, "quic_lb"))
+			printf("\n  quic-lb %s (%s): QUIC goes by the server id in its connection IDs",
+			       member_str(json_object_get(v, "quic_lb"), "config"),
+			       member_str(json_object_get(v, "quic_lb"), "algorithm"));
 		if (json_object_get(v, "path_withdrawn"))
 			printf("\n  WITHDRAWN from this host: %s", member_str(v, "path_withdrawn"));
 		if (json_object_get(v, "path_lost"))
@@ -362,6 +381,8 @@ static void show_text(const json_t *model)
 									  member_str(b, "health"),
 			       json_object_get(b, "check") ? ", own check " : "",
 			       json_object_get(b, "check") ? member_str(b, "check") : "");
+			if (json_object_get(b, "server_id"))
+				printf("; server id %s", member_str(b, "server_id"));
 			/* In a fleet: this host's own path, which the verdict (the leader's) may not say. */
 			if (path && strcmp(path, "lost") == 0)
 				printf("; path from this host: lost (%s)", member_str(b, "path_last"));

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * vip add, vip check, vip sources and vip del: services, each with its
- * ring and, if asked, its source ranges (--allow and --deny prefixes). A new
- * VIP has no backends, so its packets drop until one is added.
+ * vip add, vip check, vip sources, vip quic-lb and vip del: services, each
+ * with its ring and, if asked, its source ranges (--allow and --deny
+ * prefixes) and its QUIC-LB configuration. A new VIP has no backends, so its
+ * packets drop until one is added.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +19,9 @@ struct vip_args {
 	int forward;
 	int stateless;
 	int clear;
+	/* --quic-lb: the text as given, parsed at once; the key is read when applied. */
+	const char *quic_text;
+	struct state_quic quic;
 	size_t source_count;
 	/* One past the limit, so that too many is refused by the state's own check. */
 	struct state_source sources[LB_SOURCES_PER_VIP_MAX + 1];
@@ -76,6 +80,47 @@ static int vip_sources_apply_to(struct state *want, struct state_vip *v, const s
 	return 0;
 }
 
+/* --quic-lb CONFIG: rotation=R,sid=S,nonce=N[,key=FILE] (quic_lb_config_parse()). */
+static int vip_quic_set(struct cli *c, void *args, const char *value)
+{
+	struct vip_args *a = args;
+	struct fault f = { 0 };
+
+	a->quic_text = value;
+	if (quic_lb_config_parse(value, &a->quic.cfg, a->quic.key_path, sizeof(a->quic.key_path),
+				 &f))
+		return cli_usage(c, "--quic-lb: %s", f.why);
+	if ((a->quic.cfg.flags & LB_QUIC_LB_ENCRYPTED) && a->quic.key_path[0] != '/')
+		return cli_usage(c, "--quic-lb: key=%s: give the key file's absolute path (every "
+				 "host of a fleet reads it there)", a->quic.key_path);
+	a->quic.set = 1;
+	return 0;
+}
+
+/*
+ * Make @v the QUIC VIP @a says (its key file read now: the state keeps its
+ * path and digest), or a plain UDP VIP again when @a has none.
+ */
+static int vip_quic_apply_to(struct state_vip *v, const struct vip_args *a, struct fault *f)
+{
+	struct state_quic q = a->quic;
+	__u8 key[LB_QUIC_LB_KEY_LEN];
+	char text[ADDR_TEXT_MAX];
+	const char *why = NULL;
+	int err;
+
+	vip_format(&v->spec, text);
+	if (q.set && (q.cfg.flags & LB_QUIC_LB_ENCRYPTED)) {
+		err = quic_lb_key_read(q.key_path, key, f);
+		if (err)
+			return err;
+		q.key_digest = quic_lb_key_digest(key);
+		memset(key, 0, sizeof(key));
+	}
+	err = state_vip_quic_set(v, &q, &why);
+	return err ? fault_set(f, FAULT_STATE, err, "VIP %s: %s", text, why) : 0;
+}
+
 static const struct cli_word vip_flows[] = {
 	{ "pinned", 0 },
 	{ "stateless", 1 },
@@ -116,7 +161,8 @@ static int vip_add_apply(const struct change_ctx *ctx, const void *args, struct 
 		v->forward = a->forward;
 		v->stateless = a->stateless;
 		err = cli_check_apply(&a->check, &v->check, f) ?:
-		      vip_sources_apply_to(want, v, a, f);
+		      vip_sources_apply_to(want, v, a, f) ?:
+		      (a->quic.set ? vip_quic_apply_to(v, a, f) : 0);
 		if (err)
 			return err;
 	}
@@ -185,6 +231,34 @@ static int vip_sources_apply(const struct change_ctx *ctx, const void *args, str
 	return vip_sources_apply_to(want, v, a, f);
 }
 
+static int vip_quic_parse(struct cli *c, void *args, char **operands, int count)
+{
+	struct vip_args *a = args;
+
+	if (a->clear == a->quic.set)
+		return cli_usage(c, a->clear ? "--clear takes no --quic-lb" :
+				 "say the new configuration with --quic-lb, or --clear it");
+	return vip_operands_parse(c, args, operands, count);
+}
+
+static int vip_quic_apply(const struct change_ctx *ctx, const void *args, struct state *want,
+			  struct fault *f)
+{
+	const struct vip_args *a = args;
+	struct state_vip *v = cli_vip_find(want, &a->vip, f);
+
+	(void)ctx;
+	if (!v)
+		return -ENOENT;
+	return vip_quic_apply_to(v, a, f);
+}
+
+#define VIP_QUIC_OPTION                                                                         \
+	CLI_OPT_CUSTOM("quic-lb", "rotation=R,sid=S,nonce=N[,key=FILE]",                       \
+		       "route QUIC by the server id in its connection IDs (UDP VIPs; "         \
+		       "IETF QUIC-LB: plaintext, or AES-128 with a key file)",                \
+		       vip_quic_set)
+
 #define VIP_SOURCE_OPTIONS                                                                     \
 	CLI_OPT_CUSTOM("allow", "PREFIX[,PREFIX...]",                                          \
 		       "serve only clients in these prefixes (repeatable; default everyone)",  \
@@ -195,6 +269,13 @@ static int vip_sources_apply(const struct change_ctx *ctx, const void *args, str
 static const struct cli_option vip_sources_options[] = {
 	VIP_SOURCE_OPTIONS,
 	CLI_OPT_FLAG("clear", "no source ranges: every client is served", struct vip_args, clear),
+	CLI_OPT_END,
+};
+
+static const struct cli_option vip_quic_options[] = {
+	VIP_QUIC_OPTION,
+	CLI_OPT_FLAG("clear", "a plain UDP VIP again: QUIC goes by its addresses", struct vip_args,
+		     clear),
 	CLI_OPT_END,
 };
 
@@ -212,6 +293,7 @@ static const struct cli_option vip_add_options[] = {
 		     "pin flows in the flow table (default), or not at all (gue only)",
 		     struct vip_args, stateless, vip_flows),
 	VIP_SOURCE_OPTIONS,
+	VIP_QUIC_OPTION,
 	CLI_CHECK_OPTIONS,
 	CLI_OPT_END,
 };
@@ -231,7 +313,30 @@ const struct cli_command cli_vip_add = {
 		"    backends hold every connection. The check options say how `ringlb\n"
 		"    daemon` checks the backends' health: by default a TCP connection to\n"
 		"    the VIP, sent to each backend the way clients' packets are.\n"
-		"    --allow and --deny give its source ranges (see vip sources).",
+		"    --allow and --deny give its source ranges (see vip sources), and\n"
+		"    --quic-lb makes a UDP VIP route QUIC by connection ID (see vip quic-lb).",
+};
+
+const struct cli_command cli_vip_quic = {
+	.object = "vip", .verb = "quic-lb", .operands = "VIP", .min_operands = 1,
+	.max_operands = 1, .options = vip_quic_options, .args_size = sizeof(struct vip_args),
+	.parse = vip_quic_parse, .apply = vip_quic_apply,
+	.flags = CLI_CHANGES | CLI_NEEDS_MAPS | CLI_DRY_RUN,
+	.help = "    Make a UDP VIP route QUIC by the server id in each packet's destination\n"
+		"    connection ID (IETF QUIC-LB, draft-ietf-quic-load-balancers), or stop\n"
+		"    (--clear). rotation is the config rotation id the connection IDs carry\n"
+		"    (0-6), sid and nonce their server id and nonce lengths (sid 1-15,\n"
+		"    nonce 4 and up, 19 octets together at most). Without key=FILE the ids\n"
+		"    are plaintext; with it, AES-128: one block when sid + nonce is 16,\n"
+		"    else the draft's four-pass network. FILE holds 32 hex digits, readable\n"
+		"    by its owner alone, at the same absolute path on every host (the state\n"
+		"    keeps the path and a digest; a host whose file differs refuses). Each\n"
+		"    backend gets a server id (backend add --server-id, or the lowest free\n"
+		"    one; kept when the length stays). A packet whose server id names a\n"
+		"    serving backend goes there, draining ones included, whatever its\n"
+		"    addresses; any other (a client's first packets, an unknown id) goes\n"
+		"    where the ring puts its connection ID. No flow-table entries are made.\n"
+		"    `ringlb quic-lb config` prints what each server needs.",
 };
 
 const struct cli_command cli_vip_sources = {

@@ -108,7 +108,15 @@ __u8 image_vip_flags(const struct state_vip *v)
 {
 	return (__u8)((v->stateless ? LB_VIP_STATELESS : 0) |
 		      (v->source_count ? LB_VIP_SOURCES : 0) |
-		      (state_vip_allow_list(v) ? LB_VIP_ALLOW_LIST : 0));
+		      (state_vip_allow_list(v) ? LB_VIP_ALLOW_LIST : 0) |
+		      (v->quic.set ? LB_VIP_QUIC_LB : 0));
+}
+
+void image_vip_quic(const struct state_vip *v, struct lb_quic_lb *quic)
+{
+	memset(quic, 0, sizeof(*quic));
+	if (v->quic.set)
+		*quic = v->quic.cfg;
 }
 
 /* Build @v's previous rings; free with image_past_rings_free(). */

@@ -43,6 +43,9 @@ int image_vip_id_wanted(const struct state *s, __u32 id);
 /** image_vip_flags() - the VIP value's flags @v asks for. */
 __u8 image_vip_flags(const struct state_vip *v);
 
+/** image_vip_quic() - the QUIC-LB configuration of @v's value (zero for a VIP of no QUIC). */
+void image_vip_quic(const struct state_vip *v, struct lb_quic_lb *quic);
+
 /**
  * image_past_rings() - build @v's previous rings, newest first, and their
  * members' backend ids; free with image_past_rings_free() whatever it returns.

@@ -12,6 +12,7 @@
 
 #include "fault.h"
 #include "lb.h"
+#include "quic_lb.h"
 #include "state.h"
 
 struct ring;
@@ -50,6 +51,17 @@ int kernel_sync(const struct lb_maps *maps, const struct state *applied, const s
  * @v: the VIP
  */
 int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *v);
+
+/**
+ * kernel_vip_quic_sync() - make the kernel serve @v's QUIC-LB side: its
+ * backends' server ids (map "quic_servers"), its key (made from its file,
+ * whose digest must be the state's) in the slot its value does not name,
+ * then one swap of its value with the configuration; a VIP the kernel does
+ * not serve yet gets its key in slot 0, which its first value names.
+ * kernel_sync() calls it for every VIP; stale ids and keys go at its end.
+ * Return: 0, or an error with @f set.
+ */
+int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, struct fault *f);
 
 /**
  * struct kernel_sources_named - the source set each VIP id's kernel value
@@ -263,6 +275,7 @@ struct kernel_chooser {
 	__u32 *ids;
 	struct ring *past[LB_RING_HISTORY];
 	__u32 *past_ids[LB_RING_HISTORY];
+	struct quic_lb_cipher quic;
 };
 
 /** kernel_chooser_open() - build @vip's chooser. Return: 0, -ENOMEM or a ring library error. */
@@ -291,5 +304,42 @@ void kernel_chooser_close(struct kernel_chooser *kc);
  */
 int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __u16 client_port,
 		  struct kernel_answer *out);
+
+/**
+ * struct kernel_quic_answer - where a QUIC packet with a connection ID goes.
+ * @backend: its backend in the state, NULL when none takes it
+ * @reason: what the kernel counts it under: LB_REASON_FORWARDED_QUIC (its
+ *          server id names @backend), _ROTATION or _UNKNOWN (the ring over
+ *          the connection ID places it; a long header whose connection ID
+ *          the client chose counts as LB_REASON_FORWARDED_QUIC_NEW there)
+ * @sid: the server id read from it (when @sid_ok)
+ * @sid_ok: 1 when the connection ID decodes under the VIP's configuration
+ * @hash: the connection ID's position on the ring
+ */
+struct kernel_quic_answer {
+	const struct state_backend *backend;
+	int reason;
+	__u8 sid[LB_QUIC_LB_SID_MAX];
+	int sid_ok;
+	__u64 hash;
+};
+
+/**
+ * kernel_quic_open() - ready @kc for kernel_quic_lookup(): a QUIC VIP's key
+ * read from its file (its digest the state's, or refused).
+ * Return: 0, -EINVAL (not a QUIC VIP) or the key's error, with @f set.
+ */
+int kernel_quic_open(struct kernel_chooser *kc, struct fault *f);
+
+/**
+ * kernel_quic_lookup() - the backend the kernel picks for a QUIC packet to
+ * the chooser's VIP whose destination connection ID is @cid (@len octets,
+ * as the packet carries it): the backend its server id names while that one
+ * serves (draining included), else the ring's over the connection ID
+ * (bpf/lb_quic.h). Return: 0, -EINVAL when @len is 0 or over
+ * LB_QUIC_CID_MAX.
+ */
+int kernel_quic_lookup(const struct kernel_chooser *kc, const __u8 *cid, size_t len,
+		       struct kernel_quic_answer *out);
 
 #endif /* RINGLB_KERNEL_H */

@@ -162,6 +162,16 @@ void lb_maps_init(struct lb_maps *maps);
 int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		   const struct ring *ring, const __u32 *backend_of_member);
 
+/**
+ * lb_vip_install_with() - lb_vip_install() of a VIP value with the flags of
+ * @as, and, for a VIP the kernel does not serve yet, its QUIC-LB
+ * configuration and key slot (a VIP it serves keeps its own: only
+ * lb_vip_quic_swap() changes them, as its source set).
+ */
+int lb_vip_install_with(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+			const struct ring *ring, const __u32 *backend_of_member,
+			const struct lb_vip *as);
+
 /** lb_vip_install_as() - lb_vip_install() of a VIP value with @flags (LB_VIP_STATELESS). */
 int lb_vip_install_as(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		      const struct ring *ring, const __u32 *backend_of_member, __u8 flags);
@@ -280,6 +290,51 @@ int lb_vip_compare(const struct lb_maps *maps, const struct lb_vip_key *key, __u
  * written.
  */
 int lb_vip_ring_digest(const struct lb_maps *maps, const struct lb_vip_key *key, __u64 *digest);
+
+/**
+ * lb_vip_quic_swap() - make a VIP's value carry QUIC-LB configuration @quic
+ * with its key in slot @parity (map "quic_ciphers", LB_QUIC_CIPHER_SLOT()),
+ * LB_VIP_QUIC_LB set when @on (else the configuration zero), everything
+ * else kept: one update, with the waits every VIP value change has.
+ * Return: 0, -ENOENT when the kernel has no such VIP, -ESTALE when its value
+ * has another id, or -errno.
+ */
+int lb_vip_quic_swap(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		     int on, const struct lb_quic_lb *quic, __u8 parity);
+
+/**
+ * lb_quic_cipher_read() - key slot @slot of map "quic_ciphers": its key's
+ * digest (0: empty).
+ */
+int lb_quic_cipher_read(const struct lb_maps *maps, __u32 slot,
+			struct lb_quic_cipher_record *out);
+
+/**
+ * lb_quic_cipher_place() - make key slot @slot hold the kernel's AES-128-ECB
+ * context of @key, recorded with @key_digest, or nothing when @key is NULL:
+ * the program quic_cipher_set runs over this instance's map. Only for a slot
+ * no VIP value names, or one no packet may read any more.
+ * Return: 0, or -errno (the kernel's own when it refused the key).
+ */
+int lb_quic_cipher_place(const struct lb_maps *maps, __u32 slot,
+			 const __u8 key[LB_QUIC_LB_KEY_LEN], __u64 key_digest);
+
+/** lb_quic_server_put() - server id @sid (@sid_len octets) of VIP @vip_id names @backend_id. */
+int lb_quic_server_put(const struct lb_maps *maps, __u32 vip_id, const __u8 *sid, __u8 sid_len,
+		       __u32 backend_id, __u64 cookie);
+
+/** lb_quic_server_get() - what server id @sid of VIP @vip_id names. Return: 0, -ENOENT. */
+int lb_quic_server_get(const struct lb_maps *maps, __u32 vip_id, const __u8 *sid, __u8 sid_len,
+		       struct lb_quic_server *out);
+
+/**
+ * lb_quic_servers_sweep() - delete every server id @wanted() says no for.
+ * Return: 0, or -errno.
+ */
+int lb_quic_servers_sweep(const struct lb_maps *maps,
+			  int (*wanted)(void *arg, const struct lb_quic_server_key *k,
+					const struct lb_quic_server *v),
+			  void *arg);
 
 /**
  * lb_source_set_read() - the set in slot @parity of VIP @vip_id (map

@@ -117,6 +117,23 @@ int lb_vip_sources_swap(const struct lb_maps *maps, const struct lb_vip_key *key
 	return vip_value_set(maps, key, &vip);
 }
 
+int lb_vip_quic_swap(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+		     int on, const struct lb_quic_lb *quic, __u8 parity)
+{
+	struct lb_vip vip;
+
+	if (bpf_map_lookup_elem(maps->vips, key, &vip))
+		return -errno;
+	if (vip.vip_id != vip_id)
+		return -ESTALE;
+	memset(&vip.quic, 0, sizeof(vip.quic));
+	if (on)
+		vip.quic = *quic;
+	vip.quic_parity = parity & 1;
+	vip.flags = (__u8)((vip.flags & ~LB_VIP_QUIC_LB) | (on ? LB_VIP_QUIC_LB : 0));
+	return vip_value_set(maps, key, &vip);
+}
+
 /* Remove a VIP's value, with the waits of vip_value_set(). */
 static int vip_value_delete(const struct lb_maps *maps, const struct lb_vip_key *key)
 {
@@ -311,7 +328,17 @@ int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u
 int lb_vip_install_as(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 		      const struct ring *ring, const __u32 *backend_of_member, __u8 flags)
 {
-	struct lb_vip current, vip = { .vip_id = vip_id, .flags = flags };
+	struct lb_vip as = { .flags = flags };
+
+	return lb_vip_install_with(maps, key, vip_id, ring, backend_of_member, &as);
+}
+
+int lb_vip_install_with(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
+			const struct ring *ring, const __u32 *backend_of_member,
+			const struct lb_vip *as)
+{
+	struct lb_vip current, vip = { .vip_id = vip_id, .flags = as->flags, .quic = as->quic,
+				       .quic_parity = as->quic_parity };
 	struct ring_mapping fresh = { .fd = -1 };
 	struct ring_shape shape;
 	unsigned int parity = 0;
@@ -325,8 +352,10 @@ int lb_vip_install_as(const struct lb_maps *maps, const struct lb_vip_key *key, 
 	/* The new ring goes into the slot the current value does not name. */
 	if (bpf_map_lookup_elem(maps->vips, key, &current) == 0 && current.vip_id == vip_id) {
 		parity = !current.ring_parity;
-		/* The source set it serves stays: only a sources swap changes it. */
+		/* The source set and the QUIC-LB key it serves stay: only their swaps change them. */
 		vip.source_parity = current.source_parity;
+		vip.quic = current.quic;
+		vip.quic_parity = current.quic_parity;
 	}
 	vip.points = (__u32)shape.points;
 	vip.ring_class = (__u8)shape.class;

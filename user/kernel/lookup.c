@@ -20,6 +20,7 @@
 
 #include "image.h"
 #include "lb_choose.h"
+#include "lb_quic_lb.h"
 #include "ring.h"
 
 static const struct state_backend *backend_by_id(const struct state_vip *vip, __u32 id)
@@ -68,6 +69,7 @@ int kernel_chooser_open(struct kernel_chooser *kc, const struct lb_maps *maps,
 
 void kernel_chooser_close(struct kernel_chooser *kc)
 {
+	quic_lb_cipher_free(&kc->quic);
 	ring_free(kc->ring);
 	free(kc->ids);
 	image_past_rings_free(kc->past, kc->past_ids);
@@ -139,5 +141,72 @@ int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __
 	slot = out->backend ? image_of(kc, out->backend->id) : NULL;
 	if (!out->pinned && slot && lb_wants_hops(slot, vip->spec.protocol, LB_TCP_ACK))
 		hops_find(kc, out);
+	return 0;
+}
+
+int kernel_quic_open(struct kernel_chooser *kc, struct fault *f)
+{
+	const struct state_vip *v = kc->vip;
+	__u8 key[LB_QUIC_LB_KEY_LEN];
+	char spec[ADDR_TEXT_MAX];
+	int err;
+
+	vip_format(&v->spec, spec);
+	if (!v->quic.set)
+		return fault_set(f, FAULT_USAGE, -EINVAL, "VIP %s is no QUIC VIP (vip quic-lb)",
+				 spec);
+	if (!(v->quic.cfg.flags & LB_QUIC_LB_ENCRYPTED) || kc->quic.enc)
+		return 0;
+	err = quic_lb_key_read(v->quic.key_path, key, f);
+	if (err)
+		return err;
+	if (quic_lb_key_digest(key) != v->quic.key_digest)
+		err = fault_set(f, FAULT_STATE, -EKEYREJECTED,
+				"VIP %s: QUIC-LB key file %s holds another key than the state's",
+				spec, v->quic.key_path);
+	else
+		err = quic_lb_cipher_init(&kc->quic, key, f);
+	memset(key, 0, sizeof(key));
+	return err;
+}
+
+int kernel_quic_lookup(const struct kernel_chooser *kc, const __u8 *cid, size_t len,
+		       struct kernel_quic_answer *out)
+{
+	const struct state_vip *vip = kc->vip;
+	__u8 padded[LB_QUIC_CID_MAX] = { 0 };
+	struct ring_lookup_result res;
+	struct lb_flow_key key;
+	size_t i;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!len || len > LB_QUIC_CID_MAX)
+		return -EINVAL;
+	memcpy(padded, cid, len);
+	err = quic_lb_sid_of(&vip->quic.cfg, (struct quic_lb_cipher *)&kc->quic, padded, len,
+			     out->sid);
+	out->sid_ok = err == 0;
+	/* The server id names a backend while it serves, as map "quic_servers" and its slot say. */
+	for (i = 0; out->sid_ok && i < vip->backend_count; i++) {
+		const struct state_backend *b = &vip->backends[i];
+
+		if (memcmp(b->server_id, out->sid, LB_QUIC_LB_SID_MAX) == 0 &&
+		    lb_backend_serves(image_of(kc, b->id), vip->id)) {
+			out->backend = b;
+			out->reason = LB_REASON_FORWARDED_QUIC;
+			return 0;
+		}
+	}
+	quic_lb_cid_key(padded, (__u32)len, htons(vip->spec.port), &key);
+	out->hash = lb_flow_hash(kc->secret, &key);
+	out->reason = err == QUIC_LB_ROTATION ? LB_REASON_FORWARDED_QUIC_ROTATION :
+						LB_REASON_FORWARDED_QUIC_UNKNOWN;
+	if (ring_lookup(kc->ring, out->hash, &res) == 0) {
+		const struct state_backend *b = backend_by_id(vip, kc->ids[res.member]);
+
+		if (b && lb_backend_serves(image_of(kc, b->id), vip->id))
+			out->backend = b;
+	}
 	return 0;
 }

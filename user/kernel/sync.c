@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 
 #include "image.h"
+#include "quic_lb.h"
 #include "ring.h"
 #include "source_set.h"
 
@@ -189,6 +190,16 @@ static int ring_patch(const struct lb_maps *maps, const struct state_vip *before
 	return err;
 }
 
+/* @v's ring, its flags, and for a VIP the kernel does not serve yet its QUIC-LB key slot 0. */
+static int vip_install(const struct lb_maps *maps, const struct lb_vip_key *key,
+		       const struct state_vip *v, const struct ring *ring, const __u32 *ids)
+{
+	struct lb_vip as = { .flags = image_vip_flags(v) };
+
+	image_vip_quic(v, &as.quic);
+	return lb_vip_install_with(maps, key, v->id, ring, ids, &as);
+}
+
 /* Phase 2b: changed rings swapped in (a VIP's key comes with its first ring). */
 static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 		      const struct state *want, struct fault *f)
@@ -224,7 +235,7 @@ static int swap_rings(const struct lb_maps *maps, const struct state *applied,
 					       sizeof(differs)) == 0 &&
 		    served.flags == image_vip_flags(v))
 			err = 0;
-		else if ((err = lb_vip_install_as(maps, &key, v->id, ring, ids, image_vip_flags(v))) == 0)
+		else if ((err = vip_install(maps, &key, v, ring, ids)) == 0)
 			/* The new ring serves; a spare that cannot be made is made next time. */
 			lb_vip_settle(maps, &key, v->id, NULL);
 		ring_free(ring);
@@ -368,6 +379,173 @@ static int sweep_sources(const struct lb_maps *maps, const struct state *want, s
 			if (!kernel_source_named(&named, id, parity) &&
 			    (err = lb_source_set_place(maps, id, parity, NULL)))
 				return kernel_fail(f, err, "removing stale source ranges");
+	return 0;
+}
+
+/*
+ * The key of @v's encrypted configuration, from its file, when its digest is
+ * the state's: a host whose file holds another key serves none of it.
+ */
+static int quic_key_of(const struct state_vip *v, __u8 key[LB_QUIC_LB_KEY_LEN], struct fault *f)
+{
+	char spec[ADDR_TEXT_MAX];
+	int err = quic_lb_key_read(v->quic.key_path, key, f);
+
+	if (err)
+		return err;
+	if (quic_lb_key_digest(key) != v->quic.key_digest) {
+		vip_format(&v->spec, spec);
+		memset(key, 0, LB_QUIC_LB_KEY_LEN);
+		return fault_set(f, FAULT_STATE, -EKEYREJECTED,
+				 "VIP %s: QUIC-LB key file %s holds another key than the state's "
+				 "(digest %016llx)",
+				 spec, v->quic.key_path, (unsigned long long)v->quic.key_digest);
+	}
+	return 0;
+}
+
+/*
+ * Does the kernel serve @v's QUIC-LB configuration (@served its value): the
+ * same configuration, and for an encrypted one its key in the slot named?
+ */
+static int quic_served(const struct lb_maps *maps, const struct state_vip *v,
+		       const struct lb_vip *served)
+{
+	struct lb_quic_cipher_record rec;
+	struct lb_quic_lb want;
+
+	image_vip_quic(v, &want);
+	if (!!(served->flags & LB_VIP_QUIC_LB) != v->quic.set ||
+	    memcmp(&served->quic, &want, sizeof(want)))
+		return 0;
+	if (!v->quic.set || !(v->quic.cfg.flags & LB_QUIC_LB_ENCRYPTED))
+		return 1;
+	return lb_quic_cipher_read(maps, LB_QUIC_CIPHER_SLOT(v->id, served->quic_parity), &rec) == 0 &&
+	       rec.key_digest == v->quic.key_digest;
+}
+
+/*
+ * kernel_vip_quic_sync() - one VIP's QUIC-LB side: every backend's server id in map "quic_servers"
+ * (entries are added before any value names the configuration, and stale
+ * ones go in sweep_quic()); its key and configuration as its source set
+ * goes (kernel_vip_sources_sync()): a VIP the kernel serves gets the key in
+ * the slot its value does not name, then one swap of the value, and once no
+ * packet can read the old one the old slot is emptied; a VIP the kernel
+ * does not serve yet gets its key in slot 0, which its first value names.
+ */
+int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, struct fault *f)
+{
+	int encrypted = v->quic.set && (v->quic.cfg.flags & LB_QUIC_LB_ENCRYPTED);
+	__u8 key[LB_QUIC_LB_KEY_LEN], parity = 0;
+	char spec[ADDR_TEXT_MAX];
+	struct lb_vip_key vkey;
+	struct lb_vip served;
+	size_t i;
+	int err = 0, serving;
+
+	vip_format(&v->spec, spec);
+	for (i = 0; v->quic.set && i < v->backend_count; i++) {
+		const struct state_backend *b = &v->backends[i];
+
+		err = lb_quic_server_put(maps, v->id, b->server_id, v->quic.cfg.sid_len, b->id,
+					 b->cookie);
+		if (err)
+			return kernel_fail(f, err, "writing the server id of backend %s of %s",
+					   b->name, spec);
+	}
+	image_vip_key(v, &vkey);
+	serving = bpf_map_lookup_elem(maps->vips, &vkey, &served) == 0 && served.vip_id == v->id;
+	if (serving && quic_served(maps, v, &served))
+		return 0;
+	if (encrypted) {
+		err = quic_key_of(v, key, f);
+		if (err)
+			return err;
+		parity = serving ? !(served.quic_parity & 1) : 0;
+		err = lb_quic_cipher_place(maps, LB_QUIC_CIPHER_SLOT(v->id, parity), key,
+					   v->quic.key_digest);
+		memset(key, 0, sizeof(key));
+		if (err)
+			return kernel_fail(f, err, "making the QUIC-LB key of %s in the kernel", spec);
+	}
+	if (!serving)
+		return 0;
+	{
+		struct lb_quic_lb cfg;
+
+		image_vip_quic(v, &cfg);
+		err = lb_vip_quic_swap(maps, &vkey, v->id, v->quic.set, &cfg, parity);
+	}
+	return err ? kernel_fail(f, err, "swapping the QUIC-LB configuration of %s", spec) : 0;
+}
+
+/* Phase 2d: every VIP's QUIC-LB side (before its first ring makes its key appear). */
+static int sync_quic(const struct lb_maps *maps, const struct state *want, struct fault *f)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < want->fleet.vip_count; i++) {
+		err = kernel_vip_quic_sync(maps, &want->fleet.vips[i], f);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Is server id @k of @arg (a state) one of its QUIC VIPs' backends', naming that backend? */
+static int quic_server_wanted(void *arg, const struct lb_quic_server_key *k,
+			      const struct lb_quic_server *val)
+{
+	const struct state *want = arg;
+	size_t i, j;
+
+	for (i = 0; i < want->fleet.vip_count; i++) {
+		const struct state_vip *v = &want->fleet.vips[i];
+
+		if (v->id != k->vip_id || !v->quic.set || v->quic.cfg.sid_len != k->sid_len)
+			continue;
+		for (j = 0; j < v->backend_count; j++)
+			if (memcmp(v->backends[j].server_id, k->sid, sizeof(k->sid)) == 0)
+				return v->backends[j].id == val->backend_id &&
+				       v->backends[j].cookie == val->cookie;
+	}
+	return 0;
+}
+
+/*
+ * Phase 8: server ids no backend of the state has, and keys no VIP value
+ * names, once no packet can still read a value that named them.
+ */
+static int sweep_quic(const struct lb_maps *maps, const struct state *want, struct fault *f)
+{
+	struct lb_quic_cipher_record rec;
+	__u8 named[LB_QUIC_CIPHER_SLOTS] = { 0 };
+	struct lb_vip_key key, next;
+	struct lb_vip val;
+	__u32 slot;
+	int err, more;
+
+	err = lb_readers_release();
+	if (err)
+		return kernel_fail(f, err, "waiting for the packets in flight");
+	err = lb_quic_servers_sweep(maps, quic_server_wanted, (void *)want);
+	if (err)
+		return kernel_fail(f, err, "removing stale QUIC server ids");
+	for (more = bpf_map_get_next_key(maps->vips, NULL, &next) == 0; more;
+	     more = bpf_map_get_next_key(maps->vips, &key, &next) == 0) {
+		key = next;
+		if (bpf_map_lookup_elem(maps->vips, &key, &val) == 0 && val.vip_id < LB_VIPS_MAX &&
+		    (val.flags & LB_VIP_QUIC_LB))
+			named[LB_QUIC_CIPHER_SLOT(val.vip_id, val.quic_parity)] = 1;
+	}
+	for (slot = 0; slot < LB_QUIC_CIPHER_SLOTS; slot++) {
+		if (named[slot] || lb_quic_cipher_read(maps, slot, &rec) || !rec.key_digest)
+			continue;
+		err = lb_quic_cipher_place(maps, slot, NULL, 0);
+		if (err)
+			return kernel_fail(f, err, "removing a stale QUIC-LB key");
+	}
 	return 0;
 }
 
@@ -539,9 +717,11 @@ int kernel_sync(const struct lb_maps *maps, const struct state *applied, const s
 		return kernel_fail(f, -ENOMEM, "syncing the maps");
 	err = config_sync(maps, want, f) ?: install_backends(maps, want, later, f) ?:
 	      sync_history(maps, applied, want, f) ?: sync_sources(maps, applied, want, f) ?:
+	      sync_quic(maps, want, f) ?:
 	      swap_rings(maps, applied, want, f) ?: install_deferred(maps, later, f) ?:
 	      update_states(maps, want, f) ?: remove_vips(maps, applied, want, f) ?:
-	      free_backends(maps, want, f) ?: sweep_sources(maps, want, f);
+	      free_backends(maps, want, f) ?: sweep_sources(maps, want, f) ?:
+	      sweep_quic(maps, want, f);
 	free(later);
 	/* Whatever happened, no VIP element a packet may read is left for reuse. */
 	if (lb_readers_release() && !err)

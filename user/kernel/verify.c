@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 
 #include "image.h"
+#include "quic_lb.h"
 #include "ring.h"
 #include "source_set.h"
 
@@ -142,6 +143,51 @@ static int verify_sources(const struct lb_maps *maps, const struct state_vip *v,
 	return err;
 }
 
+/*
+ * A VIP's QUIC-LB side: its value's configuration, its key's digest in the
+ * slot it names, and every backend's server id naming that backend.
+ */
+static int verify_quic(const struct lb_maps *maps, const struct state_vip *v, struct report *r)
+{
+	struct lb_quic_cipher_record rec;
+	struct lb_quic_server server;
+	struct lb_quic_lb want;
+	char spec[ADDR_TEXT_MAX], sid[2 * LB_QUIC_LB_SID_MAX + 1];
+	struct lb_vip_key key;
+	struct lb_vip served;
+	size_t i;
+
+	vip_format(&v->spec, spec);
+	image_vip_key(v, &key);
+	if (bpf_map_lookup_elem(maps->vips, &key, &served) || served.vip_id != v->id)
+		return 0; /* said by verify_vip() */
+	image_vip_quic(v, &want);
+	if (!!(served.flags & LB_VIP_QUIC_LB) != v->quic.set ||
+	    memcmp(&served.quic, &want, sizeof(want))) {
+		say(r, "VIP %s: the kernel's QUIC-LB configuration differs from the state's", spec);
+		return 0;
+	}
+	if (!v->quic.set)
+		return 0;
+	if ((v->quic.cfg.flags & LB_QUIC_LB_ENCRYPTED) &&
+	    (lb_quic_cipher_read(maps, LB_QUIC_CIPHER_SLOT(v->id, served.quic_parity), &rec) ||
+	     rec.key_digest != v->quic.key_digest))
+		say(r, "VIP %s: the kernel's QUIC-LB key is not the state's (digest %016llx)", spec,
+		    (unsigned long long)v->quic.key_digest);
+	for (i = 0; i < v->backend_count; i++) {
+		const struct state_backend *b = &v->backends[i];
+
+		if (lb_quic_server_get(maps, v->id, b->server_id, v->quic.cfg.sid_len, &server) ==
+			    0 &&
+		    server.backend_id == b->id && server.cookie == b->cookie)
+			continue;
+		quic_lb_hex(b->server_id, v->quic.cfg.sid_len, sid);
+		say(r, "VIP %s: backend %s: server id %s does not name it in the kernel", spec,
+		    b->name, sid);
+	}
+	return 0;
+}
+
 /* Source sets that no wanted VIP's value names. */
 static int verify_source_strays(const struct lb_maps *maps, const struct state *want,
 				struct report *r)
@@ -236,7 +282,8 @@ int kernel_verify(const struct lb_maps *maps, const struct state *want,
 	err = verify_record(maps, want, &r);
 	for (i = 0; !err && i < want->fleet.vip_count; i++)
 		err = verify_vip(maps, &want->fleet.vips[i], &r) ?:
-		      verify_sources(maps, &want->fleet.vips[i], &r);
+		      verify_sources(maps, &want->fleet.vips[i], &r) ?:
+		      verify_quic(maps, &want->fleet.vips[i], &r);
 	err = err ?: verify_config(maps, want, &r) ?: verify_flows(maps, want, &r) ?:
 	      verify_strays(maps, want, &r) ?:
 	      verify_source_strays(maps, want, &r);

@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 
 #include "addr.h"
+#include "ring.h"
 
 /* The codec's cipher: @ctx is a struct quic_lb_cipher. */
 static int aes_block(void *ctx, const __u8 *in, __u8 *out, int enc)
@@ -214,6 +215,60 @@ int quic_lb_cid_make(const struct lb_quic_lb *cfg, struct quic_lb_cipher *c, con
 	struct quic_lb_work w;
 
 	return quic_lb_encode(cfg, c, &w, sid, nonce, (__u8)(cfg->sid_len + cfg->nonce_len), cid);
+}
+
+__u64 quic_lb_key_digest(const __u8 key[LB_QUIC_LB_KEY_LEN])
+{
+	/* Keyed apart from every other digest of ringlb's. */
+	return ring_siphash(key, LB_QUIC_LB_KEY_LEN, 0x717569632d6c6231ull,
+			    0x6b65792064696765ull) | 1;
+}
+
+const char *quic_lb_algorithm(const struct lb_quic_lb *cfg)
+{
+	if (!(cfg->flags & LB_QUIC_LB_ENCRYPTED))
+		return "plaintext";
+	return cfg->sid_len + cfg->nonce_len == LB_QUIC_LB_SINGLE_PASS ? "single-pass" :
+									 "four-pass";
+}
+
+void quic_lb_config_format(const struct lb_quic_lb *cfg, const char *key_path, char *buf,
+			   size_t len)
+{
+	int n = snprintf(buf, len, "rotation=%u,sid=%u,nonce=%u", cfg->rotation, cfg->sid_len,
+			 cfg->nonce_len);
+
+	if ((cfg->flags & LB_QUIC_LB_ENCRYPTED) && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ",key=%s", key_path);
+}
+
+void quic_lb_hex(const __u8 *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+int quic_lb_hex_parse(const char *text, __u8 *out, size_t max, size_t *n)
+{
+	size_t len = strlen(text), i;
+
+	if (!len || len % 2 || len / 2 > max)
+		return -EINVAL;
+	for (i = 0; i < len / 2; i++) {
+		int hi = hex_digit(text[2 * i]), lo = hex_digit(text[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (__u8)(hi << 4 | lo);
+	}
+	*n = len / 2;
+	return 0;
 }
 
 const char *quic_lb_error_text(int err)

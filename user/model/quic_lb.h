@@ -78,6 +78,33 @@ int quic_lb_sid_of(const struct lb_quic_lb *cfg, struct quic_lb_cipher *c, const
 int quic_lb_cid_make(const struct lb_quic_lb *cfg, struct quic_lb_cipher *c, const __u8 *sid,
 		     const __u8 *nonce, __u8 *cid);
 
+/**
+ * quic_lb_key_digest() - 64 bits that tell keys apart (never 0), recorded in
+ * the state and beside the kernel's cipher, so that a host whose key file
+ * holds another key refuses to serve it: the key itself is never written
+ * anywhere but its file.
+ */
+__u64 quic_lb_key_digest(const __u8 key[LB_QUIC_LB_KEY_LEN]);
+
+/** quic_lb_algorithm() - "plaintext", "single-pass" or "four-pass": what @cfg's blocks are. */
+const char *quic_lb_algorithm(const struct lb_quic_lb *cfg);
+
+/**
+ * quic_lb_config_format() - @cfg as quic_lb_config_parse() reads it, with
+ * ",key=@key_path" when it is encrypted, into @buf of @len octets.
+ */
+void quic_lb_config_format(const struct lb_quic_lb *cfg, const char *key_path, char *buf,
+			   size_t len);
+
+/** quic_lb_hex() - @n octets of @in as lower-case hex into @out (2 @n + 1 octets). */
+void quic_lb_hex(const __u8 *in, size_t n, char *out);
+
+/**
+ * quic_lb_hex_parse() - hex digits (an even number, at most @max octets) of
+ * @text into @out; @n gets their octets. Return: 0 or -EINVAL.
+ */
+int quic_lb_hex_parse(const char *text, __u8 *out, size_t max, size_t *n);
+
 /** quic_lb_error_text() - what a negative enum quic_lb_error means, in words. */
 const char *quic_lb_error_text(int err);
 

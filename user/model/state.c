@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "lb_contract.h"
+#include "lb_quic_lb.h"
 #include "ranges.h"
 #include "ring.h"
 
@@ -257,15 +258,161 @@ static int cookie_new(const struct state *s, const struct state *also, __u64 *ou
 	return 0;
 }
 
+/* A server id as a number (big-endian), and back, in @len octets. */
+static __u64 sid_number(const __u8 *sid, __u32 len)
+{
+	__u64 n = 0;
+	__u32 i;
+
+	for (i = 0; i < len && i < LB_QUIC_LB_SID_MAX; i++)
+		n = n << 8 | sid[i];
+	return n;
+}
+
+static void sid_of_number(__u64 n, __u32 len, __u8 sid[LB_QUIC_LB_SID_MAX])
+{
+	__u32 i;
+
+	memset(sid, 0, LB_QUIC_LB_SID_MAX);
+	for (i = len; i-- > 0;) {
+		sid[i] = (__u8)n;
+		n >>= 8;
+	}
+}
+
+static int sid_zero(const __u8 sid[LB_QUIC_LB_SID_MAX])
+{
+	static const __u8 zero[LB_QUIC_LB_SID_MAX];
+
+	return memcmp(sid, zero, LB_QUIC_LB_SID_MAX) == 0;
+}
+
+/* Does a backend of @v other than @self have @sid? */
+static int sid_taken(const struct state_vip *v, const struct state_backend *self,
+		     const __u8 sid[LB_QUIC_LB_SID_MAX])
+{
+	size_t i;
+
+	for (i = 0; i < v->backend_count; i++)
+		if (&v->backends[i] != self &&
+		    memcmp(v->backends[i].server_id, sid, LB_QUIC_LB_SID_MAX) == 0)
+			return 1;
+	return 0;
+}
+
+int state_server_id_free(const struct state_vip *v, const struct state_backend *self,
+			 __u8 sid[LB_QUIC_LB_SID_MAX])
+{
+	__u32 len = v->quic.cfg.sid_len;
+	/* Backends are few (LB_BACKENDS_MAX): one of the first that many numbers is free. */
+	__u64 n, last = len >= 8 ? ~0ull : (1ull << (8 * len)) - 1;
+
+	for (n = 1; n <= last && n <= LB_BACKENDS_MAX + 1; n++) {
+		sid_of_number(n, len, sid);
+		if (!sid_taken(v, self, sid))
+			return 0;
+	}
+	memset(sid, 0, LB_QUIC_LB_SID_MAX);
+	return -ENOSPC;
+}
+
+int state_server_id_valid(const struct state_vip *v, const struct state_backend *b,
+			  const __u8 sid[LB_QUIC_LB_SID_MAX], const char **why)
+{
+	__u32 i;
+
+	for (i = v->quic.cfg.sid_len; i < LB_QUIC_LB_SID_MAX; i++)
+		if (sid[i]) {
+			*why = "longer than the VIP's server ids";
+			return -EINVAL;
+		}
+	if (sid_zero(sid)) {
+		*why = "all zero (ringlb keeps it for none)";
+		return -EINVAL;
+	}
+	if (sid_taken(v, b, sid)) {
+		*why = "another backend of the VIP has it";
+		return -EEXIST;
+	}
+	return 0;
+}
+
+int state_vip_quic_set(struct state_vip *v, const struct state_quic *q, const char **why)
+{
+	struct state_vip next = *v;
+	size_t i;
+	int err = 0;
+
+	if (!q->set) {
+		for (i = 0; i < v->backend_count; i++)
+			memset(v->backends[i].server_id, 0, LB_QUIC_LB_SID_MAX);
+		memset(&v->quic, 0, sizeof(v->quic));
+		return 0;
+	}
+	if (v->spec.protocol != IPPROTO_UDP) {
+		*why = "QUIC-LB is for UDP VIPs";
+		return -EINVAL;
+	}
+	if (!quic_lb_config_ok(&q->cfg)) {
+		*why = "the QUIC-LB configuration is out of the draft's bounds";
+		return -EINVAL;
+	}
+	/* The new ids are worked out on the side: a refusal changes nothing. */
+	next.backends = calloc(v->backend_count ? v->backend_count : 1, sizeof(*v->backends));
+	if (!next.backends) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	memcpy(next.backends, v->backends, v->backend_count * sizeof(*v->backends));
+	next.quic = *q;
+	/* Kept first: an id that fits the new length stays its backend's. */
+	for (i = 0; i < v->backend_count; i++) {
+		struct state_backend *b = &next.backends[i];
+		__u64 n = v->quic.set ? sid_number(b->server_id, v->quic.cfg.sid_len) : 0;
+		__u32 len = q->cfg.sid_len;
+
+		memset(b->server_id, 0, LB_QUIC_LB_SID_MAX);
+		if (n && (len >= 8 || n < 1ull << (8 * len))) {
+			sid_of_number(n, len, b->server_id);
+			if (sid_taken(&next, b, b->server_id))
+				memset(b->server_id, 0, LB_QUIC_LB_SID_MAX);
+		}
+	}
+	for (i = 0; i < v->backend_count && !err; i++)
+		if (sid_zero(next.backends[i].server_id))
+			err = state_server_id_free(&next, &next.backends[i], next.backends[i].server_id);
+	if (err) {
+		*why = "more backends than server ids of that length";
+		err = -EINVAL;
+	} else {
+		for (i = 0; i < v->backend_count; i++)
+			memcpy(v->backends[i].server_id, next.backends[i].server_id,
+			       LB_QUIC_LB_SID_MAX);
+		v->quic = *q;
+	}
+	free(next.backends);
+	return err;
+}
+
 int state_backend_add(struct state *s, struct state_vip *vip, const struct state_backend *b)
 {
 	struct state_backend *backends;
 	__u32 id = s->fleet.next_backend_id, tries;
+	__u8 sid[LB_QUIC_LB_SID_MAX] = { 0 };
+	const char *why;
 	__u64 cookie;
 	int err;
 
 	if (state_backend_find(vip, b->name))
 		return -EEXIST;
+	/* A QUIC VIP's backend has a server id: the one given, else the lowest free one. */
+	if (vip->quic.set) {
+		memcpy(sid, b->server_id, sizeof(sid));
+		err = sid_zero(sid) ? state_server_id_free(vip, NULL, sid) :
+				      state_server_id_valid(vip, NULL, sid, &why);
+		if (err)
+			return err == -ENOSPC ? err : -EADDRINUSE;
+	}
 	/*
 	 * Round-robin over the ids, so a freed slot is reused as late as
 	 * possible: flows pinned to it have long expired by then.
@@ -289,6 +436,7 @@ int state_backend_add(struct state *s, struct state_vip *vip, const struct state
 	backends[vip->backend_count] = *b;
 	backends[vip->backend_count].id = id;
 	backends[vip->backend_count].cookie = cookie;
+	memcpy(backends[vip->backend_count].server_id, sid, sizeof(sid));
 	vip->backend_count++;
 	s->fleet.next_backend_id = id + 1 < LB_BACKENDS_MAX ? id + 1 : 1;
 	return 0;

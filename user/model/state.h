@@ -89,6 +89,26 @@ struct state_check {
 	__u32 hold_ms;
 };
 
+/** STATE_QUIC_KEY_PATH_MAX - room for a QUIC-LB key file's path. */
+#define STATE_QUIC_KEY_PATH_MAX 256
+
+/**
+ * struct state_quic - a UDP VIP's QUIC-LB configuration, in the fleet's
+ * half: every host reads the key from the same path, and a host whose file
+ * holds a key of another digest refuses to serve it (the key itself is in
+ * no state and no store).
+ * @set: 1 for a QUIC VIP
+ * @cfg: config rotation, server id and nonce lengths, encrypted or not
+ * @key_path: an encrypted configuration's key file (an absolute path), else ""
+ * @key_digest: quic_lb_key_digest() of its key, else 0
+ */
+struct state_quic {
+	int set;
+	struct lb_quic_lb cfg;
+	char key_path[STATE_QUIC_KEY_PATH_MAX];
+	__u64 key_digest;
+};
+
 /**
  * struct state_backend - one backend of a VIP.
  * @name: unique within its VIP
@@ -110,6 +130,9 @@ struct state_check {
  * @cookie: its identity, 1 .. STATE_COOKIE_MAX, random and unique in the
  *          state: a backend added again, or another backend in the same slot,
  *          gets another one, so a slot's occupant is never taken for another
+ * @server_id: on a QUIC VIP, its QUIC-LB server id (the VIP's sid_len
+ *             first octets, not all zero, unique in the VIP), which the
+ *             connection IDs its server issues carry; zeros elsewhere
  */
 struct state_backend {
 	char name[NAME_MAX_LEN + 1];
@@ -125,6 +148,7 @@ struct state_backend {
 	struct state_check check;
 	__u32 id;
 	__u64 cookie;
+	__u8 server_id[LB_QUIC_LB_SID_MAX];
 };
 
 /**
@@ -151,6 +175,7 @@ struct state_source {
  *         not said)
  * @backend_count: entries in @backends
  * @backends: in the order they were added
+ * @quic: its QUIC-LB configuration (UDP VIPs)
  * @source_count: entries in @sources, 0 .. LB_SOURCES_PER_VIP_MAX
  * @sources: its source prefixes, allow and deny, in prefix_compare() order
  *           (each prefix once): the longest one holding a client decides;
@@ -167,6 +192,7 @@ struct state_vip {
 	struct state_check check;
 	size_t backend_count;
 	struct state_backend *backends;
+	struct state_quic quic;
 	size_t source_count;
 	struct state_source *sources;
 };
@@ -376,8 +402,12 @@ struct state_backend *state_backend_find(const struct state_vip *vip, const char
  * @s: the state
  * @vip: its VIP
  * @b: the backend (name, address, MAC, weight)
- * Return: 0, -EEXIST, -ENOSPC when every backend id is taken, -ENOMEM, -EIO
- * when the OS has no randomness for the cookie.
+ * On a QUIC VIP it gets @b's server id when one is given (not all zero),
+ * else the lowest free one (state_server_id_free()).
+ * Return: 0, -EEXIST, -ENOSPC when every backend id (or server id) is
+ * taken, -EADDRINUSE when the server id given may not be its
+ * (state_server_id_valid()), -ENOMEM, -EIO when the OS has no randomness
+ * for the cookie.
  */
 int state_backend_add(struct state *s, struct state_vip *vip, const struct state_backend *b);
 
@@ -523,6 +553,33 @@ int state_vip_allow_list(const struct state_vip *v);
  */
 int state_vip_source_refused(const struct state_vip *v, const struct addr *client,
 			     const struct state_source **match);
+
+/**
+ * state_vip_quic_set() - make @v a QUIC VIP of configuration @q (or, with
+ * @q->set 0, a plain UDP VIP again). Its backends keep their server ids when
+ * the length stays; at another length each keeps its number when it fits,
+ * and the others, like backends that had none, get the lowest free ones.
+ * Refused, with why and nothing changed: a VIP that is not UDP, a
+ * configuration out of the draft's bounds, or more backends than server ids
+ * of that length (-EINVAL).
+ */
+int state_vip_quic_set(struct state_vip *v, const struct state_quic *q, const char **why);
+
+/**
+ * state_server_id_free() - the lowest server id (as a big-endian number, 1
+ * and up) no backend of QUIC VIP @v has but @self, into @sid.
+ * Return: 0, or -ENOSPC when every id of the VIP's length is taken.
+ */
+int state_server_id_free(const struct state_vip *v, const struct state_backend *self,
+			 __u8 sid[LB_QUIC_LB_SID_MAX]);
+
+/**
+ * state_server_id_valid() - may @b of QUIC VIP @v have @sid: not all zero
+ * (zero octets past the VIP's length), and no other backend's.
+ * Return: 0, or -EINVAL / -EEXIST with why (static text).
+ */
+int state_server_id_valid(const struct state_vip *v, const struct state_backend *b,
+			  const __u8 sid[LB_QUIC_LB_SID_MAX], const char **why);
 
 /** state_iface_find() - an attached interface by name, or NULL. */
 struct state_iface *state_iface_find(const struct state *s, const char *name);

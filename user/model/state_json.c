@@ -34,6 +34,7 @@
 #include <jansson.h>
 
 #include "lb_contract.h"
+#include "quic_lb.h"
 #include "ranges.h"
 #include "ring.h"
 
@@ -87,6 +88,28 @@ static json_t *backend_to_json(const struct state_backend *b, const struct state
 		json_object_set_new(j, "held", json_true());
 	if (j && b->check_set)
 		json_object_set_new(j, "check", check_to_json(&b->check));
+	if (j && v->quic.set) {
+		char sid[2 * LB_QUIC_LB_SID_MAX + 1];
+
+		quic_lb_hex(b->server_id, v->quic.cfg.sid_len, sid);
+		json_object_set_new(j, "server_id", json_string(sid));
+	}
+	return j;
+}
+
+/* A QUIC VIP's configuration: the key's file and digest only when it is encrypted. */
+static json_t *quic_to_json(const struct state_quic *q)
+{
+	json_t *j = json_pack("{s:I, s:I, s:I}", "rotation", (json_int_t)q->cfg.rotation,
+			      "server_id_length", (json_int_t)q->cfg.sid_len, "nonce_length",
+			      (json_int_t)q->cfg.nonce_len);
+	char digest[17];
+
+	if (j && (q->cfg.flags & LB_QUIC_LB_ENCRYPTED)) {
+		snprintf(digest, sizeof(digest), "%016llx", (unsigned long long)q->key_digest);
+		json_object_set_new(j, "key_file", json_string(q->key_path));
+		json_object_set_new(j, "key_digest", json_string(digest));
+	}
 	return j;
 }
 
@@ -151,6 +174,9 @@ static json_t *vips_to_json(const struct state *s)
 			if (deny)
 				json_object_set_new(o, "deny", deny);
 		}
+		/* "quic_lb" only for QUIC VIPs: other VIPs read and digest as before. */
+		if (o && v->quic.set)
+			json_object_set_new(o, "quic_lb", quic_to_json(&v->quic));
 		if (o)
 			json_object_set_new(o, "backends", backends);
 		else
@@ -318,11 +344,13 @@ static const char *const encap_keys[] = { "gue_port", "new_flows_max", "icmp_rat
 static const char *const member_keys[] = { "endpoints", "prefix", "revision", "followed",
 					   "key_digest", NULL };
 static const char *const vip_keys[] = { "vip", "id", "vnodes", "forward", "flows",
-					"past_vnodes", "check", "allow", "deny", "backends",
-					NULL };
+					"past_vnodes", "check", "allow", "deny", "quic_lb",
+					"backends", NULL };
 static const char *const backend_keys[] = { "name", "address", "mac", "state", "weight", "id",
 					    "cookie", "past_weights", "health", "held", "check",
-					    NULL };
+					    "server_id", NULL };
+static const char *const quic_keys[] = { "rotation", "server_id_length", "nonce_length",
+					 "key_file", "key_digest", NULL };
 static const char *const check_keys[] = { "type", "target", "port", "interval_ms",
 					  "timeout_ms", "rise", "fall", "hold_ms", NULL };
 
@@ -469,6 +497,22 @@ static int backend_from_json(json_t *obj, struct state_backend *b, const struct 
 			return err;
 		b->check_set = 1;
 	}
+	if (v->quic.set) {
+		const char *sid = NULL;
+		size_t n = 0;
+
+		err = get_string(obj, "server_id", &sid, where, why);
+		if (err)
+			return err;
+		if (quic_lb_hex_parse(sid, b->server_id, LB_QUIC_LB_SID_MAX, &n) ||
+		    n != v->quic.cfg.sid_len)
+			return refuse(why, "%s.server_id: must be %u octets in hex", where,
+				      v->quic.cfg.sid_len);
+		if (state_server_id_valid(v, b, b->server_id, &problem))
+			return refuse(why, "%s.server_id: %s", where, problem);
+	} else if (json_object_get(obj, "server_id")) {
+		return refuse(why, "%s.server_id: its VIP is no QUIC VIP", where);
+	}
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	b->draining = strcmp(state, "draining") == 0;
 	b->retired = strcmp(state, "retired") == 0;
@@ -530,6 +574,56 @@ static int sources_from_json(json_t *obj, struct state_vip *v, const char *where
 		return refuse(why, "%s: %s", where, problem);
 	/* Kept in one order whatever the file's, as state_vip_sources_set() keeps it. */
 	qsort(v->sources, v->source_count, sizeof(*v->sources), source_order);
+	return 0;
+}
+
+/* A VIP's "quic_lb" object, when it has one. */
+static int quic_from_json(json_t *obj, struct state_vip *v, const char *where,
+			  char why[STATE_WHY_MAX])
+{
+	json_t *q = json_object_get(obj, "quic_lb");
+	json_int_t rotation = 0, sid = 0, nonce = 0;
+	const char *path = NULL, *digest = NULL;
+	char at[128];
+	int err;
+
+	if (!q)
+		return 0;
+	snprintf(at, sizeof(at), "%s.quic_lb", where);
+	if (!json_is_object(q))
+		return refuse(why, "%s: not an object", at);
+	if (v->spec.protocol != IPPROTO_UDP)
+		return refuse(why, "%s: QUIC-LB is for UDP VIPs", at);
+	err = known_keys(q, quic_keys, at, why) ?:
+	      get_uint(q, "rotation", 0, LB_QUIC_LB_UNROUTABLE - 1, &rotation, at, why) ?:
+	      get_uint(q, "server_id_length", LB_QUIC_LB_SID_MIN, LB_QUIC_LB_SID_MAX, &sid, at,
+		       why) ?:
+	      get_uint(q, "nonce_length", LB_QUIC_LB_NONCE_MIN,
+		       LB_QUIC_LB_BLOCK_MAX - LB_QUIC_LB_SID_MIN, &nonce, at, why);
+	if (err)
+		return err;
+	if (sid + nonce > LB_QUIC_LB_BLOCK_MAX)
+		return refuse(why, "%s: server id and nonce of %lld octets together, over %d", at,
+			      (long long)(sid + nonce), LB_QUIC_LB_BLOCK_MAX);
+	v->quic.set = 1;
+	v->quic.cfg.rotation = (__u8)rotation;
+	v->quic.cfg.sid_len = (__u8)sid;
+	v->quic.cfg.nonce_len = (__u8)nonce;
+	if (!json_object_get(q, "key_file") && !json_object_get(q, "key_digest"))
+		return 0;
+	err = get_string(q, "key_file", &path, at, why) ?:
+	      get_string(q, "key_digest", &digest, at, why);
+	if (err)
+		return err;
+	if (path[0] != '/' || strlen(path) >= sizeof(v->quic.key_path))
+		return refuse(why, "%s.key_file: must be an absolute path under %zu octets", at,
+			      sizeof(v->quic.key_path));
+	if (strlen(digest) != 16 || strspn(digest, "0123456789abcdef") != 16 ||
+	    !(v->quic.key_digest = strtoull(digest, NULL, 16)))
+		return refuse(why, "%s.key_digest: must be 16 lower-case hex digits, not all zero",
+			      at);
+	strcpy(v->quic.key_path, path);
+	v->quic.cfg.flags = LB_QUIC_LB_ENCRYPTED;
 	return 0;
 }
 
@@ -599,7 +693,7 @@ static int vip_from_json(json_t *obj, struct state_vip *v, const char *where,
 	}
 	v->id = (__u32)id;
 	v->vnodes = (__u32)vnodes;
-	err = sources_from_json(obj, v, where, why);
+	err = sources_from_json(obj, v, where, why) ?: quic_from_json(obj, v, where, why);
 	if (err)
 		return err;
 	backends = json_object_get(obj, "backends");

@@ -68,6 +68,7 @@ void pkt_build(struct pkt *pkt, const struct pkt_spec *spec)
 	unsigned char *p = pkt->data;
 	uint8_t src[16], dst[16];
 	size_t l4_len = spec->protocol == IPPROTO_TCP ? 20 : 8, off = 0, i;
+	size_t payload = spec->payload ? spec->payload_len : PKT_PAYLOAD;
 
 	memset(pkt, 0, sizeof(*pkt));
 	pkt_addr(spec->family, spec->src, src);
@@ -78,7 +79,7 @@ void pkt_build(struct pkt *pkt, const struct pkt_spec *spec)
 		size_t ihl = 5 + spec->ipv4_option_words;
 
 		p[off] = (unsigned char)(0x40 | ihl);
-		put16(p + off + 2, (uint16_t)(ihl * 4 + l4_len + PKT_PAYLOAD));
+		put16(p + off + 2, (uint16_t)(ihl * 4 + l4_len + payload));
 		put16(p + off + 4, 0x1234);
 		put16(p + off + 6, 0x4000); /* DF */
 		p[off + 8] = 64;
@@ -92,7 +93,7 @@ void pkt_build(struct pkt *pkt, const struct pkt_spec *spec)
 		size_t ext = spec->ipv6_hopopts ? 8 : 0;
 
 		p[off] = 0x60;
-		put16(p + off + 4, (uint16_t)(ext + l4_len + PKT_PAYLOAD));
+		put16(p + off + 4, (uint16_t)(ext + l4_len + payload));
 		p[off + 6] = spec->ipv6_hopopts ? 0 /* hop-by-hop */ : spec->protocol;
 		p[off + 7] = 64;
 		memcpy(p + off + 8, src, 16);
@@ -115,12 +116,13 @@ void pkt_build(struct pkt *pkt, const struct pkt_spec *spec)
 		p[off + 13] = spec->tcp_flags ? spec->tcp_flags : 0x02; /* SYN */
 		put16(p + off + 14, 65535);
 	} else {
-		put16(p + off + 4, (uint16_t)(8 + PKT_PAYLOAD));
+		put16(p + off + 4, (uint16_t)(8 + payload));
 	}
 	off += l4_len;
-	for (i = 0; i < PKT_PAYLOAD; i++)
-		p[off + i] = (unsigned char)('a' + i % 26);
-	off += PKT_PAYLOAD;
+	assert(off + payload <= PKT_MAX);
+	for (i = 0; i < payload; i++)
+		p[off + i] = spec->payload ? spec->payload[i] : (unsigned char)('a' + i % 26);
+	off += payload;
 	pkt->len = off;
 	if (spec->family == LB_FAMILY_IPV4)
 		pkt_ipv4_checksum(pkt);

@@ -37,6 +37,8 @@ struct pkt_spec {
 	uint8_t tcp_flags;
 	uint8_t ipv4_option_words;
 	int ipv6_hopopts;
+	const uint8_t *payload; /* the L4 payload; NULL: PKT_PAYLOAD octets of a pattern */
+	size_t payload_len;
 };
 
 /** struct pkt - a built frame and where its headers start. */
