@@ -66,10 +66,10 @@ expect() { # LINE WANT
 }
 
 t_words() {
-	expect "$R " "attach backend daemon decap detach flows host lookup plan restore save secret show stats store upgrade verify vip"
+	expect "$R " "attach backend daemon decap detach flows host lookup plan quic-lb restore save secret show stats store upgrade verify vip"
 	expect "$R ba" "backend"
 	expect "$R --" "--help --json --pin-dir --state --store --verbose --version"
-	expect "$R vip " "add check del sources"
+	expect "$R vip " "add check del quic-lb sources"
 	expect "$R backend " "add drain remove undrain weight"
 }
 
@@ -108,7 +108,7 @@ t_options() {
 	local bad=0 object rest verb want got commands
 	while read -r object rest; do
 		verb=""
-		[[ $rest =~ ^[a-z]+ ]] && verb=${BASH_REMATCH[0]}
+		[[ $rest =~ ^[a-z][a-z-]* ]] && verb=${BASH_REMATCH[0]}
 		want=$({ grep -o -- '--[a-z-]*' <<<"$rest"; echo --json; echo --verbose; echo --help; } |
 			sort -u | tr '\n' ' ' | sed 's/ $//')
 		got=$(complete_line "$R $object ${verb:+$verb }--")

@@ -86,7 +86,7 @@ def command_options():
     out = []
     for synopsis in commands:
         words = synopsis.split()
-        name = words[0] + (" " + words[1] if len(words) > 1 and re.fullmatch(r"[a-z]+", words[1]) else "")
+        name = words[0] + (" " + words[1] if len(words) > 1 and re.fullmatch(r"[a-z][a-z-]*", words[1]) else "")
         # Optional options in brackets, required ones bare (decap attach --from PREFIX...).
         out.append((name, re.findall(r"(?<![\w-])(--[a-z-]+)", synopsis)))
     return out

@@ -804,6 +804,115 @@ static void test_source_ranges_round_trip_and_stay_out_of_files_without_them(voi
 	state_free(&plain);
 }
 
+/* The state text of the quic corpus file, one QUIC VIP plaintext, one encrypted. */
+static char *quic_corpus_text(void)
+{
+	FILE *fp = fopen("tests/fuzz/corpus/state/quic.json", "r");
+	static char text[8192];
+	size_t n;
+
+	check(fp != NULL, "tests/fuzz/corpus/state/quic.json: run from the tree's top");
+	n = fread(text, 1, sizeof(text) - 1, fp);
+	fclose(fp);
+	text[n] = 0;
+	return text;
+}
+
+/*
+ * QUIC VIPs: server ids given or the lowest free, kept through a change of
+ * configuration that fits them, renumbered when they do not; the state's
+ * text round-trips and digests them; every bad field is refused by name.
+ */
+static void test_quic_vips_keep_their_server_ids_and_refuse_bad_ones(void **state)
+{
+	static const struct {
+		const char *from, *to, *where;
+	} mutations[] = {
+		{ "\"server_id\": \"0001\"", "\"server_id\": \"01\"", "backends[0].server_id: must be 2" },
+		{ "\"server_id\": \"0001\"", "\"server_id\": \"0000\"", "all zero" },
+		{ "\"server_id\": \"0001\"", "\"server_id\": \"0a0b\"", "another backend of the VIP" },
+		{ "\"server_id\": \"0001\"", "\"server_id\": \"zz01\"", "backends[0].server_id" },
+		{ ", \"server_id\": \"0001\"", "", "backends[0].server_id: missing" },
+		{ "\"rotation\": 1", "\"rotation\": 7", "quic_lb.rotation" },
+		{ "\"nonce_length\": 6", "\"nonce_length\": 3", "quic_lb.nonce_length" },
+		{ "\"server_id_length\": 4, \"nonce_length\": 12", "\"server_id_length\": 4, \"nonce_length\": 16",
+		  "over 19" },
+		{ "\"key_digest\": \"0123456789abcdef\"", "\"key_digest\": \"0123\"", "key_digest" },
+		{ "\"key_file\": \"/etc/ringlb/quic.key\"", "\"key_file\": \"quic.key\"", "absolute" },
+		{ "\"rotation\": 1,", "\"rotation\": 1, \"lb\": 2,", "quic_lb.lb: a field" },
+		{ "198.18.0.100:443/udp", "198.18.0.100:443/tcp", "QUIC-LB is for UDP VIPs" },
+	};
+	struct state s, back;
+	struct state_quic q = { .set = 1, .cfg = { .rotation = 2, .sid_len = 1, .nonce_len = 8 } };
+	struct state_backend b = { .weight = 1 };
+	char why[STATE_WHY_MAX] = "", *text, *again, bad[8192];
+	const char *problem = NULL, *corpus = quic_corpus_text();
+	struct state_vip *v;
+	__u64 d;
+	size_t i;
+
+	(void)state;
+	check(state_from_text(&s, corpus, why) == 0, "the quic corpus file is refused: %s", why);
+	v = &s.fleet.vips[0];
+	check(v->quic.set && v->quic.cfg.sid_len == 2 && !(v->quic.cfg.flags & LB_QUIC_LB_ENCRYPTED),
+	      "the plaintext VIP read otherwise");
+	check(s.fleet.vips[1].quic.key_digest == 0x0123456789abcdefull &&
+	      (s.fleet.vips[1].quic.cfg.flags & LB_QUIC_LB_ENCRYPTED), "the encrypted VIP read otherwise");
+	text = state_to_text(&s);
+	check(state_from_text(&back, text, why) == 0, "refused after a write: %s", why);
+	again = state_to_text(&back);
+	check(strcmp(text, again) == 0, "the text changed through a round trip");
+	free(again);
+	free(text);
+	state_free(&back);
+	/* The lowest free id for a new backend, one given when it is free, refusals. */
+	snprintf(b.name, sizeof(b.name), "q-4");
+	assert_int_equal(state_backend_add(&s, v, &b), 0);
+	check_eq(v->backends[2].server_id[0], 0);
+	check_eq(v->backends[2].server_id[1], 2);
+	snprintf(b.name, sizeof(b.name), "q-5");
+	b.server_id[0] = 0x0a;
+	b.server_id[1] = 0x0b;
+	check_eq(state_backend_add(&s, v, &b), -EADDRINUSE);
+	b.server_id[1] = 0x0c;
+	assert_int_equal(state_backend_add(&s, v, &b), 0);
+	check_eq(v->backends[3].server_id[1], 0x0c);
+	/* One octet: 1 and 2 fit and stay; 0x0a0b and 0x0a0c do not, and get 3 and 4. */
+	d = state_digest(&s);
+	check(state_vip_quic_set(v, &q, &problem) == 0, "%s", problem);
+	check(state_digest(&s) != d, "the configuration left the digest alone");
+	check_eq(v->backends[0].server_id[0], 1);
+	check_eq(v->backends[1].server_id[0], 3);
+	check_eq(v->backends[2].server_id[0], 2);
+	check_eq(v->backends[3].server_id[0], 4);
+	check_eq(v->backends[3].server_id[1], 0);
+	/* Not a UDP VIP, or out of the draft's bounds: refused, nothing changed. */
+	q.cfg.nonce_len = 3;
+	check_eq(state_vip_quic_set(v, &q, &problem), -EINVAL);
+	check_eq(v->quic.cfg.nonce_len, 8);
+	/* Off: no server ids, no "quic_lb", no "server_id" in the text. */
+	q.set = 0;
+	assert_int_equal(state_vip_quic_set(v, &q, &problem), 0);
+	state_vip_remove(&s, &s.fleet.vips[1]);
+	text = state_to_text(&s);
+	check(!strstr(text, "quic_lb") && !strstr(text, "server_id"), "a plain VIP wrote QUIC: %s",
+	      text);
+	free(text);
+	state_free(&s);
+	for (i = 0; i < sizeof(mutations) / sizeof(mutations[0]); i++) {
+		const char *at = strstr(corpus, mutations[i].from);
+
+		check(at != NULL, "mutation %zu: '%s' not in the corpus file", i, mutations[i].from);
+		snprintf(bad, sizeof(bad), "%.*s%s%s", (int)(at - corpus), corpus, mutations[i].to,
+			 at + strlen(mutations[i].from));
+		why[0] = '\0';
+		check(state_from_text(&back, bad, why) != 0, "mutation %zu (%s) accepted", i,
+		      mutations[i].to);
+		check(strstr(why, mutations[i].where) != NULL, "mutation %zu: '%s' does not name %s",
+		      i, why, mutations[i].where);
+	}
+}
+
 static void test_backend_ids_are_unique_and_allocated_round_robin(void **state)
 {
 	struct state s;
@@ -1202,6 +1311,7 @@ int main(void)
 		cmocka_unit_test(test_source_lists_refuse_mixed_families_duplicates_and_too_many),
 		cmocka_unit_test(test_the_state_holds_at_most_its_limit_of_source_prefixes),
 		cmocka_unit_test(test_source_ranges_round_trip_and_stay_out_of_files_without_them),
+		cmocka_unit_test(test_quic_vips_keep_their_server_ids_and_refuse_bad_ones),
 	};
 
 	return tests_run("test_state", tests);
