@@ -50,6 +50,7 @@
 #include "decap.skel.h"
 #include "lb.h"
 #include "packets.h"
+#include "quic_lb.h"
 #include "ring.h"
 #include "source_set.h"
 #include "testutil.h"
@@ -2024,6 +2025,138 @@ static void balance(void)
 	free(keys);
 }
 
+/* QUIC datagrams of 1g: what each row sends, to which VIP. */
+enum { Q_UDP, Q_PLAIN, Q_SINGLE, Q_FOUR, Q_INITIAL, Q_COUNT };
+#define QUIC_RUN_PACKETS 20000
+#define QUIC_ROUNDS 15
+
+/*
+ * 1h. QUIC-LB per packet: the shipped program, one datagram repeated
+ * (BPF_PROG_TEST_RUN; an l2 VIP, whose MAC rewrite leaves the frame as it
+ * was), rounds interleaved across rows: a plain UDP flow to a ring VIP
+ * (established: its pin read), and QUIC short headers whose connection IDs
+ * name a backend in plaintext, in one AES block, and in the four-pass
+ * network (3 blocks), and a client's Initial placed by the ring over its
+ * connection ID. Each row's median against the UDP row's, in the same run.
+ */
+static void quic_per_packet(void)
+{
+	static const char *const names[Q_COUNT] = {
+		"UDP, pinned flow", "QUIC plaintext", "QUIC AES, single pass",
+		"QUIC AES, four-pass (3 blocks)", "QUIC Initial (ring over DCID)",
+	};
+	static const struct lb_quic_lb cfgs[Q_COUNT] = {
+		[Q_PLAIN] = { .rotation = 0, .sid_len = 1, .nonce_len = 8 },
+		[Q_SINGLE] = { .rotation = 1, .sid_len = 4, .nonce_len = 12,
+			       .flags = LB_QUIC_LB_ENCRYPTED },
+		[Q_FOUR] = { .rotation = 2, .sid_len = 3, .nonce_len = 9,
+			     .flags = LB_QUIC_LB_ENCRYPTED },
+		[Q_INITIAL] = { .rotation = 3, .sid_len = 1, .nonce_len = 8 },
+	};
+	static const __u8 key[LB_QUIC_LB_KEY_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+						      15, 16 };
+	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
+				     .iface_mac = { 2, 0, 0, 0, 0x11, 2 } };
+	double ns[Q_COUNT][QUIC_ROUNDS], med[Q_COUNT];
+	struct pkt frames[Q_COUNT];
+	struct quic_lb_cipher cipher;
+	struct lb_prog *shipped;
+	struct fault f = { 0 };
+	__u32 verdict, duration;
+	int q, round, i;
+
+	printf("\n1h. QUIC-LB per packet: BPF_PROG_TEST_RUN of the shipped program, one datagram\n"
+	       "   repeated %d times a run, %d rounds interleaved, median ns per packet (the\n"
+	       "   harness included) and its ratio to a plain UDP packet of a pinned flow to a\n"
+	       "   ring VIP, in the same run. l2 VIPs of 8 backends; AES through the kernel's\n"
+	       "   crypto kfuncs.\n", QUIC_RUN_PACKETS, QUIC_ROUNDS);
+	if (lb_prog_load(&shipped, &opts))
+		die("load the shipped program", -errno);
+	if (quic_lb_cipher_init(&cipher, key, &f))
+		die("AES", -ENOMEM);
+	for (i = 0; i < 8; i++) {
+		struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
+					.cookie = (__u64)i + 1, .mac = { 2, 0, 0, 0, 1, (__u8)i } };
+
+		pkt_addr(LB_FAMILY_IPV4, "198.18.13.11", b.addr);
+		for (q = 0; q < Q_COUNT; q++) {
+			/* Backends 8 q + 1 .. 8 q + 8 of VIP q: a slot serves one VIP. */
+			b.vip_id = (__u32)q;
+			b.cookie = (__u64)(8 * q + i + 1);
+			if (lb_backend_install(lb_prog_maps(shipped), (__u32)(8 * q + i + 1), &b))
+				die("backend", -errno);
+		}
+	}
+	for (q = 0; q < Q_COUNT; q++) {
+		struct lb_vip_key key4 = bench_vip_key(IPPROTO_UDP, (__u16)(4430 + q));
+		struct lb_vip as = { .flags = q == Q_UDP ? 0 : LB_VIP_QUIC_LB, .quic = cfgs[q] };
+		struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_UDP,
+					 .src = "198.18.1.1", .dst = "198.18.0.100", .sport = 40000,
+					 .dport = (__u16)(4430 + q) };
+		__u8 payload[1300], cid[LB_QUIC_CID_MAX], nonce[16] = { 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+		__u32 vids[8];
+		struct ring *r = ring_sized(8, 1024);
+		size_t len = 0;
+
+		for (i = 0; i < 8; i++)
+			vids[i] = (__u32)(8 * q + i + 1);
+		if (lb_vip_install_with(lb_prog_maps(shipped), &key4, (__u32)q, r, vids, &as))
+			die("VIP", -errno);
+		ring_free(r);
+		if (q != Q_UDP) {
+			__u8 sid[LB_QUIC_LB_SID_MAX] = { 0 };
+
+			for (i = 0; i < 8; i++) {
+				sid[cfgs[q].sid_len - 1] = (__u8)(i + 1);
+				if (lb_quic_server_put(lb_prog_maps(shipped), (__u32)q, sid,
+						       cfgs[q].sid_len, vids[i], (__u64)vids[i]))
+					die("server id", -errno);
+			}
+			if ((cfgs[q].flags & LB_QUIC_LB_ENCRYPTED) &&
+			    lb_quic_cipher_place(lb_prog_maps(shipped), LB_QUIC_CIPHER_SLOT(q, 0), key,
+						 quic_lb_key_digest(key)))
+				die("the kernel's AES context", -EIO);
+			if (quic_lb_cid_make(&cfgs[q], &cipher, sid, nonce, cid))
+				die("a connection ID", -EINVAL);
+		}
+		if (q == Q_INITIAL) {
+			payload[len++] = 0xc3;
+			memcpy(payload + len, (const __u8[]){ 0, 0, 0, 1, 18 }, 5);
+			len += 5;
+			for (i = 0; i < 18; i++)
+				payload[len++] = (__u8)(0xe0 | i); /* rotation 7: a client's */
+			payload[len++] = 0;
+		} else if (q != Q_UDP) {
+			payload[len++] = 0x41;
+			memcpy(payload + len, cid, 1u + cfgs[q].sid_len + cfgs[q].nonce_len);
+			len += 1u + cfgs[q].sid_len + cfgs[q].nonce_len;
+		}
+		memset(payload + len, 0x5a, 1200 - len);
+		spec.payload = payload;
+		spec.payload_len = 1200;
+		pkt_build(&frames[q], &spec);
+	}
+	quic_lb_cipher_free(&cipher);
+	for (round = 0; round < QUIC_ROUNDS; round++)
+		for (q = 0; q < Q_COUNT; q++) {
+			int k = (round & 1) ? Q_COUNT - 1 - q : q;
+
+			verdict = harness_run(lb_prog_fd(shipped), frames[k].data, frames[k].len, NULL,
+					      NULL, QUIC_RUN_PACKETS, &duration);
+			if (verdict != XDP_TX)
+				die("a QUIC benchmark packet was not forwarded", -EPROTO);
+			ns[k][round] = duration;
+		}
+	for (q = 0; q < Q_COUNT; q++) {
+		qsort(ns[q], QUIC_ROUNDS, sizeof(double), cmp_double);
+		med[q] = ns[q][QUIC_ROUNDS / 2];
+	}
+	printf("   %-32s %8s %9s\n", "", "ns", "x UDP");
+	for (q = 0; q < Q_COUNT; q++)
+		printf("   %-32s %8.0f %9.2f\n", names[q], med[q], med[q] / med[Q_UDP]);
+	lb_prog_close(shipped);
+}
+
 /* The table's parts, in order; "bench_xdp PART..." runs only those. */
 static const struct {
 	const char *name;
@@ -2037,6 +2170,7 @@ static const struct {
 	{ "decap-doors", decap_doors_per_packet, 1 },
 	{ "sources", sources_per_packet, 1 },
 	{ "reference", reference_per_packet, 1 },
+	{ "quic", quic_per_packet, 1 },
 	{ "forwarding", forwarding, 1 },
 	{ "control-plane", control_plane, 1 },
 	{ "balance", balance, 0 },
@@ -2064,7 +2198,7 @@ int main(int argc, char **argv)
 				break;
 		if (p == sizeof(parts) / sizeof(parts[0])) {
 			fprintf(stderr, "bench_xdp: no part '%s' (per-packet, memory, encap, second-chance, "
-				"decap-doors, sources, reference, forwarding, control-plane, balance)\n", argv[i]);
+				"decap-doors, sources, reference, quic, forwarding, control-plane, balance)\n", argv[i]);
 			return 2;
 		}
 	}
