@@ -23,6 +23,7 @@
 #define RINGLB_LB_QUIC_H
 
 #include <linux/bpf.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #include "lb_contract.h"
@@ -205,9 +206,10 @@ static __always_inline int quic_client_chosen(__u8 first, __u32 version)
  * @vip: the VIP's value
  * @port: the VIP's port (network order)
  *
- * The destination connection ID is a long header's (its length in the
- * header), or a short header's (the configuration's length: 1 + server id +
- * nonce). Its server id, read as bpf/lb_quic_lb.h reads it, names a backend
+ * The datagram is what the UDP length holds (the parser has checked it lies
+ * within the IP payload). Its destination connection ID is a long header's
+ * (its length in the header), or a short header's (the configuration's
+ * length: 1 + server id + nonce). Its server id, read as bpf/lb_quic_lb.h reads it, names a backend
  * through map "quic_servers" when that backend still serves the VIP, under
  * the cookie it was added with (draining included: it keeps its
  * connections). Otherwise this CPU's scratch gets the connection ID's ring
@@ -224,6 +226,7 @@ static __always_inline int quic_client_chosen(__u8 first, __u32 version)
 __noinline int quic_pick(struct xdp_md *ctx, __u32 off, const struct lb_vip *vip, __u32 port)
 {
 	__u32 avail, len, version = 0, slot, cfg_len, zero = 0, steps, k, id, vip_id;
+	__u16 udp_len;
 	struct lb_quic_server *server;
 	struct quic_scratch *m;
 	const struct lb_quic_lb *cfg;
@@ -238,9 +241,17 @@ __noinline int quic_pick(struct xdp_md *ctx, __u32 off, const struct lb_vip *vip
 	slot = LB_QUIC_CIPHER_SLOT(vip_id, vip->quic_parity);
 	m->hash = 0;
 	avail = ctx->data_end - ctx->data;
-	if (off >= avail)
+	if (off < 8 || off >= avail)
 		return LB_REASON_DROP_NOT_QUIC;
 	avail -= off;
+	/* The datagram ends where its UDP length says, not at the frame's padding. */
+	if (bpf_xdp_load_bytes(ctx, off - 4, &udp_len, sizeof(udp_len)))
+		return LB_REASON_DROP_NOT_QUIC;
+	udp_len = bpf_ntohs(udp_len);
+	if (udp_len < 8)
+		return LB_REASON_DROP_NOT_QUIC;
+	if (avail > udp_len - 8u)
+		avail = udp_len - 8u;
 	if (avail > QUIC_HEADER_READ)
 		avail = QUIC_HEADER_READ;
 	if (avail < 1 || bpf_xdp_load_bytes(ctx, off, m->hdr, avail))

@@ -48,21 +48,27 @@ static const struct {
 	const char *backend; /* an encapsulated VIP's one backend */
 	const char *allow;   /* its one allow prefix, or NULL */
 	const char *deny;    /* its one deny prefix, or NULL */
+	int quic_cid;        /* a QUIC VIP: its connection IDs' length; else 0 */
 } vips[] = {
-	{ LB_FAMILY_IPV4, "198.18.0.100", 80, IPPROTO_TCP, 1, LB_FORWARD_L2, NULL, NULL, NULL },
+	{ LB_FAMILY_IPV4, "198.18.0.100", 80, IPPROTO_TCP, 1, LB_FORWARD_L2, NULL, NULL, NULL, 0 },
 	/* Valid frames' clients are 198.18.X.Y and 2001:db8:c::X: these ranges split them. */
 	{ LB_FAMILY_IPV4, "198.18.0.100", 53, IPPROTO_UDP, 1, LB_FORWARD_L2, NULL, NULL,
-	  "198.18.128.0/17" },
+	  "198.18.128.0/17", 0 },
 	{ LB_FAMILY_IPV6, "2001:db8::100", 80, IPPROTO_TCP, 1, LB_FORWARD_L2, NULL,
-	  "2001:db8:c::/113", "2001:db8:c::4000/114" },
-	{ LB_FAMILY_IPV6, "2001:db8::100", 53, IPPROTO_UDP, 1, LB_FORWARD_L2, NULL, NULL, NULL },
+	  "2001:db8:c::/113", "2001:db8:c::4000/114", 0 },
+	{ LB_FAMILY_IPV6, "2001:db8::100", 53, IPPROTO_UDP, 1, LB_FORWARD_L2, NULL, NULL, NULL, 0 },
 	{ LB_FAMILY_IPV4, "198.18.0.101", 80, IPPROTO_TCP, 0, LB_FORWARD_L2, NULL, NULL,
-	  "198.18.0.0/17" },
+	  "198.18.0.0/17", 0 },
 	{ LB_FAMILY_IPV4, "198.18.0.102", 80, IPPROTO_TCP, 1, LB_FORWARD_IPIP, "2001:db8:13::11",
-	  "198.18.0.0/16", "198.18.64.0/18" },
+	  "198.18.0.0/16", "198.18.64.0/18", 0 },
 	{ LB_FAMILY_IPV6, "2001:db8::102", 53, IPPROTO_UDP, 1, LB_FORWARD_GUE, "198.18.13.11",
-	  NULL, NULL },
+	  NULL, NULL, 0 },
+	/* QUIC: plaintext server ids of 1 octet, nonces of 8 (connection IDs of 10). */
+	{ LB_FAMILY_IPV4, "198.18.0.100", 443, IPPROTO_UDP, 1, LB_FORWARD_L2, NULL, NULL,
+	  "198.18.192.0/18", 10 },
 };
+/* The QUIC VIP's configuration, for its value (the oracle needs only its length). */
+static const struct lb_quic_lb quic_cfg = { .rotation = 0, .sid_len = 1, .nonce_len = 8 };
 #define VIP_COUNT (sizeof(vips) / sizeof(vips[0]))
 
 static const __u8 iface_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
@@ -99,6 +105,21 @@ static int room(const struct win *w, size_t n)
 static unsigned int be16(const unsigned char *p)
 {
 	return (unsigned int)p[0] << 8 | p[1];
+}
+
+/*
+ * Does a QUIC datagram (RFC 9000 17: @p, @n octets) hold a destination
+ * connection ID: a long header's (first bit set: version, then its length,
+ * at most 20, then it, all within the datagram), or a short header's (the
+ * server's length, @cid octets after the first)?
+ */
+static int quic_holds_cid(const unsigned char *p, size_t n, size_t cid)
+{
+	if (n < 1)
+		return 0;
+	if (p[0] & 0x80)
+		return n >= 6 && p[5] <= 20 && 6u + p[5] <= n;
+	return 1 + cid <= n;
 }
 
 /* Which VIP is this {address, port, protocol}? -1 for none. */
@@ -291,6 +312,9 @@ static enum oracle oracle(const unsigned char *frame, size_t len)
 	oracle_vip = vip;
 	if (refused(vip, src))
 		return ORACLE_DROP;
+	if (vips[vip].quic_cid && !quic_holds_cid(frame + w.at + 8, be16(frame + w.at + 4) - 8u,
+						  (size_t)vips[vip].quic_cid))
+		return ORACLE_DROP;
 	return vips[vip].has_backends ? ORACLE_FORWARD : ORACLE_DROP;
 }
 
@@ -342,6 +366,24 @@ static void valid_frame(struct test_rng *rng, struct pkt *pkt)
 		spec.ipv6_hopopts = test_rng_below(rng, 6) == 0;
 	}
 	spec.src = client;
+	/* To the QUIC VIP: short headers naming a backend, long headers of any length. */
+	unsigned char quic[64];
+	if (vips[v].quic_cid && test_rng_below(rng, 2)) {
+		size_t i, n = test_rng_below(rng, sizeof(quic) + 1);
+
+		for (i = 0; i < sizeof(quic); i++)
+			quic[i] = (unsigned char)test_rng_next(rng);
+		if (test_rng_below(rng, 2)) {
+			quic[0] = 0x40 | (quic[0] & 0x3f);
+			quic[1] = (unsigned char)(quic[1] & 0x1f); /* config rotation 0 */
+			quic[2] = (unsigned char)(1 + test_rng_below(rng, BACKENDS_PER_VIP));
+		} else {
+			quic[0] |= 0x80;
+			quic[5] = (unsigned char)test_rng_below(rng, 25);
+		}
+		spec.payload = quic;
+		spec.payload_len = n;
+	}
 	if (test_rng_below(rng, 8)) {
 		pkt_build(pkt, &spec);
 		return;
@@ -505,7 +547,21 @@ static int group_setup(void **state)
 		if (vips[v].has_backends && ring_build(&ring, 64, members, BACKENDS_PER_VIP))
 			return -1;
 		/* Ring members are in name order, as the names were given. */
-		err = lb_vip_install(maps, &key, (__u32)v, ring, ids);
+		{
+			struct lb_vip as = { .flags = vips[v].quic_cid ? LB_VIP_QUIC_LB : 0 };
+
+			if (vips[v].quic_cid) {
+				as.quic = quic_cfg;
+				for (i = 0; i < BACKENDS_PER_VIP; i++) {
+					__u8 sid[LB_QUIC_LB_SID_MAX] = { (__u8)(i + 1) };
+
+					if (lb_quic_server_put(maps, (__u32)v, sid, quic_cfg.sid_len,
+							       ids[i], ids[i]))
+						return -1;
+				}
+			}
+			err = lb_vip_install_with(maps, &key, (__u32)v, ring, ids, &as);
+		}
 		ring_free(ring);
 		if (err)
 			return -1;
@@ -541,7 +597,7 @@ static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(v
 	long frames = env ? atol(env) : FRAMES_DEFAULT, n;
 	struct test_rng rng = { SEED };
 	__u64 packets0, bytes0, packets1, bytes1, bytes_sent = 0;
-	long verdicts[3] = { 0 }, kinds[3] = { 0 }, encapsulated = 0;
+	long verdicts[3] = { 0 }, kinds[3] = { 0 }, encapsulated = 0, quic[3] = { 0 };
 	unsigned char out[PKT_MAX];
 	size_t out_len;
 
@@ -571,7 +627,10 @@ static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(v
 				kinds[2]++;
 			}
 		}
+		oracle_vip = -1;
 		want = oracle(pkt.data, pkt.len);
+		if (oracle_vip >= 0 && vips[oracle_vip].quic_cid)
+			quic[want]++;
 		verdict = harness_run_on(lb_prog_fd(prog), e0, pkt.data, pkt.len, out, &out_len);
 		check(out_len == pkt.len || (want == ORACLE_FORWARD && vips[oracle_vip].forward),
 		      "frame %ld: length changed", n);
@@ -610,8 +669,12 @@ static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(v
 	      (unsigned long long)(bytes1 - bytes0), (unsigned long long)bytes_sent);
 	printf("hostile: %ld frames (%ld noise, %ld damaged, %ld valid), %llu bytes: %ld forwarded "
 	       "(%ld encapsulated), %ld passed, %ld dropped, each as the oracle said; counters add "
-	       "up\n", frames, kinds[0], kinds[1], kinds[2], (unsigned long long)bytes_sent,
-	       verdicts[0], encapsulated, verdicts[1], verdicts[2]);
+	       "up; to the QUIC VIP %ld forwarded, %ld dropped\n", frames, kinds[0], kinds[1],
+	       kinds[2], (unsigned long long)bytes_sent, verdicts[0], encapsulated, verdicts[1],
+	       verdicts[2], quic[ORACLE_FORWARD], quic[ORACLE_DROP]);
+	check(quic[ORACLE_FORWARD] > 1000 && quic[ORACLE_DROP] > 1000,
+	      "too few frames reached the QUIC VIP's rules: %ld forwarded, %ld dropped",
+	      quic[ORACLE_FORWARD], quic[ORACLE_DROP]);
 }
 
 /* --- the decap program ------------------------------------------------------------ */
