@@ -17,6 +17,9 @@
 #                  --flows on maps of another size (and verify of the size)
 #   options        bad --flows, decap, check, daemon and lookup arguments;
 #                  unknown commands, verbs and options; missing arguments
+#   quic           bad --quic-lb configurations and key files, server ids,
+#                  --cid, QUIC commands on a VIP of no QUIC, a key file that
+#                  holds another key than the state's
 #   privilege      an unprivileged caller, a command before attach, a pin
 #                  directory not on bpffs, attach under ip netns exec
 #   restore        restore of malformed, other-version and inconsistent files
@@ -269,6 +272,59 @@ t_options() {
 	refused "plan of an unknown verb" "plan add, remove, weight, drain or undrain" -- ringlb plan "$VIP" frob b1
 }
 
+# QUIC VIPs: every bad configuration, key file, server id and command in the wrong
+# place refused in one line, nothing changed.
+t_quic() {
+	local q=198.18.0.100:443/udp
+	(umask 077 && echo 000102030405060708090a0b0c0d0e0f >"$W/quic.key")
+	(umask 000 && echo 000102030405060708090a0b0c0d0e0f >"$W/open.key")
+	echo 0001020304 >"$W/short.key"
+	chmod 600 "$W/short.key"
+	refused "--quic-lb on a TCP VIP" "QUIC-LB is for UDP VIPs" -- ringlb vip add 198.18.0.101:80/tcp --quic-lb rotation=0,sid=1,nonce=8
+	refused "--quic-lb without its lengths" "rotation, sid and nonce are all needed" -- ringlb vip add "$q" --quic-lb rotation=0
+	refused "--quic-lb rotation 7" "QUIC-LB rotation '7'" -- ringlb vip add "$q" --quic-lb rotation=7,sid=1,nonce=8
+	refused "--quic-lb nonce of 3" "QUIC-LB nonce length '3'" -- ringlb vip add "$q" --quic-lb rotation=0,sid=1,nonce=3
+	refused "--quic-lb over 19 octets" "at most 19" -- ringlb vip add "$q" --quic-lb rotation=0,sid=10,nonce=10
+	refused "--quic-lb with an unknown field" "unknown field 'lb=1'" -- ringlb vip add "$q" --quic-lb rotation=0,sid=1,nonce=8,lb=1
+	refused "--quic-lb with a relative key file" "absolute path" -- ringlb vip add "$q" --quic-lb rotation=0,sid=1,nonce=8,key=quic.key
+	refused "--quic-lb with a missing key file" "QUIC-LB key file $W/none.key" -- ringlb vip add "$q" --quic-lb "rotation=0,sid=1,nonce=8,key=$W/none.key"
+	refused "--quic-lb with a key file others may read" "readable by its owner alone" -- ringlb vip add "$q" --quic-lb "rotation=0,sid=1,nonce=8,key=$W/open.key"
+	refused "--quic-lb with a short key" "must hold 32 hex digits" -- ringlb vip add "$q" --quic-lb "rotation=0,sid=1,nonce=8,key=$W/short.key"
+	refused "vip quic-lb of a TCP VIP" "QUIC-LB is for UDP VIPs" -- ringlb vip quic-lb "$VIP" --quic-lb rotation=0,sid=1,nonce=8
+	refused "vip quic-lb with neither" "or --clear it" -- ringlb vip quic-lb "$VIP"
+	refused "--server-id on a VIP of no QUIC" "is no QUIC VIP" -- ringlb backend add "$VIP" b9 198.18.0.19 --mac 02:00:00:00:00:19 --server-id 01
+	refused "lookup --cid on a VIP of no QUIC" "is no QUIC VIP" -- ringlb lookup "$VIP" --cid 0011223344
+	refused "quic-lb config of a VIP of no QUIC" "is no QUIC VIP" -- ringlb quic-lb config "$VIP"
+	refused "lookup without a flow or --cid" "say which flows" -- ringlb lookup "$VIP"
+	if ringlb -q vip add "$q" --quic-lb "rotation=2,sid=2,nonce=6,key=$W/quic.key" &&
+		ringlb -q backend add "$q" q1 198.18.0.21 --mac 02:00:00:00:00:21 --server-id 0a0b; then
+		refused "--server-id another backend has" "another backend of the VIP has it" -- ringlb backend add "$q" q2 198.18.0.22 --mac 02:00:00:00:00:22 --server-id 0a0b
+		refused "--server-id of another length" "server ids are 2 octets" -- ringlb backend add "$q" q2 198.18.0.22 --mac 02:00:00:00:00:22 --server-id 0a
+		refused "--server-id all zero" "all zero" -- ringlb backend add "$q" q2 198.18.0.22 --mac 02:00:00:00:00:22 --server-id 0000
+		refused "--server-id not hex" "malformed server id" -- ringlb backend add "$q" q2 198.18.0.22 --mac 02:00:00:00:00:22 --server-id 0x0a
+		refused "lookup --cid not hex" "malformed connection ID" -- ringlb lookup "$q" --cid 4zz
+		refused "lookup --cid of 21 octets" "1 to 20 octets" -- ringlb lookup "$q" --cid "$(printf '%042d' 0)"
+		# The key file replaced behind ringlb's back: what reads it refuses; the kernel
+		# keeps serving the key the state names (fail static).
+		echo 0f0e0d0c0b0a09080706050403020100 >"$W/quic.key"
+		refused "quic-lb config when the key file holds another key" "holds another key than the state's" -- ringlb quic-lb config "$q"
+		refused "lookup --cid when the key file holds another key" "holds another key than the state's" -- ringlb lookup "$q" --cid 4001020304050607080900
+		ringlb verify >/dev/null && pass "verify with the key file changed: the kernel serves the state's key" ||
+			fail "verify with the key file changed: $(ringlb verify 2>&1)"
+		# A state naming the old key's digest, restored where the kernel has no key for it.
+		rm -f "$W/quic-saved.json"
+		ringlb -q save "$W/quic-saved.json" && ringlb -q vip del "$q" || fail "save, vip del"
+		refused "restore of a QUIC VIP whose key file holds another key" "holds another key than the state's" -- ringlb restore "$W/quic-saved.json"
+		echo 000102030405060708090a0b0c0d0e0f >"$W/quic.key"
+		ringlb -q restore "$W/quic-saved.json" && ringlb verify >/dev/null &&
+			pass "restore with the key file as the state says: verify clean" ||
+			fail "restore with the right key: $(ringlb verify 2>&1)"
+		ringlb -q vip del "$q" || fail "vip del $q"
+	else
+		fail "a QUIC VIP for the refusals"
+	fi
+}
+
 t_privilege() {
 	refused "unprivileged caller" "needs root" -- nsenter --net="/run/netns/$NS" \
 		setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
@@ -348,8 +404,8 @@ t_missing_state() {
 # --help explains every command.
 t_help() {
 	local helped cmd
-	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 32 ]; then
-		pass "ringlb --help lists the 32 commands"
+	if ringlb --help >"$W/help" && [ "$(grep -c "^  ringlb " "$W/help")" -eq 34 ]; then
+		pass "ringlb --help lists the 34 commands"
 	else
 		fail "ringlb --help: $(grep -c '^  ringlb ' "$W/help") commands listed"
 	fi
@@ -512,6 +568,7 @@ suite_test day_two
 suite_test lists
 suite_test interfaces
 suite_test options
+suite_test quic
 suite_test privilege
 suite_test restore
 suite_test corrupt_state

@@ -14,12 +14,38 @@
 #include "cli.h"
 #include "ring.h"
 
+/** PLAN_CIDS_MAX - connection IDs one plan follows. */
+#define PLAN_CIDS_MAX 64
+
 struct plan_args {
 	const struct cli_command *change;
 	struct backend_args backend;
 	const char *weight; /* --weight, handed to the change's own option */
 	const char *svg;    /* --svg FILE */
+	size_t cid_count;   /* --cid: connection IDs of a QUIC VIP, before and after */
+	__u8 cids[PLAN_CIDS_MAX][LB_QUIC_CID_MAX];
+	size_t cid_len[PLAN_CIDS_MAX];
 };
+
+static int plan_cid_one(struct cli *c, void *args, const char *item)
+{
+	struct plan_args *p = args;
+
+	if (p->cid_count == PLAN_CIDS_MAX)
+		return cli_usage(c, "more than %d connection IDs", PLAN_CIDS_MAX);
+	if (quic_lb_hex_parse(item, p->cids[p->cid_count], LB_QUIC_CID_MAX,
+			      &p->cid_len[p->cid_count]))
+		return cli_usage(c, "malformed connection ID '%s': 1 to %d octets in hex", item,
+				 LB_QUIC_CID_MAX);
+	p->cid_count++;
+	return 0;
+}
+
+/* --cid HEX[,HEX...]: repeatable. */
+static int plan_cid_set(struct cli *c, void *args, const char *value)
+{
+	return cli_list_each(c, "cid", value, args, plan_cid_one);
+}
 
 /* The changes plan measures, by the word that names them. */
 static const struct {
@@ -104,7 +130,7 @@ static int plan_model(const struct state_vip *before, const struct state_vip *af
 
 static void plan_text(const json_t *model)
 {
-	const json_t *b;
+	const json_t *b, *k;
 	size_t i;
 
 	printf("%.2f%% of flows would move\n  %-20s %8s %8s %9s %9s\n",
@@ -117,6 +143,71 @@ static void plan_text(const json_t *model)
 		       100 * json_real_value(json_object_get(b, "share_after")),
 		       100 * json_real_value(json_object_get(b, "moved_in")),
 		       100 * json_real_value(json_object_get(b, "moved_out")));
+	if (json_object_get(model, "quic"))
+		printf("  QUIC: %s\n", json_string_value(json_object_get(model, "quic")));
+	json_array_foreach(json_object_get(model, "cids"), i, k)
+		printf("  %s: %s (%s) -> %s (%s)\n", json_string_value(json_object_get(k, "cid")),
+		       json_string_value(json_object_get(k, "before")) ?: "dropped",
+		       json_string_value(json_object_get(k, "reason_before")),
+		       json_string_value(json_object_get(k, "after")) ?: "dropped",
+		       json_string_value(json_object_get(k, "reason_after")));
+}
+
+/*
+ * A QUIC VIP's part of the plan: what the share means for it, and where each
+ * --cid goes before and after the change (kernel_quic_lookup(), on the rings
+ * the state asks for).
+ */
+static int plan_quic(struct cli *c, const struct plan_args *p, const struct state_vip *before,
+		     const struct state_vip *after, json_t *model, struct fault *f)
+{
+	struct kernel_chooser kc[2] = { 0 };
+	const struct state_vip *v[2] = { before, after };
+	char hex[2 * LB_QUIC_CID_MAX + 1], spec[ADDR_TEXT_MAX];
+	__u64 secret[2];
+	json_t *cids;
+	size_t i;
+	int err = 0, k;
+
+	if (!before->quic.set) {
+		vip_format(&before->spec, spec);
+		return p->cid_count ? fault_set(f, FAULT_USAGE, -EINVAL,
+						"--cid: VIP %s is no QUIC VIP (vip quic-lb)", spec) :
+				      0;
+	}
+	json_object_set_new(model, "quic", json_string(
+		"a connection whose server id names a serving backend (draining included) "
+		"moves only when that backend goes; the share is of connection IDs that name "
+		"none, a client's Initials among them"));
+	if (!p->cid_count)
+		return 0;
+	err = secret_served(&c->site, 0, secret, f);
+	for (k = 0; !err && k < 2; k++) {
+		err = kernel_chooser_open(&kc[k], NULL, secret, v[k]);
+		if (err)
+			fault_set(f, FAULT_STATE, err, "%s", ring_strerror(err));
+		else
+			err = kernel_quic_open(&kc[k], f);
+	}
+	memset(secret, 0, sizeof(secret));
+	cids = json_array();
+	for (i = 0; !err && i < p->cid_count; i++) {
+		struct kernel_quic_answer a[2];
+
+		for (k = 0; k < 2; k++)
+			kernel_quic_lookup(&kc[k], p->cids[i], p->cid_len[i], &a[k]);
+		quic_lb_hex(p->cids[i], p->cid_len[i], hex);
+		json_array_append_new(cids, json_pack(
+			"{s:s, s:s?, s:s?, s:s, s:s}", "cid", hex, "before",
+			a[0].backend ? a[0].backend->name : NULL, "after",
+			a[1].backend ? a[1].backend->name : NULL, "reason_before",
+			lb_reasons[a[0].reason].name, "reason_after", lb_reasons[a[1].reason].name));
+	}
+	json_object_set_new(model, "cids", cids);
+	for (k = 0; k < 2; k++)
+		if (kc[k].vip)
+			kernel_chooser_close(&kc[k]);
+	return err;
 }
 
 static int plan_run(struct cli *c, const void *args)
@@ -142,6 +233,9 @@ static int plan_run(struct cli *c, const void *args)
 				 state_vip_find(&after, &p->backend.vip), &model);
 		if (err)
 			fault_set(&f, FAULT_STATE, err, "%s", ring_strerror(err));
+		else
+			err = plan_quic(c, p, state_vip_find(&s, &p->backend.vip),
+					state_vip_find(&after, &p->backend.vip), model, &f);
 	}
 	if (err) {
 		state_free(&after);
@@ -166,6 +260,8 @@ static const struct cli_option plan_options[] = {
 		       struct plan_args, weight),
 	CLI_OPT_STRING("svg", "FILE", "draw the rings before and after and the arcs that move, as "
 		       "SVG", struct plan_args, svg),
+	CLI_OPT_CUSTOM("cid", "HEX[,HEX...]", "QUIC VIPs: where packets with this connection ID "
+		       "go before and after (repeatable)", plan_cid_set),
 	CLI_OPT_END,
 };
 
@@ -178,5 +274,8 @@ const struct cli_command cli_plan = {
 	.flags = CLI_OUTPUT,
 	.help = "    The share of flows a change would move, per backend: the backend\n"
 		"    command's own change, run on a copy. Changes nothing. --svg draws the\n"
-		"    rings before and after, the arcs that move and from which backend to which.",
+		"    rings before and after, the arcs that move and from which backend to which.\n"
+		"    On a QUIC VIP, connections go by server id and move only when their\n"
+		"    backend goes; --cid says where packets with a connection ID go before\n"
+		"    and after (\"CID: BEFORE (REASON) -> AFTER (REASON)\").",
 };
