@@ -886,6 +886,38 @@ static void test_quic_vips_keep_their_server_ids_and_refuse_bad_ones(void **stat
 	check_eq(v->backends[2].server_id[0], 2);
 	check_eq(v->backends[3].server_id[0], 4);
 	check_eq(v->backends[3].server_id[1], 0);
+	/* Ids of more than 8 octets stay whole through a change that keeps the length. */
+	{
+		struct state_quic long_ids = { .set = 1,
+					       .cfg = { .rotation = 1, .sid_len = 10, .nonce_len = 6 } };
+		static const __u8 a[10] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 },
+				  b2[10] = { 0x77, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+		struct state wide;
+		struct state_vip *w;
+
+		assert_int_equal(state_clone(&wide, &s), 0);
+		w = &wide.fleet.vips[0];
+		check(state_vip_quic_set(w, &long_ids, &problem) == 0, "%s", problem);
+		memset(w->backends[0].server_id, 0, LB_QUIC_LB_SID_MAX);
+		memset(w->backends[1].server_id, 0, LB_QUIC_LB_SID_MAX);
+		memcpy(w->backends[0].server_id, a, sizeof(a));
+		memcpy(w->backends[1].server_id, b2, sizeof(b2));
+		long_ids.cfg.rotation = 2;
+		check(state_vip_quic_set(w, &long_ids, &problem) == 0, "%s", problem);
+		check(memcmp(w->backends[0].server_id, a, sizeof(a)) == 0 &&
+		      memcmp(w->backends[1].server_id, b2, sizeof(b2)) == 0,
+		      "10-octet server ids changed through a rotation change");
+		/* Shorter: an id whose number fits keeps it whatever its place in the list. */
+		memset(w->backends[0].server_id, 0, LB_QUIC_LB_SID_MAX);
+		memset(w->backends[1].server_id, 0, LB_QUIC_LB_SID_MAX);
+		w->backends[0].server_id[8] = 2;   /* ...0200: does not fit one octet */
+		w->backends[1].server_id[9] = 2;   /* ...0002: fits, as 02 */
+		long_ids.cfg.sid_len = 1;
+		check(state_vip_quic_set(w, &long_ids, &problem) == 0, "%s", problem);
+		check_eq(w->backends[1].server_id[0], 2);
+		check_eq(w->backends[0].server_id[0], 1);
+		state_free(&wide);
+	}
 	/* Not a UDP VIP, or out of the draft's bounds: refused, nothing changed. */
 	q.cfg.nonce_len = 3;
 	check_eq(state_vip_quic_set(v, &q, &problem), -EINVAL);

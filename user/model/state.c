@@ -258,17 +258,7 @@ static int cookie_new(const struct state *s, const struct state *also, __u64 *ou
 	return 0;
 }
 
-/* A server id as a number (big-endian), and back, in @len octets. */
-static __u64 sid_number(const __u8 *sid, __u32 len)
-{
-	__u64 n = 0;
-	__u32 i;
-
-	for (i = 0; i < len && i < LB_QUIC_LB_SID_MAX; i++)
-		n = n << 8 | sid[i];
-	return n;
-}
-
+/* A server id as a number (big-endian), and back, in @len octets (at most 8: allocation). */
 static void sid_of_number(__u64 n, __u32 len, __u8 sid[LB_QUIC_LB_SID_MAX])
 {
 	__u32 i;
@@ -278,6 +268,26 @@ static void sid_of_number(__u64 n, __u32 len, __u8 sid[LB_QUIC_LB_SID_MAX])
 		sid[i] = (__u8)n;
 		n >>= 8;
 	}
+}
+
+/*
+ * Server id @from of @from_len octets, as a number, written in @to_len octets
+ * into @to: 0, or -ERANGE when it does not fit (its leading octets past
+ * @to_len are not zero). Octet by octet: ids of up to 15 octets.
+ */
+static int sid_resize(const __u8 *from, __u32 from_len, __u32 to_len, __u8 to[LB_QUIC_LB_SID_MAX])
+{
+	__u32 i;
+
+	memset(to, 0, LB_QUIC_LB_SID_MAX);
+	for (i = 0; i + to_len < from_len; i++)
+		if (from[i])
+			return -ERANGE;
+	if (to_len >= from_len)
+		memcpy(to + (to_len - from_len), from, from_len);
+	else
+		memcpy(to, from + (from_len - to_len), to_len);
+	return 0;
 }
 
 static int sid_zero(const __u8 sid[LB_QUIC_LB_SID_MAX])
@@ -365,18 +375,26 @@ int state_vip_quic_set(struct state_vip *v, const struct state_quic *q, const ch
 	}
 	memcpy(next.backends, v->backends, v->backend_count * sizeof(*v->backends));
 	next.quic = *q;
-	/* Kept first: an id that fits the new length stays its backend's. */
+	/*
+	 * Kept first: at the same length every id as it is; at another, each id
+	 * whose number fits, unless two become one (the first keeps it). Then
+	 * the others get the lowest free ids.
+	 */
 	for (i = 0; i < v->backend_count; i++) {
 		struct state_backend *b = &next.backends[i];
-		__u64 n = v->quic.set ? sid_number(b->server_id, v->quic.cfg.sid_len) : 0;
-		__u32 len = q->cfg.sid_len;
 
 		memset(b->server_id, 0, LB_QUIC_LB_SID_MAX);
-		if (n && (len >= 8 || n < 1ull << (8 * len))) {
-			sid_of_number(n, len, b->server_id);
-			if (sid_taken(&next, b, b->server_id))
+		if (v->quic.set)
+			sid_resize(v->backends[i].server_id, v->quic.cfg.sid_len, q->cfg.sid_len,
+				   b->server_id);
+	}
+	for (i = 0; i < v->backend_count; i++) {
+		struct state_backend *b = &next.backends[i];
+		size_t j;
+
+		for (j = 0; j < i && !sid_zero(b->server_id); j++)
+			if (memcmp(next.backends[j].server_id, b->server_id, LB_QUIC_LB_SID_MAX) == 0)
 				memset(b->server_id, 0, LB_QUIC_LB_SID_MAX);
-		}
 	}
 	for (i = 0; i < v->backend_count && !err; i++)
 		if (sid_zero(next.backends[i].server_id))
