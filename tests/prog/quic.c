@@ -359,6 +359,8 @@ static void test_an_initial_goes_by_the_ring_from_any_address(void **state)
 	qvip_release(&q);
 }
 
+static struct lb_vip_key vkey_of_quic;
+
 /* Draining keeps a backend's connection IDs; once it is gone they go to the ring. */
 static void test_draining_keeps_connection_ids_and_removal_frees_them(void **state)
 {
@@ -371,6 +373,8 @@ static void test_draining_keeps_connection_ids_and_removal_frees_them(void **sta
 
 	(void)state;
 	NEEDS_ROOT();
+	flows_clear();
+	vkey_of_quic = vip_key_of_test(VIP_V4_UDP);
 	qvip_make(&q, &cfg, NULL, 4, NULL);
 	b = &q.v->backends[1];
 	assert_int_equal(quic_lb_cid_make(&cfg, NULL, b->server_id, nonce, cid), 0);
@@ -397,9 +401,20 @@ static void test_draining_keeps_connection_ids_and_removal_frees_them(void **sta
 	}
 	assert_int_equal(lb_backend_set_state(maps, b->id, LB_BACKEND_UNUSED), 0);
 	{
-		__u32 id = send_cid(cid, 9, "198.18.9.11", 5002);
+		__u64 before = reason_total(LB_REASON_FORWARDED_QUIC_UNKNOWN);
+		struct lb_flow_key k;
+		struct lb_vip val;
+		__u32 id;
 
+		/* Still a QUIC VIP: the ring swap kept its QUIC side. */
+		assert_int_equal(bpf_map_lookup_elem(maps->vips, &vkey_of_quic, &val), 0);
+		check_eq(val.flags & LB_VIP_QUIC_LB, LB_VIP_QUIC_LB);
+		id = send_cid(cid, 9, "198.18.9.11", 5002);
 		check(id && id != b->id, "a removed backend's connection ID went to slot %u", id);
+		check(reason_total(LB_REASON_FORWARDED_QUIC_UNKNOWN) == before + 1,
+		      "a removed backend's connection ID was not placed by the ring as unknown");
+		check(bpf_map_get_next_key(maps->flows, NULL, &k) != 0,
+		      "the removed backend's connection ID made a flow-table entry");
 	}
 	assert_int_equal(lb_backend_set_state(maps, b->id, LB_BACKEND_DRAINING), 0);
 	qvip_release(&q);

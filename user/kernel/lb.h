@@ -165,8 +165,8 @@ int lb_vip_install(const struct lb_maps *maps, const struct lb_vip_key *key, __u
 /**
  * lb_vip_install_with() - lb_vip_install() of a VIP value with the flags of
  * @as, and, for a VIP the kernel does not serve yet, its QUIC-LB
- * configuration and key slot (a VIP it serves keeps its own: only
- * lb_vip_quic_swap() changes them, as its source set).
+ * configuration and key slot (a VIP it serves keeps its own, LB_VIP_QUIC_LB
+ * included: only lb_vip_quic_swap() changes them, as its source set).
  */
 int lb_vip_install_with(const struct lb_maps *maps, const struct lb_vip_key *key, __u32 vip_id,
 			const struct ring *ring, const __u32 *backend_of_member,

@@ -352,10 +352,14 @@ int lb_vip_install_with(const struct lb_maps *maps, const struct lb_vip_key *key
 	/* The new ring goes into the slot the current value does not name. */
 	if (bpf_map_lookup_elem(maps->vips, key, &current) == 0 && current.vip_id == vip_id) {
 		parity = !current.ring_parity;
-		/* The source set and the QUIC-LB key it serves stay: only their swaps change them. */
+		/*
+		 * The source set and the QUIC-LB side it serves stay: only their
+		 * swaps change them (lb_vip_sources_swap(), lb_vip_quic_swap()).
+		 */
 		vip.source_parity = current.source_parity;
 		vip.quic = current.quic;
 		vip.quic_parity = current.quic_parity;
+		vip.flags = (__u8)((vip.flags & ~LB_VIP_QUIC_LB) | (current.flags & LB_VIP_QUIC_LB));
 	}
 	vip.points = (__u32)shape.points;
 	vip.ring_class = (__u8)shape.class;
