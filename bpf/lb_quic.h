@@ -208,8 +208,9 @@ static __always_inline int quic_client_chosen(__u8 first, __u32 version)
  *
  * The datagram is what the UDP length holds (the parser has checked it lies
  * within the IP payload). Its destination connection ID is a long header's
- * (its length in the header), or a short header's (the configuration's
- * length: 1 + server id + nonce). Its server id, read as bpf/lb_quic_lb.h reads it, names a backend
+ * (its length in the header, 1 to 20: none of ours is empty), or a short
+ * header's (quic_lb_short_cid_len(): the configuration's length, 1 + server
+ * id + nonce, or the one a foreign ID's first octet describes). Its server id, read as bpf/lb_quic_lb.h reads it, names a backend
  * through map "quic_servers" when that backend still serves the VIP, under
  * the cookie it was added with (draining included: it keeps its
  * connections). Otherwise this CPU's scratch gets the connection ID's ring
@@ -225,7 +226,7 @@ static __always_inline int quic_client_chosen(__u8 first, __u32 version)
  */
 __noinline int quic_pick(struct xdp_md *ctx, __u32 off, const struct lb_vip *vip, __u32 port)
 {
-	__u32 avail, len, version = 0, slot, cfg_len, zero = 0, steps, k, id, vip_id;
+	__u32 avail, len, version = 0, slot, zero = 0, steps, k, id, vip_id;
 	__u16 udp_len;
 	struct lb_quic_server *server;
 	struct quic_scratch *m;
@@ -256,7 +257,6 @@ __noinline int quic_pick(struct xdp_md *ctx, __u32 off, const struct lb_vip *vip
 		avail = QUIC_HEADER_READ;
 	if (avail < 1 || bpf_xdp_load_bytes(ctx, off, m->hdr, avail))
 		return LB_REASON_DROP_NOT_QUIC;
-	cfg_len = 1 + (__u32)cfg->sid_len + cfg->nonce_len;
 	if (m->hdr[0] & 0x80) {
 		if (avail < 6)
 			return LB_REASON_DROP_NOT_QUIC;
@@ -264,11 +264,14 @@ __noinline int quic_pick(struct xdp_md *ctx, __u32 off, const struct lb_vip *vip
 			  (__u32)m->hdr[3] << 8 | m->hdr[4];
 		client_chosen = quic_client_chosen(m->hdr[0], version);
 		len = m->hdr[5];
-		if (len > LB_QUIC_CID_MAX || 6 + len > avail)
+		/* No connection ID (none of ours is empty), or past the datagram. */
+		if (!len || len > LB_QUIC_CID_MAX || 6 + len > avail)
 			return LB_REASON_DROP_NOT_QUIC;
 		__builtin_memcpy(m->cid, m->hdr + 6, LB_QUIC_CID_MAX);
 	} else {
-		len = cfg_len;
+		if (avail < 2)
+			return LB_REASON_DROP_NOT_QUIC;
+		len = quic_lb_short_cid_len(m->hdr[1], cfg);
 		if (len > LB_QUIC_CID_MAX || 1 + len > avail)
 			return LB_REASON_DROP_NOT_QUIC;
 		__builtin_memcpy(m->cid, m->hdr + 1, LB_QUIC_CID_MAX);

@@ -81,6 +81,25 @@ static __always_inline void quic_lb_cid_key(const __u8 *cid, __u32 len, __u16 po
 	key->pad[1] = 0;
 }
 
+/**
+ * quic_lb_short_cid_len() - the length of the destination connection ID of a
+ * short header whose connection ID starts with @first, under configuration
+ * @c: the configuration's own (1 + server id + nonce) when @first carries its
+ * config rotation; else the length @first describes (its low five bits, the
+ * octets that follow it, as the draft's length self-description and its
+ * unroutable rotation 7 have it) when that is 1 .. 19; else the
+ * configuration's. A short header does not say its connection ID's length:
+ * this is how the program and lookup both read it.
+ */
+static __always_inline __u32 quic_lb_short_cid_len(__u8 first, const struct lb_quic_lb *c)
+{
+	__u32 self = first & 0x1f;
+
+	if ((first >> 5) != c->rotation && self >= 1 && self <= LB_QUIC_LB_BLOCK_MAX)
+		return 1 + self;
+	return 1 + (__u32)c->sid_len + c->nonce_len;
+}
+
 /** quic_lb_config_ok() - is @c within the draft's bounds (and ours: known flags only)? */
 static __always_inline int quic_lb_config_ok(const struct lb_quic_lb *c)
 {

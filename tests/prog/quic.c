@@ -229,7 +229,7 @@ static void test_the_drafts_vectors_reach_their_servers(void **state)
 		      "vector %zu (%s): not to the backend with server id %s", k, t->cid, t->sid);
 		check_eq(reason_total(LB_REASON_FORWARDED_QUIC), before + 1);
 		chooser_open(&kc, &q);
-		kernel_quic_lookup(&kc, cid, len, &answer);
+		kernel_quic_lookup(&kc, KERNEL_QUIC_SHORT, cid, len, &answer);
 		check(answer.backend == &q.v->backends[0] && answer.reason == LB_REASON_FORWARDED_QUIC,
 		      "lookup of vector %zu: %s", k, answer.backend ? answer.backend->name : "none");
 		kernel_chooser_close(&kc);
@@ -237,10 +237,34 @@ static void test_the_drafts_vectors_reach_their_servers(void **state)
 	}
 }
 
+/* Where a QUIC datagram goes: the backend id, 0 for not forwarded; the reason it counted. */
+static __u32 send_payload(const __u8 *payload, size_t n, const char *client, uint16_t sport,
+			  int *reason)
+{
+	__u64 before[LB_REASON_COUNT], after[LB_REASON_COUNT];
+	struct pkt pkt;
+	__u32 id;
+	int r;
+
+	reasons_snapshot(before);
+	quic_packet(&pkt, client, sport, payload, n);
+	id = forward(&pkt);
+	reasons_snapshot(after);
+	*reason = -1;
+	for (r = 0; r < LB_REASON_COUNT; r++)
+		if (after[r] != before[r])
+			*reason = r;
+	return id;
+}
+
 /*
- * On each configuration, connection IDs a server of a random backend makes
- * reach that backend, and any octets at all go where lookup says; neither
- * leaves a flow-table entry.
+ * On each configuration, four kinds of packet: short headers with the
+ * connection IDs a server of a random backend makes (they reach it), short
+ * headers with any octets after this configuration's first octet, short
+ * headers of foreign IDs (any first octet, their length as it describes),
+ * and Initials with any client-chosen ID of 8 to 20 octets (a server's now
+ * and then): each goes to the backend, and is counted under the reason,
+ * that lookup gives; none leaves a flow-table entry.
  */
 static void test_random_connection_ids_agree_with_lookup(void **state)
 {
@@ -251,19 +275,19 @@ static void test_random_connection_ids_agree_with_lookup(void **state)
 		{ .rotation = 1, .sid_len = 7, .nonce_len = 4, .flags = LB_QUIC_LB_ENCRYPTED },
 	};
 	struct test_rng rng = { QUIC_SEED };
-	size_t c, i, served = 0, placed = 0;
+	size_t c, i, by_reason[LB_REASON_COUNT] = { 0 };
 
 	(void)state;
 	NEEDS_ROOT();
 	flows_clear();
 	for (c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
-		__u8 key[16], sid[16], nonce[32], cid[LB_QUIC_CID_MAX];
+		__u8 key[16], sid[16], nonce[32], cid[LB_QUIC_CID_MAX], payload[1400];
+		size_t cfg_len = 1u + cfgs[c].sid_len + cfgs[c].nonce_len;
 		struct quic_lb_cipher cipher = { 0 };
 		struct kernel_quic_answer answer;
 		struct kernel_chooser kc;
 		struct fault f = { 0 };
 		struct qvip q;
-		size_t len;
 
 		quic_lb_random_material(&rng, key, sid, nonce);
 		qvip_make(&q, &cfgs[c], key, 8, NULL);
@@ -271,36 +295,50 @@ static void test_random_connection_ids_agree_with_lookup(void **state)
 		check(quic_lb_cipher_init(&cipher, key, &f) == 0, "cipher: %s", f.why);
 		for (i = 0; i < AGREEMENT_CIDS; i++) {
 			const struct state_backend *want = NULL, *got;
+			int kind = (int)(i % 4), reason;
+			size_t len, o, n;
 			char client[32];
 			__u32 id;
 
-			if (i % 2 == 0) {
+			for (o = 0; o < LB_QUIC_CID_MAX; o++)
+				cid[o] = (__u8)test_rng_next(&rng);
+			if (kind == 0 || (kind == 3 && test_rng_below(&rng, 4) == 0)) {
 				want = &q.v->backends[test_rng_below(&rng, q.v->backend_count)];
 				quic_lb_random_material(&rng, key, sid, nonce);
 				check(quic_lb_cid_make(&cfgs[c], &cipher, want->server_id, nonce, cid) ==
 					      0,
 				      "a server's connection ID");
-				len = 1 + cfgs[c].sid_len + cfgs[c].nonce_len;
+				len = cfg_len;
+			} else if (kind == 1) {
+				cid[0] = (__u8)(cfgs[c].rotation << 5 | (cid[0] & 0x1f));
+				len = cfg_len;
+			} else if (kind == 2) {
+				len = quic_lb_short_cid_len(cid[0], &cfgs[c]);
 			} else {
-				len = 1 + cfgs[c].sid_len + cfgs[c].nonce_len;
-				for (size_t o = 0; o < len; o++)
-					cid[o] = (__u8)test_rng_next(&rng);
+				len = 8 + test_rng_below(&rng, LB_QUIC_CID_MAX - 8 + 1);
 			}
-			kernel_quic_lookup(&kc, cid, len, &answer);
+			check(kernel_quic_lookup(&kc, kind == 3 ? KERNEL_QUIC_INITIAL :
+								  KERNEL_QUIC_SHORT,
+						 cid, len, &answer) == 0,
+			      "lookup refused connection ID %zu", i);
+			n = kind == 3 ? initial(cid, len, payload) : short_header(cid, len, payload);
 			snprintf(client, sizeof(client), "198.18.%u.%u",
 				 (unsigned)test_rng_below(&rng, 128) + 128,
 				 (unsigned)test_rng_below(&rng, 254) + 1);
-			id = send_cid(cid, len, client, (uint16_t)(1024 + test_rng_below(&rng, 60000)));
+			id = send_payload(payload, n, client,
+					  (uint16_t)(1024 + test_rng_below(&rng, 60000)), &reason);
 			got = by_id(&q, id);
-			check(got && got == answer.backend,
-			      "config %zu, connection ID %zu: the kernel sent it to %s, lookup says %s",
-			      c, i, got ? got->name : "none",
-			      answer.backend ? answer.backend->name : "none");
+			check(got && got == answer.backend && reason == answer.reason,
+			      "config %zu, kind %d, connection ID %zu: the kernel sent it to %s as %s, "
+			      "lookup says %s as %s",
+			      c, kind, i, got ? got->name : "none",
+			      reason >= 0 ? lb_reasons[reason].name : "?",
+			      answer.backend ? answer.backend->name : "none",
+			      lb_reasons[answer.reason].name);
 			if (want)
 				check(got == want, "config %zu: a server's connection ID of %s went to %s",
 				      c, want->name, got ? got->name : "none");
-			served += answer.reason == LB_REASON_FORWARDED_QUIC;
-			placed += answer.reason != LB_REASON_FORWARDED_QUIC;
+			by_reason[answer.reason]++;
 		}
 		quic_lb_cipher_free(&cipher);
 		kernel_chooser_close(&kc);
@@ -312,8 +350,14 @@ static void test_random_connection_ids_agree_with_lookup(void **state)
 		check(bpf_map_get_next_key(maps->flows, NULL, &k) != 0,
 		      "QUIC packets made flow-table entries");
 	}
-	print_message("quic: %zu connection IDs by their server id, %zu by the ring, all as lookup "
-		      "says\n", served, placed);
+	print_message("quic: %zu packets by their server id, by the ring %zu Initials, %zu of "
+		      "another rotation, %zu unknown; all as lookup says\n",
+		      by_reason[LB_REASON_FORWARDED_QUIC], by_reason[LB_REASON_FORWARDED_QUIC_NEW],
+		      by_reason[LB_REASON_FORWARDED_QUIC_ROTATION],
+		      by_reason[LB_REASON_FORWARDED_QUIC_UNKNOWN]);
+	check(by_reason[LB_REASON_FORWARDED_QUIC] && by_reason[LB_REASON_FORWARDED_QUIC_NEW] &&
+	      by_reason[LB_REASON_FORWARDED_QUIC_ROTATION] &&
+	      by_reason[LB_REASON_FORWARDED_QUIC_UNKNOWN], "a reason never came up");
 }
 
 /* A client's Initial: the ring over its connection ID, whatever address it comes from. */
@@ -341,7 +385,7 @@ static void test_an_initial_goes_by_the_ring_from_any_address(void **state)
 			dcid[n] = (__u8)test_rng_next(&rng);
 		/* Its rotation bits not the VIP's: a client's, which names no server. */
 		dcid[0] = (__u8)((dcid[0] & 0x1f) | 7 << 5);
-		kernel_quic_lookup(&kc, dcid, 18, &answer);
+		kernel_quic_lookup(&kc, KERNEL_QUIC_INITIAL, dcid, 18, &answer);
 		n = initial(dcid, 18, payload);
 		for (c = 0; c < 3; c++) {
 			quic_packet(&pkt, clients[c], (uint16_t)(30000 + c * 1000 + i), payload, n);
@@ -384,7 +428,7 @@ static void test_draining_keeps_connection_ids_and_removal_frees_them(void **sta
 	check(send_cid(cid, 9, "198.18.9.10", 5001) == b->id,
 	      "a draining backend lost a connection ID of its own");
 	chooser_open(&kc, &q);
-	kernel_quic_lookup(&kc, cid, 9, &answer);
+	kernel_quic_lookup(&kc, KERNEL_QUIC_SHORT, cid, 9, &answer);
 	check(answer.backend == b, "lookup: a draining backend's connection ID went to %s",
 	      answer.backend ? answer.backend->name : "none");
 	kernel_chooser_close(&kc);
@@ -439,6 +483,7 @@ static void test_what_holds_no_connection_id_is_dropped(void **state)
 		{ "a short header cut before its connection ID ends", 1 + 11, 0x40, 0 },
 		{ "a long header cut in its version", 3, 0xc0, 0 },
 		{ "a long header whose connection ID is 21 octets", 40, 0xc0, 21 },
+		{ "a long header with no connection ID", 40, 0xc0, 0 },
 		{ "a long header cut in its connection ID", 6 + 10, 0xc0, 12 },
 	};
 	size_t i;

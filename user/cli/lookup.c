@@ -29,6 +29,7 @@ struct lookup_flow {
 struct lookup_cid {
 	__u8 cid[LB_QUIC_CID_MAX];
 	size_t len;
+	int initial; /* --initial: a client's Initial, not a short header */
 	char text[2 * LB_QUIC_CID_MAX + 1];
 };
 
@@ -40,8 +41,8 @@ struct lookup_args {
 	struct lookup_cid cids[LOOKUP_CIDS_MAX];
 };
 
-/* One --cid connection ID. */
-static int lookup_cid_one(struct cli *c, void *args, const char *item)
+/* One connection ID of --cid (@initial 0) or --initial (1). */
+static int lookup_cid_add(struct cli *c, void *args, const char *item, int initial)
 {
 	struct lookup_args *a = args;
 	struct lookup_cid *k;
@@ -53,14 +54,30 @@ static int lookup_cid_one(struct cli *c, void *args, const char *item)
 		return cli_usage(c, "malformed connection ID '%s': 1 to %d octets in hex", item,
 				 LB_QUIC_CID_MAX);
 	quic_lb_hex(k->cid, k->len, k->text);
+	k->initial = initial;
 	a->cid_count++;
 	return 0;
 }
 
-/* --cid HEX[,HEX...]: repeatable. */
+static int lookup_cid_one(struct cli *c, void *args, const char *item)
+{
+	return lookup_cid_add(c, args, item, 0);
+}
+
+static int lookup_initial_one(struct cli *c, void *args, const char *item)
+{
+	return lookup_cid_add(c, args, item, 1);
+}
+
+/* --cid HEX[,HEX...] and --initial HEX[,HEX...]: repeatable. */
 static int lookup_cid_set(struct cli *c, void *args, const char *value)
 {
 	return cli_list_each(c, "cid", value, args, lookup_cid_one);
+}
+
+static int lookup_initial_set(struct cli *c, void *args, const char *value)
+{
+	return cli_list_each(c, "initial", value, args, lookup_initial_one);
 }
 
 /* @text as a flow, or why not. */
@@ -86,7 +103,8 @@ static int lookup_parse(struct cli *c, void *args, char **operands, int count)
 	a->clients = operands + 1;
 	a->count = count - 1;
 	if (!a->count && !a->cid_count)
-		return cli_usage(c, "say which flows: CLIENT_ADDR:CLIENT_PORT operands, or --cid");
+		return cli_usage(c, "say which flows: CLIENT_ADDR:CLIENT_PORT operands, --cid or "
+				 "--initial");
 	for (i = 0; i < a->count; i++)
 		if (flow_parse(c, a->clients[i], &f))
 			return -EINVAL;
@@ -157,7 +175,13 @@ static json_t *cid_answer(const struct kernel_chooser *kc, const struct lookup_c
 	char sid[2 * LB_QUIC_LB_SID_MAX + 1];
 	json_t *model;
 
-	kernel_quic_lookup(kc, k->cid, k->len, &answer);
+	if (kernel_quic_lookup(kc, k->initial ? KERNEL_QUIC_INITIAL : KERNEL_QUIC_SHORT, k->cid,
+			       k->len, &answer)) {
+		fault_set(f, FAULT_USAGE, -EINVAL, "connection ID %s: a short header whose "
+			  "connection ID starts so carries %zu octets of it on VIP %s, not %zu "
+			  "(an Initial's: --initial)", k->text, answer.short_len, spec, k->len);
+		return NULL;
+	}
 	if (!answer.backend) {
 		fault_set(f, FAULT_STATE, -ENOENT, "VIP %s has no backend taking connection ID %s; "
 			  "the kernel drops it", spec, k->text);
@@ -315,8 +339,11 @@ static int lookup_run(struct cli *c, const void *args)
 
 static const struct cli_option lookup_options[] = {
 	CLI_OPT_CUSTOM("cid", "HEX[,HEX...]",
-		       "QUIC VIPs: where packets with this destination connection ID go "
+		       "QUIC VIPs: where short headers with this destination connection ID go "
 		       "(repeatable)", lookup_cid_set),
+	CLI_OPT_CUSTOM("initial", "HEX[,HEX...]",
+		       "QUIC VIPs: where a client's Initial with this destination connection ID "
+		       "goes (repeatable)", lookup_initial_set),
 	CLI_OPT_END,
 };
 
@@ -332,7 +359,9 @@ const struct cli_command cli_lookup = {
 		"    (--json: an array), with one read of the state and one build of the ring.\n"
 		"    A client the VIP's source ranges refuse: \"refused (REASON, by PREFIX)\",\n"
 		"    the reason the kernel drops it under (--json: \"refused\", \"prefix\").\n"
-		"    --cid (QUIC VIPs): the backend a packet with that destination connection\n"
-		"    ID goes to, as \"CID BACKEND (REASON[, server id ID])\": by the server id\n"
-		"    it carries (forwarded_quic), else by the ring over it.",
+		"    --cid (QUIC VIPs): the backend a short header with that destination\n"
+		"    connection ID goes to (its length as the kernel reads it: the VIP's, or\n"
+		"    what a foreign ID's first octet says), as \"CID BACKEND (REASON[, server\n"
+		"    id ID])\": by the server id it carries (forwarded_quic), else by the ring\n"
+		"    over it; --initial: a client's Initial with that connection ID.",
 };

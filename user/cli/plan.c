@@ -194,9 +194,16 @@ static int plan_quic(struct cli *c, const struct plan_args *p, const struct stat
 	for (i = 0; !err && i < p->cid_count; i++) {
 		struct kernel_quic_answer a[2];
 
-		for (k = 0; k < 2; k++)
-			kernel_quic_lookup(&kc[k], p->cids[i], p->cid_len[i], &a[k]);
 		quic_lb_hex(p->cids[i], p->cid_len[i], hex);
+		for (k = 0; !err && k < 2; k++)
+			if (kernel_quic_lookup(&kc[k], KERNEL_QUIC_SHORT, p->cids[i], p->cid_len[i],
+					       &a[k]))
+				err = fault_set(f, FAULT_USAGE, -EINVAL,
+						"connection ID %s: a short header whose connection "
+						"ID starts so carries %zu octets of it, not %zu",
+						hex, a[k].short_len, p->cid_len[i]);
+		if (err)
+			break;
 		json_array_append_new(cids, json_pack(
 			"{s:s, s:s?, s:s?, s:s, s:s}", "cid", hex, "before",
 			a[0].backend ? a[0].backend->name : NULL, "after",

@@ -309,12 +309,12 @@ int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __
  * struct kernel_quic_answer - where a QUIC packet with a connection ID goes.
  * @backend: its backend in the state, NULL when none takes it
  * @reason: what the kernel counts it under: LB_REASON_FORWARDED_QUIC (its
- *          server id names @backend), _ROTATION or _UNKNOWN (the ring over
- *          the connection ID places it; a long header whose connection ID
- *          the client chose counts as LB_REASON_FORWARDED_QUIC_NEW there)
+ *          server id names @backend), else the ring over the connection ID
+ *          places it: _NEW for an Initial, _ROTATION or _UNKNOWN
  * @sid: the server id read from it (when @sid_ok)
  * @sid_ok: 1 when the connection ID decodes under the VIP's configuration
  * @hash: the connection ID's position on the ring
+ * @short_len: the length a short header takes for its first octet
  */
 struct kernel_quic_answer {
 	const struct state_backend *backend;
@@ -322,6 +322,7 @@ struct kernel_quic_answer {
 	__u8 sid[LB_QUIC_LB_SID_MAX];
 	int sid_ok;
 	__u64 hash;
+	size_t short_len;
 };
 
 /**
@@ -331,15 +332,25 @@ struct kernel_quic_answer {
  */
 int kernel_quic_open(struct kernel_chooser *kc, struct fault *f);
 
+/** enum kernel_quic_header - the packet kernel_quic_lookup() answers for. */
+enum kernel_quic_header {
+	KERNEL_QUIC_SHORT,   /* a short header (or a long one other than Initial, 0-RTT) */
+	KERNEL_QUIC_INITIAL, /* an Initial or 0-RTT long header: a client's choice */
+};
+
 /**
  * kernel_quic_lookup() - the backend the kernel picks for a QUIC packet to
- * the chooser's VIP whose destination connection ID is @cid (@len octets,
- * as the packet carries it): the backend its server id names while that one
- * serves (draining included), else the ring's over the connection ID
- * (bpf/lb_quic.h). Return: 0, -EINVAL when @len is 0 or over
- * LB_QUIC_CID_MAX.
+ * the chooser's VIP whose destination connection ID is @cid (@len octets):
+ * the backend its server id names while that one serves (draining
+ * included), else the ring's over the connection ID (bpf/lb_quic.h).
+ * @header: a short header takes its connection ID's length from its first
+ *          octet and the configuration (quic_lb_short_cid_len()): @len must
+ *          be that one; a long header's says its own
+ * Return: 0; -EINVAL when @len is 0, over LB_QUIC_CID_MAX, or not the
+ * length a short header with that first octet has (then @out->short_len
+ * says which).
  */
-int kernel_quic_lookup(const struct kernel_chooser *kc, const __u8 *cid, size_t len,
-		       struct kernel_quic_answer *out);
+int kernel_quic_lookup(const struct kernel_chooser *kc, enum kernel_quic_header header,
+		       const __u8 *cid, size_t len, struct kernel_quic_answer *out);
 
 #endif /* RINGLB_KERNEL_H */

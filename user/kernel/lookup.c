@@ -170,8 +170,8 @@ int kernel_quic_open(struct kernel_chooser *kc, struct fault *f)
 	return err;
 }
 
-int kernel_quic_lookup(const struct kernel_chooser *kc, const __u8 *cid, size_t len,
-		       struct kernel_quic_answer *out)
+int kernel_quic_lookup(const struct kernel_chooser *kc, enum kernel_quic_header header,
+		       const __u8 *cid, size_t len, struct kernel_quic_answer *out)
 {
 	const struct state_vip *vip = kc->vip;
 	__u8 padded[LB_QUIC_CID_MAX] = { 0 };
@@ -182,6 +182,9 @@ int kernel_quic_lookup(const struct kernel_chooser *kc, const __u8 *cid, size_t 
 
 	memset(out, 0, sizeof(*out));
 	if (!len || len > LB_QUIC_CID_MAX)
+		return -EINVAL;
+	out->short_len = quic_lb_short_cid_len(cid[0], &vip->quic.cfg);
+	if (header == KERNEL_QUIC_SHORT && len != out->short_len)
 		return -EINVAL;
 	memcpy(padded, cid, len);
 	err = quic_lb_sid_of(&vip->quic.cfg, (struct quic_lb_cipher *)&kc->quic, padded, len,
@@ -200,8 +203,9 @@ int kernel_quic_lookup(const struct kernel_chooser *kc, const __u8 *cid, size_t 
 	}
 	quic_lb_cid_key(padded, (__u32)len, htons(vip->spec.port), &key);
 	out->hash = lb_flow_hash(kc->secret, &key);
-	out->reason = err == QUIC_LB_ROTATION ? LB_REASON_FORWARDED_QUIC_ROTATION :
-						LB_REASON_FORWARDED_QUIC_UNKNOWN;
+	out->reason = header == KERNEL_QUIC_INITIAL ? LB_REASON_FORWARDED_QUIC_NEW :
+		      err == QUIC_LB_ROTATION	  ? LB_REASON_FORWARDED_QUIC_ROTATION :
+						    LB_REASON_FORWARDED_QUIC_UNKNOWN;
 	if (ring_lookup(kc->ring, out->hash, &res) == 0) {
 		const struct state_backend *b = backend_by_id(vip, kc->ids[res.member]);
 

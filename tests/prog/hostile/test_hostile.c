@@ -76,6 +76,8 @@ static struct lb_prog *prog;
 static int skip_reason, e0;
 /* The VIP the oracle's last FORWARD verdict is for. */
 static int oracle_vip;
+/* Each VIP's backends: slots first_backend[v] .. + BACKENDS_PER_VIP - 1 (MAC 02:be:0:0:0:id). */
+static __u32 first_backend[VIP_COUNT];
 
 /* --- the oracle -------------------------------------------------------------------- */
 
@@ -110,15 +112,21 @@ static unsigned int be16(const unsigned char *p)
 /*
  * Does a QUIC datagram (RFC 9000 17: @p, @n octets) hold a destination
  * connection ID: a long header's (first bit set: version, then its length,
- * at most 20, then it, all within the datagram), or a short header's (the
- * server's length, @cid octets after the first)?
+ * 1 to 20, then it, all within the datagram), or a short header's: for a
+ * connection ID of config rotation @rotation the server's length @cid, for
+ * another the length its first octet's low five bits describe (QUIC-LB's
+ * self-description) when 1 to 19, else @cid again?
  */
-static int quic_holds_cid(const unsigned char *p, size_t n, size_t cid)
+static int quic_holds_cid(const unsigned char *p, size_t n, size_t cid, unsigned int rotation)
 {
 	if (n < 1)
 		return 0;
 	if (p[0] & 0x80)
-		return n >= 6 && p[5] <= 20 && 6u + p[5] <= n;
+		return n >= 6 && p[5] >= 1 && p[5] <= 20 && 6u + p[5] <= n;
+	if (n < 2)
+		return 0;
+	if (p[1] >> 5 != rotation && (p[1] & 0x1f) >= 1 && (p[1] & 0x1f) <= 19)
+		cid = 1 + (p[1] & 0x1f);
 	return 1 + cid <= n;
 }
 
@@ -313,7 +321,7 @@ static enum oracle oracle(const unsigned char *frame, size_t len)
 	if (refused(vip, src))
 		return ORACLE_DROP;
 	if (vips[vip].quic_cid && !quic_holds_cid(frame + w.at + 8, be16(frame + w.at + 4) - 8u,
-						  (size_t)vips[vip].quic_cid))
+						  (size_t)vips[vip].quic_cid, quic_cfg.rotation))
 		return ORACLE_DROP;
 	return vips[vip].has_backends ? ORACLE_FORWARD : ORACLE_DROP;
 }
@@ -525,6 +533,7 @@ static int group_setup(void **state)
 		int i, err;
 
 		pkt_addr(vips[v].family, vips[v].addr, key.addr);
+		first_backend[v] = id;
 		for (i = 0; vips[v].has_backends && i < BACKENDS_PER_VIP; i++, id++) {
 			struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
 						.vip_id = (__u32)v, .cookie = id,
@@ -647,6 +656,9 @@ static void test_hostile_frames_get_the_documented_verdict_and_are_all_counted(v
 				check(out[0] == 0x02 && out[1] == 0xbe && !memcmp(out + 6, iface_mac, 6) &&
 				      !memcmp(out + 12, pkt.data + 12, pkt.len - 12),
 				      "frame %ld: forwarded frame changed beyond its MACs", n);
+				check(out[5] >= first_backend[oracle_vip] &&
+				      out[5] < first_backend[oracle_vip] + BACKENDS_PER_VIP,
+				      "frame %ld: forwarded to slot %u, no backend of its VIP", n, out[5]);
 			}
 			verdicts[0]++;
 			break;
