@@ -168,11 +168,18 @@ struct lb_quic_lb {
  * @vip_id: the VIP
  * @sid: the server id, zeros past @sid_len
  * @sid_len: its octets (the VIP's configuration's)
+ * @parity: which of the VIP's two sets of server ids it is in: a packet
+ *          reads the one its value's quic_parity names, so a change that
+ *          gives ids to other backends writes the new set beside the old
+ *          and swaps the value once (as source sets)
+ * @pad: zero
  */
 struct lb_quic_server_key {
 	__u32 vip_id;
 	__u8 sid[LB_QUIC_LB_SID_MAX];
 	__u8 sid_len;
+	__u8 parity;
+	__u8 pad[3];
 };
 
 /**
@@ -187,8 +194,11 @@ struct lb_quic_server {
 	__u64 cookie;
 };
 
-/** LB_QUIC_SERVERS_MAX - server ids of every QUIC VIP together: one per backend slot. */
-#define LB_QUIC_SERVERS_MAX LB_BACKENDS_MAX
+/**
+ * LB_QUIC_SERVERS_MAX - server ids of every QUIC VIP together: one per
+ * backend slot, in each of the two sets a change may hold at once.
+ */
+#define LB_QUIC_SERVERS_MAX (2 * LB_BACKENDS_MAX)
 
 /**
  * LB_QUIC_CIPHER_SLOT() - a VIP's two key slots in map "quic_ciphers", as
@@ -244,8 +254,8 @@ struct lb_quic_cipher_set {
  * @source_parity: which of the VIP's two source sets (map "source_sets",
  *                 slot LB_SOURCE_SET_SLOT()) serves, 0 or 1; 0 when it has none
  * @quic_parity: which of the VIP's two key slots (map "quic_ciphers",
- *               LB_QUIC_CIPHER_SLOT()) serves an encrypted QUIC-LB
- *               configuration, 0 or 1
+ *               LB_QUIC_CIPHER_SLOT()) and sets of server ids (map
+ *               "quic_servers") serves its QUIC-LB configuration, 0 or 1
  * @pad: zero
  * @quic: the QUIC-LB configuration of a VIP with LB_VIP_QUIC_LB, else zero
  * @pad2: zero

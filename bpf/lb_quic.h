@@ -210,10 +210,12 @@ static __always_inline int quic_client_chosen(__u8 first, __u32 version)
  * within the IP payload). Its destination connection ID is a long header's
  * (its length in the header, 1 to 20: none of ours is empty), or a short
  * header's (quic_lb_short_cid_len(): the configuration's length, 1 + server
- * id + nonce, or the one a foreign ID's first octet describes). Its server id, read as bpf/lb_quic_lb.h reads it, names a backend
- * through map "quic_servers" when that backend still serves the VIP, under
- * the cookie it was added with (draining included: it keeps its
- * connections). Otherwise this CPU's scratch gets the connection ID's ring
+ * id + nonce, or the one a foreign ID's first octet describes). Its server
+ * id, read as bpf/lb_quic_lb.h reads it, names a backend through map
+ * "quic_servers" (the set the value's quic_parity names) when that backend
+ * still serves the VIP, under the cookie it was added with (draining
+ * included: it keeps its connections). Otherwise this CPU's scratch gets the
+ * connection ID's ring
  * position (hash; quic_lb_cid_key()), so every packet with it goes to one
  * backend whatever address it comes from.
  *
@@ -292,6 +294,8 @@ __noinline int quic_pick(struct xdp_md *ctx, __u32 off, const struct lb_vip *vip
 		quic_lb_decode_end(cfg, &m->w, m->sid);
 		m->skey.vip_id = vip_id;
 		m->skey.sid_len = cfg->sid_len;
+		m->skey.parity = vip->quic_parity & 1;
+		m->skey.pad[0] = m->skey.pad[1] = m->skey.pad[2] = 0;
 		__builtin_memcpy(m->skey.sid, m->sid, LB_QUIC_LB_SID_MAX);
 		server = bpf_map_lookup_elem(&quic_servers, &m->skey);
 		if (server) {

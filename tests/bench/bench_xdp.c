@@ -2108,7 +2108,7 @@ static void quic_per_packet(void)
 
 			for (i = 0; i < 8; i++) {
 				sid[cfgs[q].sid_len - 1] = (__u8)(i + 1);
-				if (lb_quic_server_put(lb_prog_maps(shipped), (__u32)q, sid,
+				if (lb_quic_server_put(lb_prog_maps(shipped), (__u32)q, 0, sid,
 						       cfgs[q].sid_len, vids[i], (__u64)vids[i]))
 					die("server id", -errno);
 			}

@@ -464,6 +464,60 @@ static void test_draining_keeps_connection_ids_and_removal_frees_them(void **sta
 	qvip_release(&q);
 }
 
+/*
+ * Server ids given to other backends take a new set and one swap of the VIP
+ * value (the old set then stray until swept); an id added goes into the
+ * serving set with no swap.
+ */
+static void test_ids_given_to_other_backends_are_one_swap(void **state)
+{
+	static const struct lb_quic_lb cfg = { .rotation = 4, .sid_len = 1, .nonce_len = 8 };
+	static const __u8 nonce[8] = { 8, 7, 6, 5, 4, 3, 2, 1 };
+	struct lb_vip_key vkey = vip_key_of_test(VIP_V4_UDP);
+	__u8 sids[2][LB_QUIC_LB_SID_MAX] = { { 1 }, { 2 } }, cid[LB_QUIC_CID_MAX];
+	struct fault f = { 0 };
+	struct lb_vip before, after;
+	size_t ids, keys;
+	struct qvip q;
+
+	(void)state;
+	NEEDS_ROOT();
+	qvip_make(&q, &cfg, NULL, 2, (const __u8(*)[LB_QUIC_LB_SID_MAX])sids);
+	assert_int_equal(quic_lb_cid_make(&cfg, NULL, sids[0], nonce, cid), 0);
+	check_eq(send_cid(cid, 10, "198.18.3.3", 3333), q.v->backends[0].id);
+	assert_int_equal(bpf_map_lookup_elem(maps->vips, &vkey, &before), 0);
+	/* The two backends trade ids: a new set beside the old, one swap. */
+	q.v->backends[0].server_id[0] = 2;
+	q.v->backends[1].server_id[0] = 1;
+	check(kernel_vip_quic_sync(maps, q.v, &f) == 0, "sync: %s", f.why);
+	assert_int_equal(bpf_map_lookup_elem(maps->vips, &vkey, &after), 0);
+	check(after.quic_parity != before.quic_parity, "ids traded in place, no swap");
+	check_eq(send_cid(cid, 10, "198.18.3.3", 3333), q.v->backends[1].id);
+	assert_int_equal(kernel_quic_strays(maps, &q.s, 0, &ids, &keys), 0);
+	check_eq(ids, 2);
+	assert_int_equal(kernel_quic_strays(maps, &q.s, 1, &ids, &keys), 0);
+	assert_int_equal(kernel_quic_strays(maps, &q.s, 0, &ids, &keys), 0);
+	check_eq(ids, 0);
+	/* A third backend's id: added to the serving set, no swap. */
+	{
+		struct state_backend b = { .weight = 1 }, *sb;
+		struct lb_backend slot;
+
+		snprintf(b.name, sizeof(b.name), "q-new");
+		assert_int_equal(state_backend_add(&q.s, q.v, &b), 0);
+		sb = &q.v->backends[2];
+		sb->id = backend_new(VIP_V4_UDP);
+		assert_int_equal(lb_backend_read(maps, sb->id, &slot), 0);
+		sb->cookie = slot.cookie;
+		check(kernel_vip_quic_sync(maps, q.v, &f) == 0, "sync: %s", f.why);
+		assert_int_equal(bpf_map_lookup_elem(maps->vips, &vkey, &before), 0);
+		check_eq(before.quic_parity, after.quic_parity);
+		assert_int_equal(quic_lb_cid_make(&cfg, NULL, sb->server_id, nonce, cid), 0);
+		check_eq(send_cid(cid, 10, "198.18.3.4", 3334), sb->id);
+	}
+	qvip_release(&q);
+}
+
 /* Datagrams that hold no connection ID are dropped under their own reason. */
 static void test_what_holds_no_connection_id_is_dropped(void **state)
 {
@@ -515,4 +569,5 @@ HARNESS_GROUP(quic,
 	      cmocka_unit_test(test_random_connection_ids_agree_with_lookup),
 	      cmocka_unit_test(test_an_initial_goes_by_the_ring_from_any_address),
 	      cmocka_unit_test(test_draining_keeps_connection_ids_and_removal_frees_them),
+	      cmocka_unit_test(test_ids_given_to_other_backends_are_one_swap),
 	      cmocka_unit_test(test_what_holds_no_connection_id_is_dropped));

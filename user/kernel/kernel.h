@@ -64,6 +64,17 @@ int kernel_vip_sources_sync(const struct lb_maps *maps, const struct state_vip *
 int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, struct fault *f);
 
 /**
+ * kernel_quic_strays() - server ids (map "quic_servers") and keys (map
+ * "quic_ciphers") that nothing of @want needs: an id outside the set its
+ * VIP's value names, or one no backend of the state has, or naming another
+ * backend; a key in a slot no value names. Counted into @ids and @keys, and
+ * removed when @remove (only once no packet can read a value naming them).
+ * Return: 0, or -errno.
+ */
+int kernel_quic_strays(const struct lb_maps *maps, const struct state *want, int remove,
+		       size_t *ids, size_t *keys);
+
+/**
  * struct kernel_sources_named - the source set each VIP id's kernel value
  * names: @parity[id] is its parity + 1, 0 for none.
  */

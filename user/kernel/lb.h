@@ -319,13 +319,16 @@ int lb_quic_cipher_read(const struct lb_maps *maps, __u32 slot,
 int lb_quic_cipher_place(const struct lb_maps *maps, __u32 slot,
 			 const __u8 key[LB_QUIC_LB_KEY_LEN], __u64 key_digest);
 
-/** lb_quic_server_put() - server id @sid (@sid_len octets) of VIP @vip_id names @backend_id. */
-int lb_quic_server_put(const struct lb_maps *maps, __u32 vip_id, const __u8 *sid, __u8 sid_len,
-		       __u32 backend_id, __u64 cookie);
+/**
+ * lb_quic_server_put() - server id @sid (@sid_len octets) of VIP @vip_id, in
+ * its set @parity, names @backend_id (@cookie).
+ */
+int lb_quic_server_put(const struct lb_maps *maps, __u32 vip_id, __u8 parity, const __u8 *sid,
+		       __u8 sid_len, __u32 backend_id, __u64 cookie);
 
-/** lb_quic_server_get() - what server id @sid of VIP @vip_id names. Return: 0, -ENOENT. */
-int lb_quic_server_get(const struct lb_maps *maps, __u32 vip_id, const __u8 *sid, __u8 sid_len,
-		       struct lb_quic_server *out);
+/** lb_quic_server_get() - what server id @sid of VIP @vip_id's set @parity names. Return: 0, -ENOENT. */
+int lb_quic_server_get(const struct lb_maps *maps, __u32 vip_id, __u8 parity, const __u8 *sid,
+		       __u8 sid_len, struct lb_quic_server *out);
 
 /**
  * lb_quic_servers_sweep() - delete every server id @wanted() says no for.
@@ -335,6 +338,15 @@ int lb_quic_servers_sweep(const struct lb_maps *maps,
 			  int (*wanted)(void *arg, const struct lb_quic_server_key *k,
 					const struct lb_quic_server *v),
 			  void *arg);
+
+/**
+ * lb_quic_servers_count() - count in @unwanted the server ids @wanted() says
+ * no for, deleting them when @remove. Return: 0, or -errno.
+ */
+int lb_quic_servers_count(const struct lb_maps *maps,
+			  int (*wanted)(void *arg, const struct lb_quic_server_key *k,
+					const struct lb_quic_server *v),
+			  void *arg, int remove, size_t *unwanted);
 
 /**
  * lb_source_set_read() - the set in slot @parity of VIP @vip_id (map

@@ -54,23 +54,26 @@ int lb_quic_cipher_place(const struct lb_maps *maps, __u32 slot,
 	return err;
 }
 
-static int server_key(__u32 vip_id, const __u8 *sid, __u8 sid_len, struct lb_quic_server_key *k)
+static int server_key(__u32 vip_id, __u8 parity, const __u8 *sid, __u8 sid_len,
+		      struct lb_quic_server_key *k)
 {
-	if (vip_id >= LB_VIPS_MAX || sid_len < LB_QUIC_LB_SID_MIN || sid_len > LB_QUIC_LB_SID_MAX)
+	if (vip_id >= LB_VIPS_MAX || parity > 1 || sid_len < LB_QUIC_LB_SID_MIN ||
+	    sid_len > LB_QUIC_LB_SID_MAX)
 		return -ERANGE;
 	memset(k, 0, sizeof(*k));
 	k->vip_id = vip_id;
+	k->parity = parity;
 	k->sid_len = sid_len;
 	memcpy(k->sid, sid, sid_len);
 	return 0;
 }
 
-int lb_quic_server_put(const struct lb_maps *maps, __u32 vip_id, const __u8 *sid, __u8 sid_len,
-		       __u32 backend_id, __u64 cookie)
+int lb_quic_server_put(const struct lb_maps *maps, __u32 vip_id, __u8 parity, const __u8 *sid,
+		       __u8 sid_len, __u32 backend_id, __u64 cookie)
 {
 	struct lb_quic_server want = { .backend_id = backend_id, .cookie = cookie }, have;
 	struct lb_quic_server_key k;
-	int err = server_key(vip_id, sid, sid_len, &k);
+	int err = server_key(vip_id, parity, sid, sid_len, &k);
 
 	if (err)
 		return err;
@@ -80,11 +83,11 @@ int lb_quic_server_put(const struct lb_maps *maps, __u32 vip_id, const __u8 *sid
 	return bpf_map_update_elem(maps->quic_servers, &k, &want, BPF_ANY) ? -errno : 0;
 }
 
-int lb_quic_server_get(const struct lb_maps *maps, __u32 vip_id, const __u8 *sid, __u8 sid_len,
-		       struct lb_quic_server *out)
+int lb_quic_server_get(const struct lb_maps *maps, __u32 vip_id, __u8 parity, const __u8 *sid,
+		       __u8 sid_len, struct lb_quic_server *out)
 {
 	struct lb_quic_server_key k;
-	int err = server_key(vip_id, sid, sid_len, &k);
+	int err = server_key(vip_id, parity, sid, sid_len, &k);
 
 	if (err)
 		return err;
@@ -95,6 +98,16 @@ int lb_quic_servers_sweep(const struct lb_maps *maps,
 			  int (*wanted)(void *arg, const struct lb_quic_server_key *k,
 					const struct lb_quic_server *v),
 			  void *arg)
+{
+	size_t n;
+
+	return lb_quic_servers_count(maps, wanted, arg, 1, &n);
+}
+
+int lb_quic_servers_count(const struct lb_maps *maps,
+			  int (*wanted)(void *arg, const struct lb_quic_server_key *k,
+					const struct lb_quic_server *v),
+			  void *arg, int remove, size_t *unwanted)
 {
 	struct lb_quic_server_key *keys = calloc(LB_QUIC_SERVERS_MAX, sizeof(*keys)), next;
 	struct lb_quic_server v;
@@ -110,11 +123,13 @@ int lb_quic_servers_sweep(const struct lb_maps *maps,
 		} while (count < LB_QUIC_SERVERS_MAX &&
 			 bpf_map_get_next_key(maps->quic_servers, &keys[count - 1], &next) == 0);
 	}
+	*unwanted = 0;
 	for (i = 0; i < count && !err; i++) {
 		if (bpf_map_lookup_elem(maps->quic_servers, &keys[i], &v) ||
 		    wanted(arg, &keys[i], &v))
 			continue;
-		if (bpf_map_delete_elem(maps->quic_servers, &keys[i]) && errno != ENOENT)
+		(*unwanted)++;
+		if (remove && bpf_map_delete_elem(maps->quic_servers, &keys[i]) && errno != ENOENT)
 			err = -errno;
 	}
 	free(keys);

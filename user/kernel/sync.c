@@ -425,43 +425,114 @@ static int quic_served(const struct lb_maps *maps, const struct state_vip *v,
 }
 
 /*
- * kernel_vip_quic_sync() - one VIP's QUIC-LB side: every backend's server id in map "quic_servers"
- * (entries are added before any value names the configuration, and stale
- * ones go in sweep_quic()); its key and configuration as its source set
- * goes (kernel_vip_sources_sync()): a VIP the kernel serves gets the key in
- * the slot its value does not name, then one swap of the value, and once no
- * packet can read the old one the old slot is emptied; a VIP the kernel
- * does not serve yet gets its key in slot 0, which its first value names.
+ * May @v's server ids go into its set @parity one by one: does every id that
+ * set holds already name the backend @v gives it (each added id a change of
+ * its own, which no packet can see half done)?
+ */
+static int quic_ids_add_only(const struct lb_maps *maps, const struct state_vip *v, __u8 parity)
+{
+	struct lb_quic_server have;
+	size_t i;
+
+	for (i = 0; i < v->backend_count; i++) {
+		const struct state_backend *b = &v->backends[i];
+
+		if (lb_quic_server_get(maps, v->id, parity, b->server_id, v->quic.cfg.sid_len,
+				       &have) == 0 &&
+		    (have.backend_id != b->id || have.cookie != b->cookie))
+			return 0;
+	}
+	return 1;
+}
+
+/* Every server id of @v into its set @parity. */
+static int quic_ids_put(const struct lb_maps *maps, const struct state_vip *v, __u8 parity,
+			const char *spec, struct fault *f)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < v->backend_count; i++) {
+		const struct state_backend *b = &v->backends[i];
+
+		err = lb_quic_server_put(maps, v->id, parity, b->server_id, v->quic.cfg.sid_len,
+					 b->id, b->cookie);
+		if (err)
+			return kernel_fail(f, err, "writing the server id of backend %s of %s",
+					   b->name, spec);
+	}
+	return 0;
+}
+
+/* What lb_quic_servers_sweep() keeps of a set being emptied: all but VIP @id's set @parity. */
+struct quic_set_of {
+	__u32 vip_id;
+	__u8 parity;
+};
+
+static int quic_not_in_set(void *arg, const struct lb_quic_server_key *k,
+			   const struct lb_quic_server *val)
+{
+	const struct quic_set_of *set = arg;
+
+	(void)val;
+	return k->vip_id != set->vip_id || k->parity != set->parity;
+}
+
+/*
+ * kernel_vip_quic_sync() - one VIP's QUIC-LB side: its server ids (map
+ * "quic_servers"), its key (map "quic_ciphers") and its value's
+ * configuration, as its source set goes (kernel_vip_sources_sync()). A VIP
+ * the kernel serves with this configuration and key, whose set already gives
+ * no id to another backend, only gets the ids it lacks, each one update.
+ * Any other change makes a whole new side in the parity its value does not
+ * name (that set emptied first of what a cut-short change left there, every
+ * id written, the key made), then one swap of its value names it: a packet
+ * sees the old ids, key and configuration or the new ones, never a mix. The
+ * old side goes in sweep_quic(), once no packet can read it. A VIP the
+ * kernel does not serve yet gets its side in parity 0, which its first value
+ * names. A VIP that stops being QUIC gets one swap of its value.
  */
 int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, struct fault *f)
 {
 	int encrypted = v->quic.set && (v->quic.cfg.flags & LB_QUIC_LB_ENCRYPTED);
 	__u8 key[LB_QUIC_LB_KEY_LEN], parity = 0;
+	struct quic_set_of old_set;
 	char spec[ADDR_TEXT_MAX];
+	struct lb_quic_lb cfg;
 	struct lb_vip_key vkey;
 	struct lb_vip served;
-	size_t i;
 	int err = 0, serving;
 
 	vip_format(&v->spec, spec);
-	for (i = 0; v->quic.set && i < v->backend_count; i++) {
-		const struct state_backend *b = &v->backends[i];
-
-		err = lb_quic_server_put(maps, v->id, b->server_id, v->quic.cfg.sid_len, b->id,
-					 b->cookie);
-		if (err)
-			return kernel_fail(f, err, "writing the server id of backend %s of %s",
-					   b->name, spec);
-	}
 	image_vip_key(v, &vkey);
+	image_vip_quic(v, &cfg);
 	serving = bpf_map_lookup_elem(maps->vips, &vkey, &served) == 0 && served.vip_id == v->id;
-	if (serving && quic_served(maps, v, &served))
+	if (serving && !v->quic.set) {
+		if (!(served.flags & LB_VIP_QUIC_LB))
+			return 0;
+		err = lb_vip_quic_swap(maps, &vkey, v->id, 0, &cfg, served.quic_parity);
+		return err ? kernel_fail(f, err, "swapping the QUIC-LB configuration of %s", spec) :
+			     0;
+	}
+	if (!v->quic.set)
 		return 0;
+	if (serving && quic_served(maps, v, &served) &&
+	    quic_ids_add_only(maps, v, served.quic_parity & 1))
+		return quic_ids_put(maps, v, served.quic_parity & 1, spec, f);
+	parity = serving ? !(served.quic_parity & 1) : 0;
+	old_set.vip_id = v->id;
+	old_set.parity = parity;
+	err = lb_quic_servers_sweep(maps, quic_not_in_set, &old_set);
+	if (err)
+		return kernel_fail(f, err, "emptying a set of QUIC server ids of %s", spec);
+	err = quic_ids_put(maps, v, parity, spec, f);
+	if (err)
+		return err;
 	if (encrypted) {
 		err = quic_key_of(v, key, f);
 		if (err)
 			return err;
-		parity = serving ? !(served.quic_parity & 1) : 0;
 		err = lb_quic_cipher_place(maps, LB_QUIC_CIPHER_SLOT(v->id, parity), key,
 					   v->quic.key_digest);
 		memset(key, 0, sizeof(key));
@@ -470,12 +541,7 @@ int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, 
 	}
 	if (!serving)
 		return 0;
-	{
-		struct lb_quic_lb cfg;
-
-		image_vip_quic(v, &cfg);
-		err = lb_vip_quic_swap(maps, &vkey, v->id, v->quic.set, &cfg, parity);
-	}
+	err = lb_vip_quic_swap(maps, &vkey, v->id, 1, &cfg, parity);
 	return err ? kernel_fail(f, err, "swapping the QUIC-LB configuration of %s", spec) : 0;
 }
 
@@ -493,13 +559,43 @@ static int sync_quic(const struct lb_maps *maps, const struct state *want, struc
 	return 0;
 }
 
-/* Is server id @k of @arg (a state) one of its QUIC VIPs' backends', naming that backend? */
+/* The set of server ids each VIP id's kernel value names: its parity + 1, 0 for none. */
+struct quic_named {
+	const struct state *want;
+	__u8 parity[LB_VIPS_MAX];
+};
+
+static void quic_named_read(const struct lb_maps *maps, const struct state *want,
+			    struct quic_named *named)
+{
+	struct lb_vip_key key, next;
+	struct lb_vip val;
+	int more;
+
+	memset(named, 0, sizeof(*named));
+	named->want = want;
+	for (more = bpf_map_get_next_key(maps->vips, NULL, &next) == 0; more;
+	     more = bpf_map_get_next_key(maps->vips, &key, &next) == 0) {
+		key = next;
+		if (bpf_map_lookup_elem(maps->vips, &key, &val) == 0 && val.vip_id < LB_VIPS_MAX &&
+		    (val.flags & LB_VIP_QUIC_LB))
+			named->parity[val.vip_id] = (__u8)((val.quic_parity & 1) + 1);
+	}
+}
+
+/*
+ * Is server id @k wanted: in the set its VIP's value names, an id one of the
+ * state's backends of that VIP has, naming that backend?
+ */
 static int quic_server_wanted(void *arg, const struct lb_quic_server_key *k,
 			      const struct lb_quic_server *val)
 {
-	const struct state *want = arg;
+	const struct quic_named *named = arg;
+	const struct state *want = named->want;
 	size_t i, j;
 
+	if (k->vip_id >= LB_VIPS_MAX || named->parity[k->vip_id] != k->parity + 1)
+		return 0;
 	for (i = 0; i < want->fleet.vip_count; i++) {
 		const struct state_vip *v = &want->fleet.vips[i];
 
@@ -513,40 +609,48 @@ static int quic_server_wanted(void *arg, const struct lb_quic_server_key *k,
 	return 0;
 }
 
+int kernel_quic_strays(const struct lb_maps *maps, const struct state *want, int remove,
+		       size_t *ids, size_t *keys)
+{
+	struct quic_named *named = malloc(sizeof(*named));
+	struct lb_quic_cipher_record rec;
+	__u32 slot;
+	int err = 0;
+
+	*ids = *keys = 0;
+	if (!named)
+		return -ENOMEM;
+	quic_named_read(maps, want, named);
+	err = lb_quic_servers_count(maps, quic_server_wanted, named, remove, ids);
+	for (slot = 0; !err && slot < LB_QUIC_CIPHER_SLOTS; slot++) {
+		__u32 id = slot / 2;
+
+		if (named->parity[id] == (slot & 1) + 1 || lb_quic_cipher_read(maps, slot, &rec) ||
+		    !rec.key_digest)
+			continue;
+		(*keys)++;
+		if (remove)
+			err = lb_quic_cipher_place(maps, slot, NULL, 0);
+	}
+	free(named);
+	return err;
+}
+
 /*
- * Phase 8: server ids no backend of the state has, and keys no VIP value
- * names, once no packet can still read a value that named them.
+ * Phase 8: server ids and keys no VIP value names (a removed VIP's, the old
+ * side of a change, a change cut short), once no packet can still read a
+ * value that named them.
  */
 static int sweep_quic(const struct lb_maps *maps, const struct state *want, struct fault *f)
 {
-	struct lb_quic_cipher_record rec;
-	__u8 named[LB_QUIC_CIPHER_SLOTS] = { 0 };
-	struct lb_vip_key key, next;
-	struct lb_vip val;
-	__u32 slot;
-	int err, more;
+	size_t ids, keys;
+	int err;
 
 	err = lb_readers_release();
 	if (err)
 		return kernel_fail(f, err, "waiting for the packets in flight");
-	err = lb_quic_servers_sweep(maps, quic_server_wanted, (void *)want);
-	if (err)
-		return kernel_fail(f, err, "removing stale QUIC server ids");
-	for (more = bpf_map_get_next_key(maps->vips, NULL, &next) == 0; more;
-	     more = bpf_map_get_next_key(maps->vips, &key, &next) == 0) {
-		key = next;
-		if (bpf_map_lookup_elem(maps->vips, &key, &val) == 0 && val.vip_id < LB_VIPS_MAX &&
-		    (val.flags & LB_VIP_QUIC_LB))
-			named[LB_QUIC_CIPHER_SLOT(val.vip_id, val.quic_parity)] = 1;
-	}
-	for (slot = 0; slot < LB_QUIC_CIPHER_SLOTS; slot++) {
-		if (named[slot] || lb_quic_cipher_read(maps, slot, &rec) || !rec.key_digest)
-			continue;
-		err = lb_quic_cipher_place(maps, slot, NULL, 0);
-		if (err)
-			return kernel_fail(f, err, "removing a stale QUIC-LB key");
-	}
-	return 0;
+	err = kernel_quic_strays(maps, want, 1, &ids, &keys);
+	return err ? kernel_fail(f, err, "removing stale QUIC server ids and keys") : 0;
 }
 
 /* Do @before and @v keep the same previous rings? */

@@ -177,14 +177,32 @@ static int verify_quic(const struct lb_maps *maps, const struct state_vip *v, st
 	for (i = 0; i < v->backend_count; i++) {
 		const struct state_backend *b = &v->backends[i];
 
-		if (lb_quic_server_get(maps, v->id, b->server_id, v->quic.cfg.sid_len, &server) ==
-			    0 &&
+		if (lb_quic_server_get(maps, v->id, served.quic_parity & 1, b->server_id,
+				       v->quic.cfg.sid_len, &server) == 0 &&
 		    server.backend_id == b->id && server.cookie == b->cookie)
 			continue;
 		quic_lb_hex(b->server_id, v->quic.cfg.sid_len, sid);
 		say(r, "VIP %s: backend %s: server id %s does not name it in the kernel", spec,
 		    b->name, sid);
 	}
+	return 0;
+}
+
+/* QUIC server ids and keys that nothing of the state needs. */
+static int verify_quic_strays(const struct lb_maps *maps, const struct state *want,
+			      struct report *r)
+{
+	size_t ids, keys;
+	int err = kernel_quic_strays(maps, want, 0, &ids, &keys);
+
+	if (err)
+		return err;
+	if (ids)
+		say(r, "%zu QUIC server id%s in the kernel name%s what the state does not say",
+		    ids, ids == 1 ? "" : "s", ids == 1 ? "s" : "");
+	if (keys)
+		say(r, "%zu QUIC-LB key%s in the kernel belong%s to no VIP", keys,
+		    keys == 1 ? "" : "s", keys == 1 ? "s" : "");
 	return 0;
 }
 
@@ -286,6 +304,6 @@ int kernel_verify(const struct lb_maps *maps, const struct state *want,
 		      verify_quic(maps, &want->fleet.vips[i], &r);
 	err = err ?: verify_config(maps, want, &r) ?: verify_flows(maps, want, &r) ?:
 	      verify_strays(maps, want, &r) ?:
-	      verify_source_strays(maps, want, &r);
+	      verify_source_strays(maps, want, &r) ?: verify_quic_strays(maps, want, &r);
 	return err ? err : r.bad;
 }

@@ -564,7 +564,7 @@ static int group_setup(void **state)
 				for (i = 0; i < BACKENDS_PER_VIP; i++) {
 					__u8 sid[LB_QUIC_LB_SID_MAX] = { (__u8)(i + 1) };
 
-					if (lb_quic_server_put(maps, (__u32)v, sid, quic_cfg.sid_len,
+					if (lb_quic_server_put(maps, (__u32)v, 0, sid, quic_cfg.sid_len,
 							       ids[i], ids[i]))
 						return -1;
 				}
