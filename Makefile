@@ -87,7 +87,7 @@ CLI_SRCS := $(sort $(wildcard user/cli/*.c))
 HARNESS_SRCS := tests/prog/harness/packets.c tests/prog/harness/harness.c
 PROG_TEST_SRCS := $(sort $(wildcard tests/prog/*.c))
 SKELS := $(OUTPUT)/version.h $(OUTPUT)/layout.h $(OUTPUT)/alerts.h $(OUTPUT)/ringlb.skel.h $(OUTPUT)/decap.skel.h $(OUTPUT)/probe.skel.h \
-	$(OUTPUT)/quic_cipher.skel.h \
+	$(OUTPUT)/quic_cipher.skel.h $(OUTPUT)/ringlb_plain.skel.h \
 	$(OUTPUT)/vip_reader.skel.h \
 	$(OUTPUT)/syncookie.skel.h \
 	$(OUTPUT)/quic_lb_codec.skel.h \
@@ -156,6 +156,14 @@ $(OUTPUT)/layout.h: bpf/lb_contract.h
 	$(Q)gcc -fpreprocessed -dD -E -P $< | tr -s ' \t\n' ' ' > $@.text && [ -s $@.text ]
 	$(Q)printf '/* Generated from bpf/lb_contract.h. */\n#define LB_LAYOUT_DIGEST 0x%sull\n' \
 		"$$(sha256sum < $@.text | cut -c1-16)" > $@ && rm -f $@.text
+
+# The data path for kernels without the BPF crypto kfuncs (before Linux 6.10): the same
+# source without AES, chosen by the loader where the kernel lacks them (user/kernel/lb.c).
+$(OUTPUT)/ringlb_plain.bpf.o: bpf/ringlb.bpf.c VERSION
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(BPF_CLANG) $(BPF_CFLAGS) -DLB_QUIC_NO_CRYPTO -DRINGLB_BPF_VERSION='"$(BUILD_VERSION)"' \
+		$(DEPFLAGS) -c $< -o $@
 
 # Programs that live in the tests and benchmarks only.
 $(OUTPUT)/%.bpf.o: tests/prog/bpf/%.bpf.c

@@ -29,6 +29,22 @@
 #include "lb_contract.h"
 #include "lb_pin.h"
 
+#ifdef LB_QUIC_NO_CRYPTO
+
+/*
+ * The program for kernels without the BPF crypto kfuncs (before Linux 6.10,
+ * or built without them): key slots without a kernel context in them, and
+ * no cipher, so an encrypted configuration's packets decode to nothing and
+ * go where the ring puts their connection ID. The loader takes this object
+ * where the kernel has no bpf_crypto_ctx_create() (lb.c).
+ */
+struct lb_quic_cipher_slot {
+	__u64 cipher;
+	__u64 key_digest;
+};
+
+#else
+
 #define __kptr __attribute__((btf_type_tag("kptr")))
 
 /*
@@ -64,6 +80,8 @@ struct lb_quic_cipher_slot {
 	struct bpf_crypto_ctx __kptr *cipher;
 	__u64 key_digest;
 };
+
+#endif /* LB_QUIC_NO_CRYPTO */
 
 _Static_assert(sizeof(struct lb_quic_cipher_slot) == sizeof(struct lb_quic_cipher_record),
 	       "the program's key slot is the one userspace reads");
@@ -141,6 +159,18 @@ static __always_inline __u64 quic_low_octets(__u32 n)
  * under the key in slot @slot of map "quic_ciphers"; decrypting unless
  * @encrypt. Return: 0, or negative (no key in the slot, or the cipher failed).
  */
+#ifdef LB_QUIC_NO_CRYPTO
+static __always_inline int quic_aes(__u32 slot, __u32 encrypt)
+{
+	/*
+	 * Used, for clang: a global function's argument nothing reads is left
+	 * unset at its calls, and the verifier refuses the call (its BTF says
+	 * scalar).
+	 */
+	asm volatile("" : : "r"(slot), "r"(encrypt));
+	return -1;
+}
+#else
 static __always_inline int quic_aes(__u32 slot, __u32 encrypt)
 {
 	struct lb_quic_cipher_slot *k;
@@ -159,6 +189,7 @@ static __always_inline int quic_aes(__u32 slot, __u32 encrypt)
 	return encrypt ? bpf_crypto_encrypt(c, &src, &dst, NULL) :
 			 bpf_crypto_decrypt(c, &src, &dst, NULL);
 }
+#endif /* LB_QUIC_NO_CRYPTO */
 
 /*
  * quic_step() - step @k of decoding this CPU's scratch block under

@@ -31,6 +31,7 @@
 #include "kernel.h"
 #include "lb_quic_lb.h"
 #include "quic_lb_vectors.h"
+#include "ringlb_plain.skel.h"
 
 #define QUIC_SEED 0x7175696370617468ULL
 /* Connection IDs per configuration in the agreement test, half of them a server's. */
@@ -518,6 +519,50 @@ static void test_ids_given_to_other_backends_are_one_swap(void **state)
 	qvip_release(&q);
 }
 
+/*
+ * The program for kernels without the crypto kfuncs (build/ringlb_plain.bpf.o,
+ * what lb_prog_load() takes there): it names no crypto kfunc, loads, and
+ * routes plaintext QUIC-LB by server id; the key slots it has hold no
+ * kernel cipher. Run here, where the kernel has them, by asking for it.
+ */
+static void test_the_program_without_crypto_serves_plaintext(void **state)
+{
+	static const struct lb_quic_lb cfg = { .rotation = 6, .sid_len = 2, .nonce_len = 5 };
+	static const __u8 nonce[8] = { 1, 1, 2, 3, 5, 8, 13 };
+	struct lb_load_opts opts = { .secret = { secret[0], secret[1] }, .plain = 1 };
+	struct lb_prog *plain, *saved_prog = prog;
+	const struct lb_maps *saved_maps = maps;
+	__u8 cid[LB_QUIC_CID_MAX];
+	struct qvip q;
+	int err;
+
+	(void)state;
+	NEEDS_ROOT();
+	{
+		size_t len;
+		const void *elf = ringlb_plain_bpf__elf_bytes(&len);
+
+		check(memmem(elf, len, "bpf_crypto", 10) == NULL,
+		      "the program without crypto names a crypto kfunc or type");
+	}
+	memcpy(opts.iface_mac, iface_mac, sizeof(opts.iface_mac));
+	err = lb_prog_load(&plain, &opts);
+	check(err == 0, "the program without crypto does not load: %s", strerror(-err));
+	prog = plain;
+	maps = lb_prog_maps(plain);
+	qvip_make(&q, &cfg, NULL, 3, NULL);
+	assert_int_equal(quic_lb_cid_make(&cfg, NULL, q.v->backends[2].server_id, nonce, cid), 0);
+	check_eq(send_cid(cid, 8, "198.18.2.2", 2222), q.v->backends[2].id);
+	check_eq(reason_total(LB_REASON_FORWARDED_QUIC), 1);
+	qvip_release(&q);
+	lb_prog_close(plain);
+	prog = saved_prog;
+	maps = saved_maps;
+	print_message("quic: the program without crypto loaded and routed a plaintext connection "
+		      "ID by its server id%s\n",
+		      lb_kernel_has_crypto() ? " (this kernel has the crypto kfuncs)" : "");
+}
+
 /* Datagrams that hold no connection ID are dropped under their own reason. */
 static void test_what_holds_no_connection_id_is_dropped(void **state)
 {
@@ -570,4 +615,5 @@ HARNESS_GROUP(quic,
 	      cmocka_unit_test(test_an_initial_goes_by_the_ring_from_any_address),
 	      cmocka_unit_test(test_draining_keeps_connection_ids_and_removal_frees_them),
 	      cmocka_unit_test(test_ids_given_to_other_backends_are_one_swap),
+	      cmocka_unit_test(test_the_program_without_crypto_serves_plaintext),
 	      cmocka_unit_test(test_what_holds_no_connection_id_is_dropped));

@@ -19,10 +19,12 @@
 #include <linux/if_link.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "ring.h"
 #include "ringlb.skel.h"
+#include "ringlb_plain.skel.h"
 #include "host.h"
 #include "layout.h"
 #include "siphash.h"
@@ -128,29 +130,87 @@ _Static_assert(offsetof(struct ringlb_bpf__rodata, build_digest) == 24, ".rodata
 _Static_assert(offsetof(struct ringlb_bpf__rodata, layout_digest) == 32, ".rodata is append-only");
 _Static_assert(offsetof(struct ringlb_bpf__rodata, build_version) == 40, ".rodata is append-only");
 
-/* The digest of this binary's program object (computed once). */
-static __u64 object_digest(void)
+/*
+ * The plain object (bpf/ringlb.bpf.c without AES) opens as the same skeleton:
+ * the same maps, programs and load-time variables, laid out alike.
+ */
+_Static_assert(sizeof(struct ringlb_plain_bpf__rodata) == sizeof(struct ringlb_bpf__rodata) &&
+		       offsetof(struct ringlb_plain_bpf__rodata, build_version) ==
+			       offsetof(struct ringlb_bpf__rodata, build_version),
+	       "the plain program's .rodata is the program's");
+
+int lb_kernel_has_crypto(void)
+{
+	static int known = -1;
+	struct btf *vmlinux;
+
+	if (known < 0) {
+		vmlinux = btf__load_vmlinux_btf();
+		known = vmlinux && btf__find_by_name_kind(vmlinux, "bpf_crypto_ctx_create",
+							  BTF_KIND_FUNC) > 0;
+		btf__free(vmlinux);
+	}
+	return known;
+}
+
+/* This host's program object: with AES where the kernel has the crypto kfuncs. */
+static const void *object_elf(int plain, size_t *len)
+{
+	return plain ? ringlb_plain_bpf__elf_bytes(len) : ringlb_bpf__elf_bytes(len);
+}
+
+/* Which object this host loads: the plain one where the kernel has no crypto kfuncs. */
+static int object_plain(void)
+{
+	return !lb_kernel_has_crypto();
+}
+
+/* The skeleton over this host's object (ringlb_bpf__open_opts() with another ELF). */
+static struct ringlb_bpf *skel_open(const struct bpf_object_open_opts *opts, int plain)
+{
+	struct ringlb_bpf *obj = calloc(1, sizeof(*obj));
+	int err;
+
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = ringlb_bpf__create_skeleton(obj);
+	if (!err)
+		obj->skeleton->data = object_elf(plain, &obj->skeleton->data_sz);
+	err = err ?: bpf_object__open_skeleton(obj->skeleton, opts);
+	if (err) {
+		ringlb_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
+}
+
+/* The digest of a program object of this binary (each computed once). */
+static __u64 object_digest(int plain)
 {
 	static const char key[] = "ringlb build v1";
-	static __u64 digest;
+	static __u64 digest[2];
 	const void *elf;
 	size_t len;
 
-	if (!digest) {
-		elf = ringlb_bpf__elf_bytes(&len);
-		digest = ring_siphash(elf, len, ring_siphash(key, sizeof(key) - 1, 0, 0), len) | 1;
+	if (!digest[plain]) {
+		elf = object_elf(plain, &len);
+		digest[plain] = ring_siphash(elf, len, ring_siphash(key, sizeof(key) - 1, 0, 0),
+					     len) | 1;
 	}
-	return digest;
+	return digest[plain];
 }
 
 int lb_build_self(struct lb_build *b)
 {
-	struct ringlb_bpf *skel = ringlb_bpf__open();
+	struct ringlb_bpf *skel = skel_open(NULL, object_plain());
 
 	memset(b, 0, sizeof(*b));
 	if (!skel)
 		return -errno;
-	b->digest = object_digest();
+	b->digest = object_digest(object_plain());
 	b->layout = LB_LAYOUT_DIGEST;
 	memcpy(b->version, (const void *)skel->rodata->build_version, sizeof(b->version) - 1);
 	ringlb_bpf__destroy(skel);
@@ -173,13 +233,14 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	struct bpf_map *map;
 	__u32 flow_entries = 0;
 	size_t i;
-	int err;
+	int err, plain;
 
 	*out = NULL;
 	prog = calloc(1, sizeof(*prog));
 	if (!prog)
 		return -ENOMEM;
-	prog->skel = ringlb_bpf__open_opts(&open_opts);
+	plain = opts->plain || object_plain();
+	prog->skel = skel_open(&open_opts, plain);
 	if (!prog->skel) {
 		err = -errno;
 		goto kernel_fail;
@@ -187,7 +248,7 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	prog->skel->rodata->flow_secret[0] = opts->secret[0];
 	prog->skel->rodata->flow_secret[1] = opts->secret[1];
 	memcpy((void *)prog->skel->rodata->iface_mac, opts->iface_mac, sizeof(opts->iface_mac));
-	prog->skel->rodata->build_digest = object_digest();
+	prog->skel->rodata->build_digest = object_digest(plain);
 	prog->skel->rodata->layout_digest = LB_LAYOUT_DIGEST;
 	/* A pinned flow table keeps its size: reuse needs the same max_entries. */
 	if (!opts->pin_dir || lb_pinned_max_entries(opts->pin_dir, "flows", &flow_entries))

@@ -76,13 +76,23 @@ enum lb_attach_mode {
  * @iface_mac: the MAC of the interface the instance will be attached to
  * @flow_entries: flow table size; 0 for LB_FLOWS_DEFAULT (only used when the
  *                maps are created, not when pinned ones are reused)
+ * @plain: 1 to load the program without AES whatever the kernel has (tests);
+ *         it is loaded anyway where the kernel has no BPF crypto kfuncs
  */
 struct lb_load_opts {
 	const char *pin_dir;
 	__u64 secret[2];
 	__u8 iface_mac[6];
 	__u32 flow_entries;
+	int plain;
 };
+
+/**
+ * lb_kernel_has_crypto() - does this kernel have the BPF crypto kfuncs
+ * (Linux 6.10 and later, built with them): can an encrypted QUIC-LB
+ * configuration be served here? Asked of the kernel's BTF once.
+ */
+int lb_kernel_has_crypto(void);
 
 struct lb_prog;
 

@@ -529,6 +529,11 @@ int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, 
 	err = quic_ids_put(maps, v, parity, spec, f);
 	if (err)
 		return err;
+	if (encrypted && !lb_kernel_has_crypto())
+		return fault_set(f, FAULT_STATE, -EOPNOTSUPP,
+				 "VIP %s: this kernel has no BPF crypto kfuncs (Linux 6.10 and "
+				 "later): it serves QUIC-LB in plaintext only",
+				 spec);
 	if (encrypted) {
 		err = quic_key_of(v, key, f);
 		if (err)
