@@ -46,5 +46,8 @@ int quic_cipher_set(struct lb_quic_cipher_set *args)
 		bpf_crypto_ctx_release(old);
 	slot->key_digest = args->op ? args->key_digest : 0;
 	args->err = 0;
+	/* The context goes back to the caller: it takes no copy of the key with it. */
+	__builtin_memset(args->key, 0, LB_QUIC_LB_KEY_LEN);
+	__builtin_memset(params.key, 0, LB_QUIC_LB_KEY_LEN);
 	return 0;
 }

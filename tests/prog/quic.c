@@ -563,6 +563,71 @@ static void test_the_program_without_crypto_serves_plaintext(void **state)
 		      lb_kernel_has_crypto() ? " (this kernel has the crypto kfuncs)" : "");
 }
 
+static void report_to(void *arg, const char *line)
+{
+	snprintf(arg, 256, "%s", line);
+}
+
+/*
+ * Maps made afresh (after a reboot: kernel_sync() of unknown maps) with a
+ * key file that holds another key than the state's: the VIP serves without
+ * the key (its QUIC placed by the ring) rather than not at all, and verify
+ * says so; the same on maps that serve it already is refused.
+ */
+static void test_fresh_maps_serve_a_vip_whose_key_cannot_be_made(void **state)
+{
+	static const struct lb_quic_lb cfg = { .rotation = 1, .sid_len = 4, .nonce_len = 12,
+					       .flags = LB_QUIC_LB_ENCRYPTED };
+	static const __u8 key[16] = { 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9 };
+	struct lb_load_opts opts = { .secret = { secret[0], secret[1] } };
+	struct lb_prog *fresh, *saved_prog = prog;
+	const struct lb_maps *saved_maps = maps;
+	struct lb_vip_key vkey = vip_key_of_test(VIP_V4_UDP);
+	char said[256] = "";
+	struct fault f = { 0 };
+	struct lb_vip val;
+	struct qvip q;
+	int err;
+
+	(void)state;
+	NEEDS_ROOT();
+	memcpy(opts.iface_mac, iface_mac, sizeof(opts.iface_mac));
+	err = lb_prog_load(&fresh, &opts);
+	check(err == 0, "a fresh instance: %s", strerror(-err));
+	prog = fresh;
+	maps = lb_prog_maps(fresh);
+	qvip_make(&q, &cfg, key, 2, NULL);
+	/* The same state on maps made afresh, its key file now another key. */
+	lb_prog_close(fresh);
+	err = lb_prog_load(&fresh, &opts);
+	check(err == 0, "a second fresh instance: %s", strerror(-err));
+	prog = fresh;
+	maps = lb_prog_maps(fresh);
+	{
+		FILE *fp = fopen(q.key_path, "w");
+
+		check(fp && fputs("0f0e0d0c0b0a09080706050403020100\n", fp) >= 0, "key file");
+		fclose(fp);
+	}
+	err = kernel_sync(maps, NULL, &q.s, &f);
+	check(err == 0, "fresh maps refused the state: %s", f.why);
+	assert_int_equal(bpf_map_lookup_elem(maps->vips, &vkey, &val), 0);
+	check_eq(val.flags & LB_VIP_QUIC_LB, LB_VIP_QUIC_LB);
+	check(kernel_verify(maps, &q.s, report_to, said) > 0 &&
+	      strstr(said, "QUIC-LB key is not the state's"), "verify said '%s'", said);
+	/* A change on maps that serve the VIP: refused, as ever. */
+	f.why[0] = 0;
+	q.v->quic.cfg.rotation = 2;
+	err = kernel_sync(maps, &q.s, &q.s, &f);
+	check(err != 0 && strstr(f.why, "holds another key"), "a change with another key: %s",
+	      f.why);
+	unlink(q.key_path);
+	state_free(&q.s);
+	lb_prog_close(fresh);
+	prog = saved_prog;
+	maps = saved_maps;
+}
+
 /* Datagrams that hold no connection ID are dropped under their own reason. */
 static void test_what_holds_no_connection_id_is_dropped(void **state)
 {
@@ -616,4 +681,5 @@ HARNESS_GROUP(quic,
 	      cmocka_unit_test(test_draining_keeps_connection_ids_and_removal_frees_them),
 	      cmocka_unit_test(test_ids_given_to_other_backends_are_one_swap),
 	      cmocka_unit_test(test_the_program_without_crypto_serves_plaintext),
+	      cmocka_unit_test(test_fresh_maps_serve_a_vip_whose_key_cannot_be_made),
 	      cmocka_unit_test(test_what_holds_no_connection_id_is_dropped));

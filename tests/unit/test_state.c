@@ -839,6 +839,7 @@ static void test_quic_vips_keep_their_server_ids_and_refuse_bad_ones(void **stat
 		  "over 19" },
 		{ "\"key_digest\": \"0123456789abcdef\"", "\"key_digest\": \"0123\"", "key_digest" },
 		{ "\"key_file\": \"/etc/ringlb/quic.key\"", "\"key_file\": \"quic.key\"", "absolute" },
+		{ "\"key_file\": \"/etc/ringlb/quic.key\"", "\"key_file\": \"/etc/a\\nb\"", "control character" },
 		{ "\"rotation\": 1,", "\"rotation\": 1, \"lb\": 2,", "quic_lb.lb: a field" },
 		{ "198.18.0.100:443/udp", "198.18.0.100:443/tcp", "QUIC-LB is for UDP VIPs" },
 	};

@@ -68,6 +68,7 @@ static json_t *quic_config_model(const struct state_vip *v, const struct state_b
 		return NULL;
 	if (!key)
 		json_object_set_new(m, "key", json_null());
+	explicit_bzero(hex, sizeof(hex));
 	if (b) {
 		quic_lb_hex(b->server_id, cfg->sid_len, sid);
 		json_object_set_new(m, "backend", json_string(b->name));
@@ -83,6 +84,7 @@ static json_t *quic_config_model(const struct state_vip *v, const struct state_b
 							 v->backends[i].name, "server_id", sid));
 	}
 	json_object_set_new(m, "servers", servers);
+	explicit_bzero(hex, sizeof(hex));
 	return m;
 }
 
@@ -130,7 +132,7 @@ static int quic_config_run(struct cli *c, const void *args)
 			goto out;
 	}
 	model = quic_config_model(v, b, keyed ? key : NULL);
-	memset(key, 0, sizeof(key));
+	explicit_bzero(key, sizeof(key));
 	if (!model)
 		err = fault_set(&f, FAULT_STATE, -ENOMEM, "out of memory");
 out:

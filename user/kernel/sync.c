@@ -480,7 +480,7 @@ static int quic_not_in_set(void *arg, const struct lb_quic_server_key *k,
 }
 
 /*
- * kernel_vip_quic_sync() - one VIP's QUIC-LB side: its server ids (map
+ * One VIP's QUIC-LB side (kernel_vip_quic_sync()): its server ids (map
  * "quic_servers"), its key (map "quic_ciphers") and its value's
  * configuration, as its source set goes (kernel_vip_sources_sync()). A VIP
  * the kernel serves with this configuration and key, whose set already gives
@@ -493,7 +493,8 @@ static int quic_not_in_set(void *arg, const struct lb_quic_server_key *k,
  * kernel does not serve yet gets its side in parity 0, which its first value
  * names. A VIP that stops being QUIC gets one swap of its value.
  */
-int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, struct fault *f)
+static int vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, int degrade,
+			 struct fault *f)
 {
 	int encrypted = v->quic.set && (v->quic.cfg.flags & LB_QUIC_LB_ENCRYPTED);
 	__u8 key[LB_QUIC_LB_KEY_LEN], parity = 0;
@@ -530,14 +531,21 @@ int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, 
 	if (err)
 		return err;
 	if (encrypted && !lb_kernel_has_crypto())
-		return fault_set(f, FAULT_STATE, -EOPNOTSUPP,
-				 "VIP %s: this kernel has no BPF crypto kfuncs (Linux 6.10 and "
-				 "later): it serves QUIC-LB in plaintext only",
-				 spec);
-	if (encrypted) {
+		err = fault_set(f, FAULT_STATE, -EOPNOTSUPP,
+				"VIP %s: this kernel has no BPF crypto kfuncs (Linux 6.10 and "
+				"later): it serves QUIC-LB in plaintext only",
+				spec);
+	else if (encrypted)
 		err = quic_key_of(v, key, f);
-		if (err)
-			return err;
+	/*
+	 * No key to make: refused, unless the kernel serves nothing of the VIP
+	 * (maps made afresh, after a reboot): then the VIP serves without it
+	 * rather than not at all, its QUIC placed by the ring, and verify says
+	 * so.
+	 */
+	if (err && !(degrade && !serving))
+		return err;
+	if (encrypted && !err) {
 		err = lb_quic_cipher_place(maps, LB_QUIC_CIPHER_SLOT(v->id, parity), key,
 					   v->quic.key_digest);
 		memset(key, 0, sizeof(key));
@@ -550,14 +558,24 @@ int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, 
 	return err ? kernel_fail(f, err, "swapping the QUIC-LB configuration of %s", spec) : 0;
 }
 
-/* Phase 2d: every VIP's QUIC-LB side (before its first ring makes its key appear). */
-static int sync_quic(const struct lb_maps *maps, const struct state *want, struct fault *f)
+int kernel_vip_quic_sync(const struct lb_maps *maps, const struct state_vip *v, struct fault *f)
+{
+	return vip_quic_sync(maps, v, 0, f);
+}
+
+/*
+ * Phase 2d: every VIP's QUIC-LB side (before its first ring makes its key
+ * appear). With maps of unknown content (@applied NULL) a VIP the kernel
+ * does not serve comes up without a key it cannot make.
+ */
+static int sync_quic(const struct lb_maps *maps, const struct state *applied,
+		     const struct state *want, struct fault *f)
 {
 	size_t i;
 	int err;
 
 	for (i = 0; i < want->fleet.vip_count; i++) {
-		err = kernel_vip_quic_sync(maps, &want->fleet.vips[i], f);
+		err = vip_quic_sync(maps, &want->fleet.vips[i], !applied, f);
 		if (err)
 			return err;
 	}
@@ -826,7 +844,7 @@ int kernel_sync(const struct lb_maps *maps, const struct state *applied, const s
 		return kernel_fail(f, -ENOMEM, "syncing the maps");
 	err = config_sync(maps, want, f) ?: install_backends(maps, want, later, f) ?:
 	      sync_history(maps, applied, want, f) ?: sync_sources(maps, applied, want, f) ?:
-	      sync_quic(maps, want, f) ?:
+	      sync_quic(maps, applied, want, f) ?:
 	      swap_rings(maps, applied, want, f) ?: install_deferred(maps, later, f) ?:
 	      update_states(maps, want, f) ?: remove_vips(maps, applied, want, f) ?:
 	      free_backends(maps, want, f) ?: sweep_sources(maps, want, f) ?:

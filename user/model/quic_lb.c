@@ -151,7 +151,7 @@ int quic_lb_key_read(const char *path, __u8 key[LB_QUIC_LB_KEY_LEN], struct faul
 	char text[2 * LB_QUIC_LB_KEY_LEN + 2];
 	struct stat st;
 	ssize_t n;
-	int fd;
+	int fd, err;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -165,7 +165,10 @@ int quic_lb_key_read(const char *path, __u8 key[LB_QUIC_LB_KEY_LEN], struct faul
 	}
 	n = read(fd, text, sizeof(text));
 	close(fd);
-	if (n < 0 || quic_lb_key_parse(text, (size_t)n, key))
+	err = n < 0 || quic_lb_key_parse(text, (size_t)n, key);
+	/* The key's only copy past this call is @key. */
+	explicit_bzero(text, sizeof(text));
+	if (err)
 		return fault_set(f, FAULT_STATE, -EINVAL,
 				 "QUIC-LB key file %s must hold 32 hex digits (16 octets)", path);
 	return 0;

@@ -618,6 +618,11 @@ static int quic_from_json(json_t *obj, struct state_vip *v, const char *where,
 	if (path[0] != '/' || strlen(path) >= sizeof(v->quic.key_path))
 		return refuse(why, "%s.key_file: must be an absolute path under %zu octets", at,
 			      sizeof(v->quic.key_path));
+	/* It is quoted in refusals and in show: nothing in it may break their one line. */
+	for (const char *c = path; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return refuse(why, "%s.key_file: a control character at offset %zu", at,
+				      (size_t)(c - path));
 	if (strlen(digest) != 16 || strspn(digest, "0123456789abcdef") != 16 ||
 	    !(v->quic.key_digest = strtoull(digest, NULL, 16)))
 		return refuse(why, "%s.key_digest: must be 16 lower-case hex digits, not all zero",
