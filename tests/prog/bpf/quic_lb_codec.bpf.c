@@ -8,47 +8,12 @@
  * configuration with it, one AES block at a time through a per-CPU scratch
  * block (the kfuncs take dynptrs of map memory).
  */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
+/* The data path's kfunc declarations and key slots (map quic_ciphers, slot 0 here). */
+#define LB_QUIC_CIPHERS_ONLY
+#define LB_MAPS_PRIVATE
+#include "lb_quic.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-#define __kptr __attribute__((btf_type_tag("kptr")))
-
-/* The kernel's types and kfuncs (kernel/bpf/crypto.c); the body is never used. */
-struct bpf_crypto_ctx {
-	int unused;
-};
-
-struct bpf_crypto_params {
-	char type[14];
-	__u8 reserved[2];
-	char algo[128];
-	__u8 key[256];
-	__u32 key_len;
-	__u32 authsize;
-};
-
-extern struct bpf_crypto_ctx *bpf_crypto_ctx_create(const struct bpf_crypto_params *params,
-						    __u32 params__sz, int *err) __ksym;
-extern void bpf_crypto_ctx_release(struct bpf_crypto_ctx *ctx) __ksym;
-extern int bpf_crypto_encrypt(struct bpf_crypto_ctx *ctx, const struct bpf_dynptr *src,
-			      const struct bpf_dynptr *dst,
-			      const struct bpf_dynptr *siv__nullable) __ksym;
-extern int bpf_crypto_decrypt(struct bpf_crypto_ctx *ctx, const struct bpf_dynptr *src,
-			      const struct bpf_dynptr *dst,
-			      const struct bpf_dynptr *siv__nullable) __ksym;
-
-struct cipher_slot {
-	struct bpf_crypto_ctx __kptr *ctx;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cipher_slot);
-} ciphers SEC(".maps");
 
 struct scratch_block {
 	__u8 in[16];
@@ -114,7 +79,7 @@ int quic_lb_setup(void *args)
 	struct bpf_crypto_params params = { .type = "skcipher", .algo = "ecb(aes)",
 					    .key_len = LB_QUIC_LB_KEY_LEN };
 	struct bpf_crypto_ctx *c, *old;
-	struct cipher_slot *slot;
+	struct lb_quic_cipher_slot *slot;
 	__u32 zero = 0;
 	int err = 0;
 
@@ -125,13 +90,13 @@ int quic_lb_setup(void *args)
 		setup_err = err ? err : -1;
 		return 0;
 	}
-	slot = bpf_map_lookup_elem(&ciphers, &zero);
+	slot = bpf_map_lookup_elem(&quic_ciphers, &zero);
 	if (!slot) {
 		bpf_crypto_ctx_release(c);
 		setup_err = -2;
 		return 0;
 	}
-	old = bpf_kptr_xchg(&slot->ctx, c);
+	old = bpf_kptr_xchg(&slot->cipher, c);
 	if (old)
 		bpf_crypto_ctx_release(old);
 	setup_err = 0;
@@ -142,14 +107,14 @@ SEC("xdp")
 int quic_lb_read(struct xdp_md *xdp)
 {
 	struct lb_quic_lb cfg = config;
-	struct cipher_slot *slot;
+	struct lb_quic_cipher_slot *slot;
 	struct quic_lb_work *w;
 	__u8 got[LB_QUIC_LB_SID_MAX];
 	__u32 zero = 0, len = cid_len;
 	int i;
 
 	(void)xdp;
-	slot = bpf_map_lookup_elem(&ciphers, &zero);
+	slot = bpf_map_lookup_elem(&quic_ciphers, &zero);
 	if (!slot)
 		return XDP_ABORTED;
 	if (len > sizeof(cid))
@@ -157,7 +122,7 @@ int quic_lb_read(struct xdp_md *xdp)
 	w = bpf_map_lookup_elem(&work, &zero);
 	if (!w)
 		return XDP_ABORTED;
-	read_err = quic_lb_decode(&cfg, slot->ctx, w, cid, len, got);
+	read_err = quic_lb_decode(&cfg, slot->cipher, w, cid, len, got);
 	for (i = 0; i < LB_QUIC_LB_SID_MAX; i++)
 		sid[i] = got[i];
 	return XDP_PASS;
