@@ -187,30 +187,34 @@ static struct ringlb_bpf *skel_open(const struct bpf_object_open_opts *opts, int
 	return obj;
 }
 
-/* The digest of a program object of this binary (each computed once). */
-static __u64 object_digest(int plain)
+/*
+ * The digest of this binary's build: of its program object with AES, which
+ * the plain one records too (the two are one build: what ringlb upgrade and
+ * show compare is the binary, and the plain object's own bytes follow from
+ * the same source), so that telling it needs no look at the kernel.
+ */
+static __u64 object_digest(void)
 {
 	static const char key[] = "ringlb build v1";
-	static __u64 digest[2];
+	static __u64 digest;
 	const void *elf;
 	size_t len;
 
-	if (!digest[plain]) {
-		elf = object_elf(plain, &len);
-		digest[plain] = ring_siphash(elf, len, ring_siphash(key, sizeof(key) - 1, 0, 0),
-					     len) | 1;
+	if (!digest) {
+		elf = ringlb_bpf__elf_bytes(&len);
+		digest = ring_siphash(elf, len, ring_siphash(key, sizeof(key) - 1, 0, 0), len) | 1;
 	}
-	return digest[plain];
+	return digest;
 }
 
 int lb_build_self(struct lb_build *b)
 {
-	struct ringlb_bpf *skel = skel_open(NULL, object_plain());
+	struct ringlb_bpf *skel = skel_open(NULL, 0);
 
 	memset(b, 0, sizeof(*b));
 	if (!skel)
 		return -errno;
-	b->digest = object_digest(object_plain());
+	b->digest = object_digest();
 	b->layout = LB_LAYOUT_DIGEST;
 	memcpy(b->version, (const void *)skel->rodata->build_version, sizeof(b->version) - 1);
 	ringlb_bpf__destroy(skel);
@@ -248,7 +252,7 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	prog->skel->rodata->flow_secret[0] = opts->secret[0];
 	prog->skel->rodata->flow_secret[1] = opts->secret[1];
 	memcpy((void *)prog->skel->rodata->iface_mac, opts->iface_mac, sizeof(opts->iface_mac));
-	prog->skel->rodata->build_digest = object_digest(plain);
+	prog->skel->rodata->build_digest = object_digest();
 	prog->skel->rodata->layout_digest = LB_LAYOUT_DIGEST;
 	/* A pinned flow table keeps its size: reuse needs the same max_entries. */
 	if (!opts->pin_dir || lb_pinned_max_entries(opts->pin_dir, "flows", &flow_entries))
