@@ -229,6 +229,27 @@ static __always_inline __u64 hops_of(__u32 vip_id, __u64 hash, __u32 first, __u8
 }
 
 /*
+ * Does pin @flow take a packet with @tcp_flags of VIP @vip_id
+ * (lb_pin_holds())? Then @out and @out_id are its backend, and the flow is
+ * touched unless @follow_only.
+ */
+static __always_inline int pin_takes(struct lb_flow *flow, __u32 vip_id, __u8 tcp_flags,
+				     int follow_only, __u64 now, struct lb_backend **out,
+				     __u32 *out_id)
+{
+	__u32 id = flow->backend_id;
+	struct lb_backend *b = backend_slot(id);
+
+	if (!lb_pin_holds(flow, b, vip_id, tcp_flags))
+		return 0;
+	if (!follow_only)
+		flow_touch(flow, now, tcp_flags);
+	*out = b;
+	*out_id = id;
+	return 1;
+}
+
+/*
  * The flow's backend: its pinned one when that backend is still there
  * (active, or draining for a packet of an established connection), else the
  * ring's choice. A packet of a connection the balancer did not see start (a
@@ -246,6 +267,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 					  int follow_only, struct lb_backend **out, __u32 *out_id,
 					  __u64 *hops, __u64 *now_out)
 {
+	int syn = lb_new_connection(tcp_flags) && !follow_only, allowed;
 	struct lb_flow *flow = NULL;
 	__u32 vip_id = vip->vip_id;
 	__u64 now = clock_now();
@@ -258,19 +280,11 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 
 	*hops = 0;
 	*now_out = now;
-	if (lb_vip_pins(vip))
+	/* A SYN reads the table only when its tuple turns out to have a pin (below). */
+	if (lb_vip_pins(vip) && !syn)
 		flow = bpf_map_lookup_elem(&flows, key);
-	if (flow) {
-		id = flow->backend_id;
-		b = backend_slot(id);
-		if (lb_pin_holds(flow, b, vip_id, tcp_flags)) {
-			if (!follow_only)
-				flow_touch(flow, now, tcp_flags);
-			*out = b;
-			*out_id = id;
-			return 0;
-		}
-	}
+	if (flow && pin_takes(flow, vip_id, tcp_flags, follow_only, now, out, out_id))
+		return 0;
 	/*
 	 * The VIP value read earlier may have been replaced since: its slot may
 	 * be empty or hold a newer ring, or its ring may name a backend the
@@ -308,14 +322,35 @@ again:
 		*hops = hops_of(vip_id, hash, id, b->family);
 	if (follow_only)
 		return 0;
-	if (lb_pins_new(vip, *hops, tcp_flags) && flow_rate_allows(now)) {
+	if (lb_pins_new(vip, *hops, tcp_flags)) {
+		allowed = flow_rate_allows(now);
 		fresh.backend_cookie = b->cookie;
 		fresh.last_seen_ns = now;
 		fresh.backend_id = id;
 		fresh.vip_id = vip_id;
 		fresh.flags = tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0;
 		fresh.pinned_s = (__u32)(now / LB_NS_PER_S);
-		bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
+		/*
+		 * A SYN: pinned where the ring puts it when its tuple has no pin
+		 * (the insert is the only table access a new tuple costs). A pin
+		 * there already takes it while it holds, as before (a
+		 * retransmitted SYN, or a tuple reused, stays where its
+		 * connection lives); one that does not hold is replaced, or,
+		 * past the rate of new flows, deleted: a stale pin never takes
+		 * the next packets of a connection its SYN did not go with.
+		 */
+		if (syn && (!allowed || bpf_map_update_elem(&flows, key, &fresh, BPF_NOEXIST))) {
+			flow = bpf_map_lookup_elem(&flows, key);
+			if (flow &&
+			    pin_takes(flow, vip_id, tcp_flags, follow_only, now, out, out_id))
+				return 0;
+			if (flow && !allowed)
+				bpf_map_delete_elem(&flows, key);
+			if (allowed)
+				bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
+		} else if (!syn && allowed) {
+			bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
+		}
 	}
 	bc = bpf_map_lookup_elem(&backend_stats, &id);
 	if (bc)

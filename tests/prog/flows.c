@@ -195,6 +195,59 @@ static void test_syn_on_a_tuple_pinned_to_a_draining_backend_is_placed_by_the_ri
 	pool_release(&pool);
 }
 
+/* Set the rate of new flow-table entries a CPU makes a second (0: no limit); the old settings into @keep. */
+static void rate_set(__u32 rate, struct lb_config *keep)
+{
+	struct lb_config cfg = { .new_flows_max = rate };
+
+	check(lb_config_read(maps, keep) == 0, "read the settings");
+	memcpy(cfg.source4, keep->source4, sizeof(cfg.source4));
+	memcpy(cfg.source6, keep->source6, sizeof(cfg.source6));
+	cfg.gue_port = keep->gue_port;
+	check(lb_config_write(maps, &cfg) == 0, "set a rate of %u", rate);
+}
+
+/*
+ * Past the rate of new flows, a SYN on a tuple pinned to a draining backend
+ * goes where the ring says and is not pinned: its stale pin is deleted, so
+ * the connection's next packets follow the SYN, not the old pin.
+ */
+static void test_a_syn_past_the_rate_leaves_no_stale_pin_behind(void **state)
+{
+	struct pool pool, after;
+	struct lb_config keep;
+	__u32 drained;
+	int i, reused = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	drained = pinned_then_drained(&pool, "stale", 2, &after);
+	harness_cpu_pin();
+	/* A rate of 1, spent: no SYN below may be pinned (unless a second turns; then one). */
+	rate_set(1, &keep);
+	send_flow(90000, TCP_SYN);
+	send_flow(90001, TCP_SYN);
+	for (i = 0; i < RESYN_FLOWS && reused < 20; i++) {
+		char client[64];
+		struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+		__u32 want = expected_backend(&after, &spec);
+
+		if (send_flow(i, TCP_ACK) != drained)
+			continue;
+		reused++;
+		check(send_flow(i, TCP_SYN) == want, "flow %d: the SYN did not go where the ring says",
+		      i);
+		check(send_flow(i, TCP_ACK) == want,
+		      "flow %d: past the rate, the next packet followed the stale pin to %u, not "
+		      "its SYN to %u", i, drained, want);
+	}
+	check(lb_config_write(maps, &keep) == 0, "restore the settings");
+	harness_cpu_unpin();
+	check(reused >= 10, "only %d flows were pinned to the drained backend", reused);
+	ring_free(after.ring);
+	pool_release(&pool);
+}
+
 /*
  * A RST may be spoofed or out of window, and then the backend ignores it
  * (RFC 5961): it goes to the flow's backend, which judges it, and the flow
@@ -478,6 +531,7 @@ HARNESS_GROUP(flows,
 	cmocka_unit_test(test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones),
 	cmocka_unit_test(test_fin_marks_the_flow_closing_and_a_new_connection_clears_it),
 	cmocka_unit_test(test_syn_on_a_tuple_pinned_to_a_draining_backend_is_placed_by_the_ring),
+	cmocka_unit_test(test_a_syn_past_the_rate_leaves_no_stale_pin_behind),
 	cmocka_unit_test(test_reset_goes_to_the_pinned_backend_and_keeps_the_pin),
 	cmocka_unit_test(test_pin_to_a_reused_slot_never_reaches_the_new_occupant),
 	cmocka_unit_test(test_icmp_error_does_not_refresh_its_flow),
