@@ -62,17 +62,16 @@ static __always_inline int lb_vip_pins(const struct lb_vip *vip)
 }
 
 /**
- * lb_pin_holds() - does pin @flow of VIP @vip_id still take a packet with
+ * lb_pin_holds() - does pin @flow still take a packet of VIP @vip_id with
  * @tcp_flags to slot @b, the slot it names? Only when @b is the very backend
- * it was pinned to (same VIP, same cookie: never a later occupant of the
- * slot) and still serves; a draining backend keeps its connections but
- * takes no new one on the same tuple (a SYN goes where the ring says).
+ * it was pinned to (its cookie: never a later occupant of the slot) and
+ * still serves that VIP; a draining backend keeps its connections but takes
+ * no new one on the same tuple (a SYN goes where the ring says).
  */
 static __always_inline int lb_pin_holds(const struct lb_flow *flow, const struct lb_backend *b,
 					__u32 vip_id, __u8 tcp_flags)
 {
-	return flow->vip_id == vip_id && lb_backend_serves(b, vip_id) &&
-	       b->cookie == flow->backend_cookie &&
+	return lb_backend_serves(b, vip_id) && lb_flow_cookie_is(flow, b->cookie) &&
 	       !(lb_new_connection(tcp_flags) && b->state == LB_BACKEND_DRAINING);
 }
 

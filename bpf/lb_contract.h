@@ -66,32 +66,78 @@ struct lb_flow_key {
 #define LB_FLOW_RST (1u << 1)
 
 /**
- * struct lb_flow - where an established flow goes.
- * @backend_cookie: the backend's cookie when the flow was pinned; a flow
- *                  whose backend slot has since been given to another
- *                  backend is placed again
- * @last_seen_ns: bpf_ktime_get_coarse_ns() of the flow's last packet, refreshed
- *                at most every LB_FLOW_TOUCH_NS (ICMP errors do not refresh it)
- * @backend_id: the backend the flow is pinned to
- * @vip_id: the VIP the flow belongs to
- * @flags: LB_FLOW_*; a SYN without ACK (a new connection on the tuple) clears
- *         them, a packet other than a RST clears LB_FLOW_RST
- * @pinned_s: when the flow was pinned, or its tuple last saw a new
- *            connection: bpf_ktime_get_coarse_ns() in whole seconds
+ * struct lb_flow - where an established flow goes, in 16 octets.
+ * @backend: the backend it is pinned to: its slot in the low
+ *           LB_FLOW_SLOT_BITS bits and the low 52 bits of its cookie above
+ *           (lb_flow_backend()); a flow whose slot has since been given to
+ *           another backend (another cookie) is placed again
+ * @last_seen_s: bpf_ktime_get_coarse_ns() of the flow's last packet, in whole
+ *               seconds, refreshed at most once a second (ICMP errors do not
+ *               refresh it)
+ * @pinned: when the flow was pinned, or its tuple last saw a new connection
+ *          (bpf_ktime_get_coarse_ns() in whole seconds, the low
+ *          LB_FLOW_PINNED_BITS bits), and its LB_FLOW_* flags above: a SYN
+ *          without ACK (a new connection on the tuple) clears them, a packet
+ *          other than a RST clears LB_FLOW_RST
+ *
+ * The VIP is not kept: the backend's slot names its VIP, and a pin holds
+ * only for packets of that VIP (lb_pin_holds()).
  */
 struct lb_flow {
-	__u64 backend_cookie;
-	__u64 last_seen_ns;
-	__u32 backend_id;
-	__u32 vip_id;
-	__u32 flags;
-	__u32 pinned_s;
+	__u64 backend;
+	__u32 last_seen_s;
+	__u32 pinned;
 };
 
-/** LB_NS_PER_S - nanoseconds a second, for @pinned_s. */
+/** LB_FLOW_SLOT_BITS - bits of a flow's backend slot (the rest its cookie's). */
+#define LB_FLOW_SLOT_BITS 12
+_Static_assert(LB_BACKENDS_MAX <= 1 << LB_FLOW_SLOT_BITS, "a flow names every backend slot");
+_Static_assert(sizeof(struct lb_flow) == 16, "a flow-table value is 16 octets");
+/** LB_FLOW_PINNED_BITS - bits of a flow's pinning time (the two above, its flags). */
+#define LB_FLOW_PINNED_BITS 30
+/** LB_FLOW_COOKIE_MASK - the bits of a cookie a flow keeps. */
+#define LB_FLOW_COOKIE_MASK ((1ull << (64 - LB_FLOW_SLOT_BITS)) - 1)
+
+/** lb_flow_backend() - struct lb_flow.backend of slot @id and its backend's @cookie. */
+static inline __u64 lb_flow_backend(__u32 id, __u64 cookie)
+{
+	return (cookie & LB_FLOW_COOKIE_MASK) << LB_FLOW_SLOT_BITS | id;
+}
+
+/** lb_flow_slot() - the backend slot @f is pinned to. */
+static inline __u32 lb_flow_slot(const struct lb_flow *f)
+{
+	return (__u32)(f->backend & ((1u << LB_FLOW_SLOT_BITS) - 1));
+}
+
+/** lb_flow_cookie_is() - is @f pinned to the backend of @cookie (its kept bits)? */
+static inline int lb_flow_cookie_is(const struct lb_flow *f, __u64 cookie)
+{
+	return f->backend >> LB_FLOW_SLOT_BITS == (cookie & LB_FLOW_COOKIE_MASK);
+}
+
+/** lb_flow_flags() - @f's LB_FLOW_* flags. */
+static inline __u32 lb_flow_flags(const struct lb_flow *f)
+{
+	return f->pinned >> LB_FLOW_PINNED_BITS;
+}
+
+/** lb_flow_pinned_s() - when @f was pinned, in the coarse clock's whole seconds. */
+static inline __u32 lb_flow_pinned_s(const struct lb_flow *f)
+{
+	return f->pinned & ((1u << LB_FLOW_PINNED_BITS) - 1);
+}
+
+/** lb_flow_pinned() - struct lb_flow.pinned of @pinned_s and @flags. */
+static inline __u32 lb_flow_pinned(__u32 pinned_s, __u32 flags)
+{
+	return (pinned_s & ((1u << LB_FLOW_PINNED_BITS) - 1)) | flags << LB_FLOW_PINNED_BITS;
+}
+
+/** LB_NS_PER_S - nanoseconds a second, for the coarse clock's seconds. */
 #define LB_NS_PER_S 1000000000ull
 
-/** LB_FLOW_TOUCH_NS - refresh a flow's last_seen_ns at most once a second. */
+/** LB_FLOW_TOUCH_NS - a flow's last_seen_s is refreshed at most once a second. */
 #define LB_FLOW_TOUCH_NS 1000000000ull
 
 /* --- VIPs (map "vips", hash) ------------------------------------------------- */
@@ -614,10 +660,14 @@ _Static_assert(sizeof(struct lb_next_hop) == 40, "a next hop has no padding");
  * inline, no call) has moved since.
  * @jiffies: bpf_jiffies64() when @now_ns was read
  * @now_ns: bpf_ktime_get_coarse_ns() then
+ * @now_s: the same in whole seconds (for the flow table)
+ * @pad: zero
  */
 struct lb_clock {
 	__u64 jiffies;
 	__u64 now_ns;
+	__u32 now_s;
+	__u32 pad;
 };
 
 /**

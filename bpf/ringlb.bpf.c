@@ -124,19 +124,25 @@ struct {
  * inlined by the verifier, and the coarse clock moves only at a tick. Each
  * CPU's readings never go back; another CPU's may be a tick ahead.
  */
-static __always_inline __u64 clock_now(void)
+static __always_inline __u64 clock_now(__u32 *now_s)
 {
 	struct lb_clock *c;
 	__u32 zero = 0;
-	__u64 j = bpf_jiffies64();
+	__u64 j = bpf_jiffies64(), ns;
 
 	c = bpf_map_lookup_elem(&clocks, &zero);
-	if (!c)
-		return bpf_ktime_get_coarse_ns();
+	if (!c) {
+		ns = bpf_ktime_get_coarse_ns();
+		*now_s = (__u32)(ns / LB_NS_PER_S);
+		return ns;
+	}
+	/* The seconds too, once a tick: a division is dear on every packet. */
 	if (c->jiffies != j) {
 		c->jiffies = j;
 		c->now_ns = bpf_ktime_get_coarse_ns();
+		c->now_s = (__u32)(c->now_ns / LB_NS_PER_S);
 	}
+	*now_s = c->now_s;
 	return c->now_ns;
 }
 
@@ -159,13 +165,14 @@ static __always_inline struct lb_backend *backend_slot(__u32 id)
  * most once a second. Only what changes is written (the entry's cache line
  * is shared by every CPU the flow's packets land on).
  */
-static __always_inline void flow_touch(struct lb_flow *flow, __u64 now, __u8 tcp_flags)
+static __always_inline void flow_touch(struct lb_flow *flow, __u32 now_s, __u8 tcp_flags)
 {
-	__u32 flags = flow->flags;
+	__u32 flags = lb_flow_flags(flow);
+	__u32 pinned_s = lb_flow_pinned_s(flow), pinned;
 
 	if (lb_new_connection(tcp_flags)) {
 		flags = 0;
-		flow->pinned_s = (__u32)(now / LB_NS_PER_S);
+		pinned_s = now_s;
 	}
 	if (tcp_flags & LB_TCP_FIN)
 		flags |= LB_FLOW_FIN;
@@ -174,11 +181,12 @@ static __always_inline void flow_touch(struct lb_flow *flow, __u64 now, __u8 tcp
 		flags |= LB_FLOW_RST;
 	else
 		flags &= ~LB_FLOW_RST;
-	if (flags != flow->flags)
-		flow->flags = flags;
-	/* Not now - last_seen: another CPU's clock may be a tick behind this one's. */
-	if (now > flow->last_seen_ns + LB_FLOW_TOUCH_NS)
-		flow->last_seen_ns = now;
+	pinned = lb_flow_pinned(pinned_s, flags);
+	if (pinned != flow->pinned)
+		flow->pinned = pinned;
+	/* Not !=: another CPU's clock may be a tick behind this one's. */
+	if (now_s > flow->last_seen_s)
+		flow->last_seen_s = now_s;
 }
 
 /*
@@ -234,16 +242,16 @@ static __always_inline __u64 hops_of(__u32 vip_id, __u64 hash, __u32 first, __u8
  * touched unless @follow_only.
  */
 static __always_inline int pin_takes(struct lb_flow *flow, __u32 vip_id, __u8 tcp_flags,
-				     int follow_only, __u64 now, struct lb_backend **out,
+				     int follow_only, __u32 now_s, struct lb_backend **out,
 				     __u32 *out_id)
 {
-	__u32 id = flow->backend_id;
+	__u32 id = lb_flow_slot(flow);
 	struct lb_backend *b = backend_slot(id);
 
 	if (!lb_pin_holds(flow, b, vip_id, tcp_flags))
 		return 0;
 	if (!follow_only)
-		flow_touch(flow, now, tcp_flags);
+		flow_touch(flow, now_s, tcp_flags);
 	*out = b;
 	*out_id = id;
 	return 1;
@@ -270,7 +278,8 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	int syn = lb_new_connection(tcp_flags) && !follow_only, allowed;
 	struct lb_flow *flow = NULL;
 	__u32 vip_id = vip->vip_id;
-	__u64 now = clock_now();
+	__u32 now_s;
+	__u64 now = clock_now(&now_s);
 	struct lb_backend_counters *bc;
 	struct lb_backend *b;
 	struct lb_flow fresh;
@@ -283,7 +292,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	/* A SYN reads the table only when its tuple turns out to have a pin (below). */
 	if (lb_vip_pins(vip) && !syn)
 		flow = bpf_map_lookup_elem(&flows, key);
-	if (flow && pin_takes(flow, vip_id, tcp_flags, follow_only, now, out, out_id))
+	if (flow && pin_takes(flow, vip_id, tcp_flags, follow_only, now_s, out, out_id))
 		return 0;
 	/*
 	 * The VIP value read earlier may have been replaced since: its slot may
@@ -324,12 +333,10 @@ again:
 		return 0;
 	if (lb_pins_new(vip, *hops, tcp_flags)) {
 		allowed = flow_rate_allows(now);
-		fresh.backend_cookie = b->cookie;
-		fresh.last_seen_ns = now;
-		fresh.backend_id = id;
-		fresh.vip_id = vip_id;
-		fresh.flags = tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0;
-		fresh.pinned_s = (__u32)(now / LB_NS_PER_S);
+		fresh.backend = lb_flow_backend(id, b->cookie);
+		fresh.last_seen_s = now_s;
+		fresh.pinned = lb_flow_pinned(fresh.last_seen_s,
+					      tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0);
 		/*
 		 * A SYN: pinned where the ring puts it when its tuple has no pin
 		 * (the insert is the only table access a new tuple costs). A pin
@@ -342,7 +349,7 @@ again:
 		if (syn && (!allowed || bpf_map_update_elem(&flows, key, &fresh, BPF_NOEXIST))) {
 			flow = bpf_map_lookup_elem(&flows, key);
 			if (flow &&
-			    pin_takes(flow, vip_id, tcp_flags, follow_only, now, out, out_id))
+			    pin_takes(flow, vip_id, tcp_flags, follow_only, now_s, out, out_id))
 				return 0;
 			if (flow && !allowed)
 				bpf_map_delete_elem(&flows, key);
@@ -448,6 +455,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 	struct lb_vip *vip;
 	__u32 reason, backend_id, reason_refused;
 	__u64 hops, now;
+	__u32 now_s;
 	__u8 tcp_flags;
 	int err;
 
@@ -491,7 +499,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 		if (!backend)
 			return verdict(LB_REASON_DROP_BACKEND_GONE, bytes);
 		hops = 0;
-		now = clock_now();
+		now = clock_now(&now_s);
 	} else {
 		/* ICMP errors follow the flow; they neither pin nor close it. */
 		err = backend_choose(&key, &vip_key, vip, tcp_flags,

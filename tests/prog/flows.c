@@ -133,15 +133,15 @@ static void test_fin_marks_the_flow_closing_and_a_new_connection_clears_it(void 
 	key_of_spec(&spec, &key);
 	send_flow(7, TCP_SYN);
 	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0, "SYN did not pin the flow");
-	check(!(flow.flags & LB_FLOW_FIN), "a fresh flow is marked closing");
+	check(!(lb_flow_flags(&flow) & LB_FLOW_FIN), "a fresh flow is marked closing");
 	send_flow(7, TCP_FIN_ACK);
-	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && (flow.flags & LB_FLOW_FIN),
+	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && (lb_flow_flags(&flow) & LB_FLOW_FIN),
 	      "FIN did not mark the flow closing");
 	/* The client opens a new connection from the same address and port. */
 	send_flow(7, TCP_SYN);
-	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && !(flow.flags & LB_FLOW_FIN),
+	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && !(lb_flow_flags(&flow) & LB_FLOW_FIN),
 	      "a new connection on a tuple whose last connection sent FIN still counts as closing "
-	      "(flags %#x)", flow.flags);
+	      "(flags %#x)", lb_flow_flags(&flow));
 	pool_release(&pool);
 }
 
@@ -276,7 +276,7 @@ static void test_reset_goes_to_the_pinned_backend_and_keeps_the_pin(void **state
 		check(got == drained, "flow %d: a RST went to %u, not its pinned backend %u", i, got,
 		      drained);
 		key_of_spec(&spec, &key);
-		check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && flow.backend_id == drained,
+		check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && lb_flow_slot(&flow) == drained,
 		      "flow %d: a RST unpinned the flow", i);
 		got = send_flow(i, TCP_ACK);
 		check(got == drained, "flow %d: after a RST its next packet went to %u, not %u", i,
@@ -327,9 +327,7 @@ static void test_pin_to_a_reused_slot_never_reaches_the_new_occupant(void **stat
 	flows_clear();
 	check(lb_backend_install(maps, id, &first) == 0, "install the first backend");
 	key_of_spec(&spec, &key);
-	pin.backend_id = id;
-	pin.backend_cookie = first.cookie;
-	pin.vip_id = VIP_NO_RING;
+	pin.backend = lb_flow_backend(id, first.cookie);
 	check(bpf_map_update_elem(maps->flows, &key, &pin, BPF_ANY) == 0, "pin the flow");
 	/* The slot is given to another backend of the same VIP. */
 	second.cookie = 0x2222;
@@ -344,7 +342,8 @@ static void test_pin_to_a_reused_slot_never_reaches_the_new_occupant(void **stat
 	      "a flow pinned to a reused slot got verdict %u (sent to %02x:%02x), not a drop for "
 	      "its missing ring", verdict, out[4], out[5]);
 	check(bpf_map_lookup_elem(maps->flows, &key, &now) == 0 &&
-	      now.backend_cookie == first.cookie, "the flow was pinned to the slot's new occupant");
+	      lb_flow_cookie_is(&now, first.cookie),
+	      "the flow was pinned to the slot's new occupant");
 	lb_backend_set_state(maps, id, LB_BACKEND_UNUSED);
 }
 
@@ -368,13 +367,13 @@ static void test_icmp_error_does_not_refresh_its_flow(void **state)
 	backend = forward(&pkt);
 	key_of_spec(&spec, &key);
 	assert_int_equal(bpf_map_lookup_elem(maps->flows, &key, &flow), 0);
-	flow.last_seen_ns = 1; /* long idle */
+	flow.last_seen_s = 1; /* long idle */
 	assert_int_equal(bpf_map_update_elem(maps->flows, &key, &flow, BPF_EXIST), 0);
 	icmp_frag_needed_for_vip_flow(&icmp);
 	check(forward(&icmp) == backend, "the ICMP error did not follow its flow");
 	assert_int_equal(bpf_map_lookup_elem(maps->flows, &key, &flow), 0);
-	check(flow.last_seen_ns == 1, "an ICMP error made an idle flow look live (last seen %llu)",
-	      (unsigned long long)flow.last_seen_ns);
+	check(flow.last_seen_s == 1, "an ICMP error made an idle flow look live (last seen %u s)",
+	      flow.last_seen_s);
 	pool_release(&pool);
 }
 

@@ -64,7 +64,7 @@ static int flows_delete_parse(struct cli *c, void *args, char **operands, int co
 	return 0;
 }
 
-/* The VIP of the state whose id and key the entry names, or NULL. */
+/* The VIP of the state the entry's key is addressed to, or NULL. */
 static const struct state_vip *flow_vip(const struct state *s, const struct kernel_flow *e)
 {
 	size_t i;
@@ -72,7 +72,7 @@ static const struct state_vip *flow_vip(const struct state *s, const struct kern
 	for (i = 0; i < s->fleet.vip_count; i++) {
 		const struct state_vip *v = &s->fleet.vips[i];
 
-		if (v->id == e->value.vip_id && v->spec.addr.family == e->key.family &&
+		if (v->spec.addr.family == e->key.family &&
 		    v->spec.protocol == e->key.protocol && v->spec.port == ntohs(e->key.dst_port) &&
 		    memcmp(v->spec.addr.bytes, e->key.dst_addr, sizeof(v->spec.addr.bytes)) == 0)
 			return v;
@@ -87,8 +87,8 @@ static const struct state_backend *flow_backend(const struct state_vip *v,
 	size_t i;
 
 	for (i = 0; v && i < v->backend_count; i++)
-		if (v->backends[i].id == e->value.backend_id &&
-		    v->backends[i].cookie == e->value.backend_cookie)
+		if (v->backends[i].id == lb_flow_slot(&e->value) &&
+		    lb_flow_cookie_is(&e->value, v->backends[i].cookie))
 			return &v->backends[i];
 	return NULL;
 }
@@ -178,19 +178,19 @@ static json_t *flow_json(const struct state *s, const struct kernel_flow *e, __u
 	if (v)
 		vip_format(&v->spec, vip);
 	else
-		snprintf(vip, sizeof(vip), "(VIP id %u)", e->value.vip_id);
-	if (e->value.flags & LB_FLOW_FIN)
+		endpoint_text(e->key.family, e->key.dst_addr, e->key.dst_port, vip, sizeof(vip));
+	if (lb_flow_flags(&e->value) & LB_FLOW_FIN)
 		json_array_append_new(marks, json_string("fin"));
-	if (e->value.flags & LB_FLOW_RST)
+	if (lb_flow_flags(&e->value) & LB_FLOW_RST)
 		json_array_append_new(marks, json_string("rst"));
 	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:o}", "client", client, "vip", vip,
 			 "protocol", e->key.protocol == IPPROTO_TCP ? "tcp" : "udp", "backend",
 			 b ? b->name : "(gone)", "age_seconds",
-			 (json_int_t)(now_s > e->value.pinned_s ? now_s - e->value.pinned_s : 0),
-			 "idle_seconds",
-			 (json_int_t)(now_ns > e->value.last_seen_ns ?
-					      (now_ns - e->value.last_seen_ns) / LB_NS_PER_S :
+			 (json_int_t)(now_s > lb_flow_pinned_s(&e->value) ?
+					      now_s - lb_flow_pinned_s(&e->value) :
 					      0),
+			 "idle_seconds",
+			 (json_int_t)(now_s > e->value.last_seen_s ? now_s - e->value.last_seen_s : 0),
 			 "marks", marks);
 }
 

@@ -65,6 +65,12 @@ out:
 	return err;
 }
 
+/* When @f last saw a packet, in the coarse clock's nanoseconds (its seconds kept whole). */
+static __u64 flow_last_seen_ns(const struct lb_flow *f)
+{
+	return (__u64)f->last_seen_s * LB_NS_PER_S;
+}
+
 __u64 kernel_now_ns(void)
 {
 	struct timespec now;
@@ -76,7 +82,6 @@ __u64 kernel_now_ns(void)
 
 struct tally_walk {
 	const __u64 *cookie_of;
-	const __u32 *vip_of;
 	__u64 now_ns, idle_ns;
 	struct kernel_tally *t;
 };
@@ -92,17 +97,18 @@ static int tally_batch(const struct lb_flow_key *keys, const struct lb_flow *val
 	for (n = 0; n < count; n++) {
 		const struct lb_flow *f = &values[n];
 
+		__u32 id = lb_flow_slot(f);
+
 		/* Only the backend it was pinned to; cookies are never 0. */
-		if (f->backend_id >= LB_BACKENDS_MAX || !w->cookie_of[f->backend_id] ||
-		    w->cookie_of[f->backend_id] != f->backend_cookie ||
-		    w->vip_of[f->backend_id] != f->vip_id)
+		if (id >= LB_BACKENDS_MAX || !w->cookie_of[id] ||
+		    !lb_flow_cookie_is(f, w->cookie_of[id]))
 			continue;
 		/* Touched at most once a second, so allow that much slack. */
-		if (w->now_ns > f->last_seen_ns + w->idle_ns + LB_FLOW_TOUCH_NS)
+		if (w->now_ns > flow_last_seen_ns(f) + w->idle_ns + LB_FLOW_TOUCH_NS)
 			continue;
-		w->t->live[f->backend_id]++;
-		if (f->flags & (LB_FLOW_FIN | LB_FLOW_RST))
-			w->t->closing[f->backend_id]++;
+		w->t->live[id]++;
+		if (lb_flow_flags(f) & (LB_FLOW_FIN | LB_FLOW_RST))
+			w->t->closing[id]++;
 	}
 	return 0;
 }
@@ -112,25 +118,18 @@ int kernel_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 i
 		   struct kernel_tally *t)
 {
 	__u64 *cookie_of = calloc(LB_BACKENDS_MAX, sizeof(*cookie_of));
-	__u32 *vip_of = calloc(LB_BACKENDS_MAX, sizeof(*vip_of));
-	struct tally_walk w = { cookie_of, vip_of, kernel_now_ns(), idle_ns, t };
+	struct tally_walk w = { cookie_of, kernel_now_ns(), idle_ns, t };
 	size_t i, j;
 	int err;
 
 	memset(t, 0, sizeof(*t));
-	if (!cookie_of || !vip_of) {
-		err = -ENOMEM;
-		goto out;
-	}
+	if (!cookie_of)
+		return -ENOMEM;
 	for (i = 0; i < s->fleet.vip_count; i++)
-		for (j = 0; j < s->fleet.vips[i].backend_count; j++) {
+		for (j = 0; j < s->fleet.vips[i].backend_count; j++)
 			cookie_of[s->fleet.vips[i].backends[j].id] = s->fleet.vips[i].backends[j].cookie;
-			vip_of[s->fleet.vips[i].backends[j].id] = s->fleet.vips[i].id;
-		}
 	err = flows_walk(maps, tally_batch, &w);
-out:
 	free(cookie_of);
-	free(vip_of);
 	return err;
 }
 
@@ -212,10 +211,11 @@ static int expire_batch(const struct lb_flow_key *keys, const struct lb_flow *va
 	w->seen += count;
 	for (n = 0; n < count; n++) {
 		const struct lb_flow *f = &values[n];
-		__u64 timeout = f->flags & (LB_FLOW_FIN | LB_FLOW_RST) ? w->closed_ns : w->open_ns;
+		__u64 timeout = lb_flow_flags(f) & (LB_FLOW_FIN | LB_FLOW_RST) ? w->closed_ns :
+										 w->open_ns;
 
 		/* Touched at most once a second, so allow that much slack. */
-		if (w->now_ns <= f->last_seen_ns + timeout + LB_FLOW_TOUCH_NS)
+		if (w->now_ns <= flow_last_seen_ns(f) + timeout + LB_FLOW_TOUCH_NS)
 			continue;
 		if (w->doomed_count == w->doomed_room) {
 			w->doomed_room = w->doomed_room ? 2 * w->doomed_room : FLOW_BATCH;

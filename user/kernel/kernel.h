@@ -198,7 +198,7 @@ struct kernel_tally {
 int kernel_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 idle_ns,
 		   struct kernel_tally *t);
 
-/** kernel_now_ns() - now, on the clock of the flow table's last_seen_ns (CLOCK_MONOTONIC). */
+/** kernel_now_ns() - now, on the clock of the flow table (CLOCK_MONOTONIC; it keeps whole seconds). */
 __u64 kernel_now_ns(void);
 
 /** struct kernel_flow - one entry of the flow table. */

@@ -120,9 +120,9 @@ int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __
 	/* The pin as the kernel holds it: the flow table's entry and the slot it names. */
 	if (kc->maps && lb_vip_pins(&kc->value) &&
 	    bpf_map_lookup_elem(kc->maps->flows, &key, &flow) == 0 &&
-	    lb_backend_read(kc->maps, flow.backend_id, &kslot) == 0 &&
+	    lb_backend_read(kc->maps, lb_flow_slot(&flow), &kslot) == 0 &&
 	    lb_pin_holds(&flow, &kslot, vip->id, LB_TCP_ACK)) {
-		pinned = backend_by_id(vip, flow.backend_id);
+		pinned = backend_by_id(vip, lb_flow_slot(&flow));
 		out->pinned = 1;
 		/* A draining backend keeps the flow, but a new connection goes to the ring. */
 		if (lb_pin_holds(&flow, &kslot, vip->id, LB_TCP_SYN)) {
