@@ -136,11 +136,11 @@ static __always_inline __u64 clock_now(__u32 *now_s)
 		*now_s = (__u32)(ns / LB_NS_PER_S);
 		return ns;
 	}
-	/* The seconds too, once a tick: a division is dear on every packet. */
+	/* The seconds too, once a tick: a division is dear on every packet. Jiffies last. */
 	if (c->jiffies != j) {
-		c->jiffies = j;
 		c->now_ns = bpf_ktime_get_coarse_ns();
 		c->now_s = (__u32)(c->now_ns / LB_NS_PER_S);
+		c->jiffies = j;
 	}
 	*now_s = c->now_s;
 	return c->now_ns;
@@ -190,31 +190,42 @@ static __always_inline void flow_touch(struct lb_flow *flow, __u32 now_s, __u8 t
 }
 
 /*
- * May this CPU make one more flow-table entry this second? Past the
+ * May this CPU make one more flow-table entry this second (@now_s)? Past the
  * configured rate a new flow is placed by the ring and forwarded, but not
  * pinned: a flood of new flows cannot evict the pins of established ones.
+ * Asking charges nothing: flow_rate_charge() counts an entry made,
+ * flow_rate_refuse() a new flow left unpinned. Return: this CPU's rate
+ * (NULL: no limit, or none to read), and in @room whether one more may be made.
  */
-static __always_inline int flow_rate_allows(__u64 now)
+static __always_inline struct lb_flow_rate *flow_rate_room(__u32 now_s, int *room)
 {
 	struct lb_flow_rate *rate;
 	struct lb_config *cfg;
 	__u32 zero = 0;
-	__u64 second = now / 1000000000ull;
 
+	*room = 1;
 	rate = bpf_map_lookup_elem(&flow_rate, &zero);
 	cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!rate || !cfg || !cfg->new_flows_max)
-		return 1;
-	if (rate->second != second) {
-		rate->second = second;
+		return NULL;
+	if (rate->second != now_s) {
+		rate->second = now_s;
 		rate->made = 0;
 	}
-	if (rate->made >= cfg->new_flows_max) {
+	*room = rate->made < cfg->new_flows_max;
+	return rate;
+}
+
+static __always_inline void flow_rate_charge(struct lb_flow_rate *rate)
+{
+	if (rate)
+		rate->made++;
+}
+
+static __always_inline void flow_rate_refuse(struct lb_flow_rate *rate)
+{
+	if (rate)
 		rate->refused++;
-		return 0;
-	}
-	rate->made++;
-	return 1;
 }
 
 /*
@@ -258,6 +269,22 @@ static __always_inline int pin_takes(struct lb_flow *flow, __u32 vip_id, __u8 tc
 }
 
 /*
+ * A SYN that the ring could not place (@syn, on a VIP that pins): the pin of
+ * its tuple, when it holds, takes it, as it would have before any ring read.
+ */
+static __always_inline int syn_pin_takes(struct lb_flow_key *key, const struct lb_vip *vip,
+					 int syn, __u32 vip_id, __u8 tcp_flags, __u32 now_s,
+					 struct lb_backend **out, __u32 *out_id)
+{
+	struct lb_flow *flow;
+
+	if (!syn || !lb_vip_pins(vip))
+		return 0;
+	flow = bpf_map_lookup_elem(&flows, key);
+	return flow && pin_takes(flow, vip_id, tcp_flags, 0, now_s, out, out_id);
+}
+
+/*
  * The flow's backend: its pinned one when that backend is still there
  * (active, or draining for a packet of an established connection), else the
  * ring's choice. A packet of a connection the balancer did not see start (a
@@ -275,8 +302,10 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 					  int follow_only, struct lb_backend **out, __u32 *out_id,
 					  __u64 *hops, __u64 *now_out)
 {
-	int syn = lb_new_connection(tcp_flags) && !follow_only, allowed;
+	/* A new connection, and not a RST: a RST of a pinned flow goes to the pin, below. */
+	int syn = lb_new_connection(tcp_flags) && !(tcp_flags & LB_TCP_RST) && !follow_only;
 	struct lb_flow *flow = NULL;
+	struct lb_flow_rate *rate;
 	__u32 vip_id = vip->vip_id;
 	__u32 now_s;
 	__u64 now = clock_now(&now_s);
@@ -285,7 +314,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	struct lb_flow fresh;
 	__u64 hash;
 	__u32 id = 0;
-	int err, retried = 0;
+	int err, retried = 0, room;
 
 	*hops = 0;
 	*now_out = now;
@@ -308,8 +337,11 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	 */
 again:
 	err = ring_choose(vip, hash, &id);
-	if (err < 0)
+	if (err < 0) {
+		if (syn_pin_takes(key, vip, syn, vip_id, tcp_flags, now_s, out, out_id))
+			return 0;
 		return err;
+	}
 	/* Only the ring's answer counts here, never a pinned slot's occupant. */
 	b = err == 0 ? backend_slot(id) : NULL;
 	b = lb_backend_serves(b, vip_id) ? b : NULL;
@@ -320,10 +352,13 @@ again:
 			return PARSE_FAIL(LB_REASON_DROP_NO_RING);
 		goto again;
 	}
-	if (!b)
+	if (!b) {
+		if (syn_pin_takes(key, vip, syn, vip_id, tcp_flags, now_s, out, out_id))
+			return 0;
 		return err == RING_MISSING ? PARSE_FAIL(LB_REASON_DROP_NO_RING) :
 		       err == RING_STALE ? PARSE_FAIL(LB_REASON_DROP_BAD_RING) :
 					   PARSE_FAIL(LB_REASON_DROP_BACKEND_GONE);
+	}
 	*out = b;
 	*out_id = id;
 	/* An ICMP error about a TCP flow goes where that flow's packets go: the hops too. */
@@ -332,31 +367,40 @@ again:
 	if (follow_only)
 		return 0;
 	if (lb_pins_new(vip, *hops, tcp_flags)) {
-		allowed = flow_rate_allows(now);
+		rate = flow_rate_room(now_s, &room);
 		fresh.backend = lb_flow_backend(id, b->cookie);
 		fresh.last_seen_s = now_s;
-		fresh.pinned = lb_flow_pinned(fresh.last_seen_s,
-					      tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0);
+		fresh.pinned = lb_flow_pinned(now_s, tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0);
 		/*
 		 * A SYN: pinned where the ring puts it when its tuple has no pin
 		 * (the insert is the only table access a new tuple costs). A pin
 		 * there already takes it while it holds, as before (a
 		 * retransmitted SYN, or a tuple reused, stays where its
-		 * connection lives); one that does not hold is replaced, or,
-		 * past the rate of new flows, deleted: a stale pin never takes
-		 * the next packets of a connection its SYN did not go with.
+		 * connection lives), and makes nothing; one that does not hold is
+		 * replaced, or, past the rate of new flows, deleted: a stale pin
+		 * never takes the next packets of a connection its SYN did not go
+		 * with.
 		 */
-		if (syn && (!allowed || bpf_map_update_elem(&flows, key, &fresh, BPF_NOEXIST))) {
+		if (syn && room && bpf_map_update_elem(&flows, key, &fresh, BPF_NOEXIST) == 0) {
+			flow_rate_charge(rate);
+		} else if (syn) {
 			flow = bpf_map_lookup_elem(&flows, key);
 			if (flow &&
 			    pin_takes(flow, vip_id, tcp_flags, follow_only, now_s, out, out_id))
 				return 0;
-			if (flow && !allowed)
-				bpf_map_delete_elem(&flows, key);
-			if (allowed)
+			if (room) {
 				bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
-		} else if (!syn && allowed) {
+				flow_rate_charge(rate);
+			} else {
+				if (flow)
+					bpf_map_delete_elem(&flows, key);
+				flow_rate_refuse(rate);
+			}
+		} else if (room) {
 			bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
+			flow_rate_charge(rate);
+		} else {
+			flow_rate_refuse(rate);
 		}
 	}
 	bc = bpf_map_lookup_elem(&backend_stats, &id);

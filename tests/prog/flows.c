@@ -26,6 +26,50 @@
 
 
 #define SWAP_FLOWS 3000
+#define RESYN_SWAP_FLOWS 400
+
+/*
+ * A SYN on a tuple whose pin holds (its backend active) follows the pin,
+ * though it reads no pin before the ring: after a swap to a ring that places
+ * the tuple elsewhere (a retransmitted SYN, a tuple reused). So does a
+ * SYN|RST, which a pinned flow's backend judges; and a SYN the ring cannot
+ * place (a ring of no points) when its pin holds.
+ */
+static void test_a_syn_follows_a_pin_that_holds_whatever_the_ring_says(void **state)
+{
+	static __u32 pinned[RESYN_SWAP_FLOWS];
+	struct lb_vip_key key = vip_key_of_test(VIP_V4_TCP);
+	struct pool a, b;
+	int i, moved = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&a, VIP_V4_TCP, ring_weighted(100, 4, NULL, "resyn-a"));
+	for (i = 0; i < RESYN_SWAP_FLOWS; i++)
+		pinned[i] = send_flow(i, TCP_SYN);
+	pool_install(&b, VIP_V4_TCP, ring_weighted(100, 4, NULL, "resyn-b"));
+	for (i = 0; i < RESYN_SWAP_FLOWS; i++) {
+		char client[64];
+		struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+
+		moved += expected_backend(&b, &spec) != pinned[i];
+		check(send_flow(i, TCP_SYN) == pinned[i],
+		      "flow %d: a SYN left the pin that holds it for the new ring", i);
+		check(send_flow(i, TCP_SYN | TCP_RST) == pinned[i],
+		      "flow %d: a SYN|RST left its pinned backend", i);
+	}
+	check(moved == RESYN_SWAP_FLOWS, "the new ring places %d of %d elsewhere, not all", moved,
+	      RESYN_SWAP_FLOWS);
+	/* A ring of no points: a SYN whose pin holds still goes to it. */
+	check(lb_vip_install(maps, &key, VIP_V4_TCP, NULL, NULL) == 0, "a ring of no points");
+	for (i = 0; i < 20; i++)
+		check(send_flow(i, TCP_SYN) == pinned[i],
+		      "flow %d: a SYN the ring cannot place did not follow the pin that holds it", i);
+	flows_clear();
+	pool_release(&a);
+	pool_release(&b);
+}
 
 static void test_swap_serves_new_ring_and_keeps_pinned_flows(void **state)
 {
@@ -237,6 +281,14 @@ static void test_a_syn_past_the_rate_leaves_no_stale_pin_behind(void **state)
 		reused++;
 		check(send_flow(i, TCP_SYN) == want, "flow %d: the SYN did not go where the ring says",
 		      i);
+		{
+			struct lb_flow_key key;
+			struct lb_flow flow;
+
+			key_of_spec(&spec, &key);
+			check(bpf_map_lookup_elem(maps->flows, &key, &flow) != 0,
+			      "flow %d: past the rate the SYN left a pin of its tuple", i);
+		}
 		check(send_flow(i, TCP_ACK) == want,
 		      "flow %d: past the rate, the next packet followed the stale pin to %u, not "
 		      "its SYN to %u", i, drained, want);
@@ -530,6 +582,7 @@ HARNESS_GROUP(flows,
 	cmocka_unit_test(test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones),
 	cmocka_unit_test(test_fin_marks_the_flow_closing_and_a_new_connection_clears_it),
 	cmocka_unit_test(test_syn_on_a_tuple_pinned_to_a_draining_backend_is_placed_by_the_ring),
+	cmocka_unit_test(test_a_syn_follows_a_pin_that_holds_whatever_the_ring_says),
 	cmocka_unit_test(test_a_syn_past_the_rate_leaves_no_stale_pin_behind),
 	cmocka_unit_test(test_reset_goes_to_the_pinned_backend_and_keeps_the_pin),
 	cmocka_unit_test(test_pin_to_a_reused_slot_never_reaches_the_new_occupant),
