@@ -128,6 +128,18 @@ static inline __u32 lb_flow_pinned_s(const struct lb_flow *f)
 	return f->pinned & ((1u << LB_FLOW_PINNED_BITS) - 1);
 }
 
+/**
+ * lb_flow_age_s() - seconds since @f was pinned, at @now_s (the coarse
+ * clock's seconds), modulo the LB_FLOW_PINNED_BITS bits kept (they wrap after
+ * 34 years of uptime); 0 for a flow pinned after @now_s was read.
+ */
+static inline __u32 lb_flow_age_s(const struct lb_flow *f, __u64 now_s)
+{
+	__u32 mask = (1u << LB_FLOW_PINNED_BITS) - 1, age = ((__u32)now_s - lb_flow_pinned_s(f)) & mask;
+
+	return age > mask / 2 ? 0 : age;
+}
+
 /** lb_flow_pinned() - struct lb_flow.pinned of @pinned_s and @flags. */
 static inline __u32 lb_flow_pinned(__u32 pinned_s, __u32 flags)
 {

@@ -71,6 +71,44 @@ static void test_a_syn_follows_a_pin_that_holds_whatever_the_ring_says(void **st
 	pool_release(&b);
 }
 
+/* The 16-octet flow value: what its accessors put in, they read back. */
+static void test_the_flow_value_keeps_slot_cookie_times_and_marks(void **state)
+{
+	static const struct {
+		__u32 slot;
+		__u64 cookie;
+		__u32 pinned_s, flags;
+		__u64 now_s;
+		__u32 age;
+	} cases[] = {
+		{ 1, 1, 0, 0, 10, 10 },
+		{ LB_BACKENDS_MAX - 1, LB_FLOW_COOKIE_MASK, (1u << 30) - 1, LB_FLOW_FIN | LB_FLOW_RST,
+		  1u << 30, 1 },	/* the seconds kept wrap: the age does not */
+		{ 7, (1ull << 52) + 5, 100, LB_FLOW_RST, 99, 0 },	/* pinned after now was read */
+		{ 9, 3, 5, 0, (1ull << 32) + 5, 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lb_flow f = {
+			.backend = lb_flow_backend(cases[i].slot, cases[i].cookie),
+			.pinned = lb_flow_pinned(cases[i].pinned_s, cases[i].flags),
+		};
+
+		check(lb_flow_slot(&f) == cases[i].slot, "case %zu: slot got %u want %u", i,
+		      lb_flow_slot(&f), cases[i].slot);
+		check(lb_flow_cookie_is(&f, cases[i].cookie) &&
+			      !lb_flow_cookie_is(&f, cases[i].cookie + 1),
+		      "case %zu: cookie not told apart", i);
+		check(lb_flow_flags(&f) == cases[i].flags, "case %zu: flags got %u want %u", i,
+		      lb_flow_flags(&f), cases[i].flags);
+		check(lb_flow_age_s(&f, cases[i].now_s) == cases[i].age,
+		      "case %zu: age got %u want %u", i, lb_flow_age_s(&f, cases[i].now_s),
+		      cases[i].age);
+	}
+}
+
 static void test_swap_serves_new_ring_and_keeps_pinned_flows(void **state)
 {
 	static __u32 pinned[SWAP_FLOWS];
@@ -582,6 +620,7 @@ HARNESS_GROUP(flows,
 	cmocka_unit_test(test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones),
 	cmocka_unit_test(test_fin_marks_the_flow_closing_and_a_new_connection_clears_it),
 	cmocka_unit_test(test_syn_on_a_tuple_pinned_to_a_draining_backend_is_placed_by_the_ring),
+	cmocka_unit_test(test_the_flow_value_keeps_slot_cookie_times_and_marks),
 	cmocka_unit_test(test_a_syn_follows_a_pin_that_holds_whatever_the_ring_says),
 	cmocka_unit_test(test_a_syn_past_the_rate_leaves_no_stale_pin_behind),
 	cmocka_unit_test(test_reset_goes_to_the_pinned_backend_and_keeps_the_pin),

@@ -1022,7 +1022,7 @@ static void test_cookies_are_random_unique_and_never_handed_out_twice(void **sta
 		for (j = 0; j < s.fleet.vips[i].backend_count; j++) {
 			__u64 c = s.fleet.vips[i].backends[j].cookie;
 
-			check(c != 0 && c <= STATE_COOKIE_MAX, "cookie %llu out of range",
+			check(c != 0 && c <= LB_FLOW_COOKIE_MASK, "cookie %llu out of the bits a flow keeps",
 			      (unsigned long long)c);
 			for (k = 0; k < s.fleet.vip_count; k++)
 				for (l = 0; l < s.fleet.vips[k].backend_count; l++)
@@ -1188,6 +1188,27 @@ static void test_state_of_an_earlier_build_loads(void **state)
 	state_free(&s);
 }
 
+/* A flow keeps a cookie's low 52 bits: two backends must differ there. */
+static void test_cookies_that_a_flow_cannot_tell_apart_are_refused(void **state)
+{
+	static const char text[] =
+		"{ \"version\": 1, \"generation\": 3, \"flow_entries\": 65536, "
+		"\"next_backend_id\": 3, \"interfaces\": [], \"vips\": [ "
+		"{ \"id\": 0, \"vip\": \"198.18.0.100:80/tcp\", \"vnodes\": 10, \"backends\": [ "
+		"{ \"name\": \"a\", \"address\": \"198.18.0.11\", \"mac\": \"02:00:00:00:00:11\", "
+		"\"weight\": 1, \"state\": \"active\", \"id\": 1, \"cookie\": 7 }, "
+		"{ \"name\": \"b\", \"address\": \"198.18.0.12\", \"mac\": \"02:00:00:00:00:12\", "
+		"\"weight\": 1, \"state\": \"active\", \"id\": 2, \"cookie\": 4503599627370503 } "
+		"] } ] }";
+	char why[STATE_WHY_MAX] = "";
+	struct state s;
+
+	(void)state;
+	check(4503599627370503ull == (1ull << 52) + 7, "the test's cookie");
+	check(state_from_text(&s, text, why) != 0 && strstr(why, "cookie"),
+	      "cookies 7 and 2^52 + 7 accepted for two backends: %s", why);
+}
+
 /* A gue VIP with backends @names (weight 1 each), as a command leaves it. */
 static void gue_vip(struct state *s, const char *const *names, size_t n)
 {
@@ -1338,6 +1359,7 @@ int main(void)
 		cmocka_unit_test(test_restore_gives_a_new_vip_an_id_no_other_vip_serves_from),
 		cmocka_unit_test(test_state_files_are_never_written_through_a_planted_link),
 		cmocka_unit_test(test_state_of_an_earlier_build_loads),
+		cmocka_unit_test(test_cookies_that_a_flow_cannot_tell_apart_are_refused),
 		cmocka_unit_test(test_history_keeps_three_rings_and_retires_removed_backends),
 		cmocka_unit_test(test_prefix_parse_accepts_exact_prefixes_and_refuses_the_rest),
 		cmocka_unit_test(test_source_ranges_decide_by_the_longest_prefix),

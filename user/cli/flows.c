@@ -186,9 +186,7 @@ static json_t *flow_json(const struct state *s, const struct kernel_flow *e, __u
 	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:o}", "client", client, "vip", vip,
 			 "protocol", e->key.protocol == IPPROTO_TCP ? "tcp" : "udp", "backend",
 			 b ? b->name : "(gone)", "age_seconds",
-			 (json_int_t)(now_s > lb_flow_pinned_s(&e->value) ?
-					      now_s - lb_flow_pinned_s(&e->value) :
-					      0),
+			 (json_int_t)lb_flow_age_s(&e->value, now_s),
 			 "idle_seconds",
 			 (json_int_t)(now_s > e->value.last_seen_s ? now_s - e->value.last_seen_s : 0),
 			 "marks", marks);

@@ -239,12 +239,15 @@ static int cookie_taken(const struct state *s, __u64 cookie)
 
 	for (i = 0; i < s->fleet.vip_count; i++)
 		for (j = 0; j < s->fleet.vips[i].backend_count; j++)
-			if (s->fleet.vips[i].backends[j].cookie == cookie)
+			if (state_cookies_clash(s->fleet.vips[i].backends[j].cookie, cookie))
 				return 1;
 	return 0;
 }
 
-/* A random cookie, 1 .. STATE_COOKIE_MAX, that neither @s nor @also (may be NULL) uses. */
+/*
+ * A random cookie in the bits a flow keeps (1 .. LB_FLOW_COOKIE_MASK) that
+ * clashes with none of @s or @also (may be NULL).
+ */
 static int cookie_new(const struct state *s, const struct state *also, __u64 *out)
 {
 	__u64 c;
@@ -252,7 +255,7 @@ static int cookie_new(const struct state *s, const struct state *also, __u64 *ou
 	do {
 		if (getrandom(&c, sizeof(c), 0) != sizeof(c))
 			return -EIO;
-		c &= STATE_COOKIE_MAX;
+		c &= LB_FLOW_COOKIE_MASK;
 	} while (c == 0 || cookie_taken(s, c) || (also && cookie_taken(also, c)));
 	*out = c;
 	return 0;

@@ -28,6 +28,16 @@ struct ring;
  * every JSON reader keeps exact (RFC 7493); jq, for one, rounds larger ones.
  */
 #define STATE_COOKIE_MAX ((1ull << 53) - 1)
+
+/**
+ * state_cookies_clash() - would a flow pinned to cookie @a follow cookie @b?
+ * A flow keeps only a cookie's low bits (LB_FLOW_COOKIE_MASK), so cookies of
+ * two backends must differ there. New cookies are drawn in those bits alone.
+ */
+static inline int state_cookies_clash(__u64 a, __u64 b)
+{
+	return ((a ^ b) & LB_FLOW_COOKIE_MASK) == 0;
+}
 /**
  * STATE_TEXT_MAX - the longest state text read or written: the largest
  * valid state (every backend id taken, every field at its longest) is well

@@ -761,10 +761,10 @@ static int state_check_unique(const struct state *s, char why[STATE_WHY_MAX])
 						return refuse(why,
 							      "vips[%zu].backends[%zu].id: %u is "
 							      "already taken", i, k, b->id);
-					if (a->cookie == b->cookie)
+					if (state_cookies_clash(a->cookie, b->cookie))
 						return refuse(why,
 							      "vips[%zu].backends[%zu].cookie: %llu "
-							      "is another backend's", i, k,
+							      "is (in its low 52 bits) another backend's", i, k,
 							      (unsigned long long)b->cookie);
 				}
 	}
