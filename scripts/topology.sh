@@ -13,7 +13,8 @@
 #
 # Backends run nginx answering "bI" on / and slow bodies of "I"s on /slow
 # (256 KiB) and /slower (1 MiB) at 16 KiB/s, so a connection can be held open
-# across a drain or a run of changes.
+# across a drain or a run of changes; /held is /slower's body at full speed,
+# for a client that holds the connection open itself (tests/tools/heldget.py).
 # Run the controller in ${P}lb with: nsenter --net=/run/netns/${P}lb ringlb ...
 # (ip netns exec remounts /sys and would hide /sys/fs/bpf; see DESIGN.md).
 
@@ -72,6 +73,7 @@ http {
 		listen [::]:80 backlog=4096;
 		location = /slow { alias $dir/slow-b$i; limit_rate 16k; }
 		location = /slower { alias $dir/slower-b$i; limit_rate 16k; }
+		location = /held { alias $dir/slower-b$i; }
 		location / { return 200 "b$i\n"; }
 	}
 }

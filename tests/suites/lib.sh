@@ -191,7 +191,11 @@ vip_digest() {
 }
 
 # lookups VIP ENDPOINT...: the backend of each flow, a line each, from one lookup.
-lookups() { lookups_json "$@" | jq -r .backend; }
+lookups() {
+	local vip=$1
+	shift
+	ringlb lookup --json "$vip" "$@" | jq -r 'if type == "array" then .[] else . end | .backend'
+}
 
 # downloads_started DIR N: every one of the N downloads writing DIR/1 .. DIR/N has its
 # first KiB (20 s at most).

@@ -70,7 +70,7 @@ setup() {
 # --- swaps under load -----------------------------------------------------------------
 
 t_swaps() {
-	local p n i op vip present id cmd applied refused bursts now good backend
+	local p n i op vip present id cmd applied refused bursts now good held backend
 	local FRAMES FORWARDED DROPPED LEAKED WATCHED UDP_BEFORE STREAM BURST
 	local -a PORTS=() eps=() downloads=()
 	local -A REMOVED_SLOT_PACKETS=()
@@ -83,9 +83,11 @@ t_swaps() {
 		[ ${#PORTS[@]} -ge 8 ] && break
 		p=$((p + 1))
 	done < <(lookups "$TCP_VIP" "${eps[@]}")
+	# Held open while $W/streaming exists (the changes run), then read whole.
+	touch "$W/streaming"
 	for p in "${PORTS[@]}"; do
-		ip netns exec "${P}c2" curl -s -m 300 --local-port "$p" "http://$TOPO_VIP4/slower" \
-			-o "$W/dl-$p" -w '%{http_code} %{size_download}' >"$W/dl-$p.res" &
+		ip netns exec "${P}c2" "$ROOT/tests/tools/heldget.py" --local-port "$p" \
+			"http://$TOPO_VIP4/held" "$W/dl-$p" "$W/streaming" >"$W/dl-$p.res" &
 		downloads+=($!)
 	done
 	# Until every download has its first bytes, its flow pinned (was a fixed 1 s; 10 s at most).
@@ -105,7 +107,6 @@ t_swaps() {
   udp(sp=drnd(), dp=53), fill(0x61, 18) }
 EOF
 	UDP_BEFORE=$(vip_packets "$UDP_VIP")
-	touch "$W/streaming"
 	(
 		bursts=0
 		while [ -e "$W/streaming" ]; do
@@ -118,13 +119,18 @@ EOF
 
 	applied=0 refused=0
 	RANDOM=42
+	# Each backend's state, kept here as the changes go (a jq a change cost more
+	# than the change); compared with the state file after the last one.
+	local -A MEMBER=()
+	members_of_state() {
+		jq -r '.vips[] | .vip as $v | .backends[] | "\($v)|\(.name) \(.state)"' "$W/state.json" | sort
+	}
+	while read -r n present; do MEMBER[$n]=$present; done < <(members_of_state)
 	for n in $(seq 1 "$CHANGES"); do
 		vip=$TCP_VIP
 		[ $((n % 2)) -eq 0 ] && vip=$UDP_VIP
 		i=$((RANDOM % 5 + 1))
-		present=$(jq -r --arg v "$vip" --arg n "b$i" \
-			'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | .state' \
-			"$W/state.json")
+		present=${MEMBER["$vip|b$i"]:-}
 		op=$((RANDOM % 4))
 		if [ -z "$present" ]; then
 			cmd=(backend add "$vip" "b$i" "$(topo_backend_addr4 "$i")" --weight $((RANDOM % 4 + 1)))
@@ -140,12 +146,23 @@ EOF
 		fi
 		if ringlb "${cmd[@]}" 2>>"$W/refusals"; then
 			applied=$((applied + 1))
-			if [ "${cmd[1]}" = remove ]; then
-				REMOVED_SLOT_PACKETS[$id]=$(slot_packets "$id")
-			fi
+			case ${cmd[1]} in
+			remove) REMOVED_SLOT_PACKETS[$id]=$(slot_packets "$id")
+				unset "MEMBER[$vip|b$i]" ;;
+			drain) MEMBER["$vip|b$i"]=draining ;;
+			*) MEMBER["$vip|b$i"]=active ;;
+			esac
 		else
 			refused=$((refused + 1))
 		fi
+	done
+	if [ "$(for n in "${!MEMBER[@]}"; do echo "$n ${MEMBER[$n]}"; done | sort)" != "$(members_of_state)" ]; then
+		fail "swaps: the backends this test kept track of are not the state's"
+	fi
+	# The downloads still under way as the last change is made: open through them all.
+	held=0
+	for p in "${PORTS[@]}"; do
+		[ "$(stat -c %s "$W/dl-$p" 2>/dev/null || echo 0)" -lt 1048576 ] && held=$((held + 1))
 	done
 	rm -f "$W/streaming"
 	wait $STREAM
@@ -185,10 +202,10 @@ EOF
 		[ "$(cat "$W/dl-$p.res")" = "200 1048576" ] && [ "$(tr -d 1 <"$W/dl-$p" | wc -c)" -eq 0 ] &&
 			good=$((good + 1))
 	done
-	if [ "$good" -eq "${#PORTS[@]}" ] && [ "$good" -gt 0 ]; then
+	if [ "$good" -eq "${#PORTS[@]}" ] && [ "$good" -gt 0 ] && [ "$held" -eq "$good" ]; then
 		pass "swaps: $good of ${#PORTS[@]} TCP downloads (1 MiB each) open through all the changes completed, every byte from b1"
 	else
-		fail "swaps: only $good of ${#PORTS[@]} TCP downloads completed intact"
+		fail "swaps: $good of ${#PORTS[@]} TCP downloads completed intact, $held of them still open after the last change"
 	fi
 	if ringlb verify >/dev/null; then
 		pass "swaps: verify: the kernel serves exactly the final state"
@@ -208,11 +225,24 @@ SPARE_VIP="$TOPO_VIP4:9090/udp"
 crash_member() { jq -r --arg v "$CRASH_VIP" --arg n "$1" \
 	'.vips[] | select(.vip == $v) | .backends[] | select(.name == $n) | .state' "$W/state.json"; }
 
+# crash_facts FILE: what crash_command decides by, read from state FILE in one jq:
+# GEN, SPARE (1 when the spare VIP exists), ETH9 (1 when eth9 is attached) and
+# CRASH_MEMBERS ("bN STATE" for each backend of the crash VIP).
+crash_facts() {
+	local facts
+	facts=$(jq -r --arg v "$CRASH_VIP" --arg s "$SPARE_VIP" \
+		'"\(.generation) \([.vips[] | select(.vip == $s)] | length) \([.interfaces[] | select(.name == "eth9")] | length)",
+		 (.vips[] | select(.vip == $v) | .backends[] | "\(.name) \(.state)")' "$1")
+	read -r GEN SPARE ETH9 <<<"${facts%%$'\n'*}"
+	CRASH_MEMBERS=$(tail -n +2 <<<"$facts")
+}
+
 # One mutating command of each kind in turn, with a kill point spread over
-# its run time (an attach or a key change loads a program: longer).
+# its run time (an attach or a key change loads a program: longer), on the
+# facts crash_facts read.
 crash_command() {
 	local n=$1 i=$(($1 % 5 + 2)) present
-	present=$(crash_member "b$i")
+	present=$(awk -v b="b$i" '$1 == b { print $2 }' <<<"$CRASH_MEMBERS")
 	MAXMS=40
 	case $(($1 % 9)) in
 	1|7) if [ -z "$present" ]; then
@@ -222,7 +252,7 @@ crash_command() {
 	   fi ;;
 	2) if [ "$present" = active ]; then CMD=(backend drain "$CRASH_VIP" "b$i")
 	   else CMD=(backend weight "$CRASH_VIP" b1 $((n % 4 + 1))); fi ;;
-	3|8) if [ "$(jq -r --arg v "$SPARE_VIP" '[.vips[] | select(.vip == $v)] | length' "$W/state.json")" = 0 ]; then
+	3|8) if [ "$SPARE" = 0 ]; then
 		CMD=(vip add "$SPARE_VIP")
 	   elif [ $(($1 % 9)) = 8 ] || [ $(($1 / 9 % 2)) = 0 ]; then
 		# Its source ranges replaced: a new set under the other parity, then the swap.
@@ -232,7 +262,7 @@ crash_command() {
 	   fi ;;
 	4) CMD=(restore "$W/snap$((n % 3)).json"); MAXMS=60 ;;
 	5) CMD=(secret set "$W/key$((n % 2))"); MAXMS=700 ;;
-	6) if [ "$(jq -r '[.interfaces[] | select(.name == "eth9")] | length' "$W/state.json")" = 0 ]; then
+	6) if [ "$ETH9" = 0 ]; then
 		CMD=(attach eth9 --mode generic); MAXMS=700
 	   else
 		CMD=(detach eth9); MAXMS=100
@@ -286,7 +316,8 @@ t_crashes() {
 	PORT=24000
 	for n in $(seq 1 "$CRASHES"); do
 		cp "$W/state.json" "$W/before.json"
-		gen=$(jq .generation "$W/before.json")
+		crash_facts "$W/before.json"
+		gen=$GEN
 		crash_command "$n"
 		KINDS[$KIND]=1
 		nsenter --net="/run/netns/${P}lb" "$ROOT/build/ringlb" --state "$W/state.json" \

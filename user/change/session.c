@@ -16,11 +16,15 @@
 #include "secret.h"
 #include "store.h"
 
-/* Create and pin the maps when there are none (attach after a reboot, a first attach). */
+/*
+ * Create and pin the maps when there are none (attach after a reboot, a first
+ * attach): the maps alone; the program is loaded where it is attached.
+ */
 static int maps_create(const struct session *ss, struct fault *f)
 {
 	struct lb_load_opts opts = {
 		.flow_entries = ss->flow_entries ? ss->flow_entries : ss->applied.host.flow_entries,
+		.maps_only = 1,
 	};
 	struct lb_prog *prog;
 	int err = site_prog_load(ss->site, &opts, &prog, f);

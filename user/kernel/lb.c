@@ -267,6 +267,12 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	if (!opts->pin_dir)
 		bpf_object__for_each_map(map, prog->skel->obj)
 			bpf_map__set_pin_path(map, NULL);
+	if (opts->maps_only) {
+		struct bpf_program *p;
+
+		bpf_object__for_each_program(p, prog->skel->obj)
+			bpf_program__set_autoload(p, false);
+	}
 	err = ringlb_bpf__load(prog->skel);
 	if (err)
 		goto kernel_fail;

@@ -78,6 +78,8 @@ enum lb_attach_mode {
  *                maps are created, not when pinned ones are reused)
  * @plain: 1 to load the program without AES whatever the kernel has (tests);
  *         it is loaded anyway where the kernel has no BPF crypto kfuncs
+ * @maps_only: 1 to make (and pin) the maps alone, no program loaded: the
+ *             verifier's pass over the program costs most of a second
  */
 struct lb_load_opts {
 	const char *pin_dir;
@@ -85,6 +87,7 @@ struct lb_load_opts {
 	__u8 iface_mac[6];
 	__u32 flow_entries;
 	int plain;
+	int maps_only;
 };
 
 /**
