@@ -322,7 +322,7 @@ CRASHES ?= 100
 SLOW_S ?= 30
 CHECKS_DIR := $(OUTPUT)/checks
 # Every suite but those that touch the host, longest first (figures: docs/testing.md).
-SUITES := reliability daemon fleet fleet_faults fleet_path upgrade second_chance e2e integrity cli picture encap quic sources flows status store routes store_tls udp_checks completion faultproxy_selftest icmp_rate doors undrain
+SUITES := fleet_faults reliability daemon fleet second_chance e2e cli upgrade integrity encap fleet_path status quic doors store routes sources store_tls picture flows undrain icmp_rate udp_checks completion faultproxy_selftest
 SUITES_ALONE := package
 UNIT_CHECKS := $(UNIT_TESTS) $(addprefix san-,$(UNIT_TESTS))
 CHECKS := $(addprefix check-,$(SUITES) test_xdp test_hostile $(UNIT_CHECKS) fuzz man rules)
