@@ -18,7 +18,11 @@
  * table per CPU (an array of maps) of 16-byte values that a SYN does not read, jhash of the
  * client's address and ports, one read of a 65,537-entry table per VIP, the
  * backend's address from an array, and an IPIP header with a fixed next-hop
- * MAC (no route lookup).
+ * MAC (no route lookup). bench_reference_katran adds the rest of what
+ * Katran's program does for such a packet: a flow key of 40 bytes (room for
+ * IPv6 addresses, hashed whole by the LRU table), the next-hop MAC read from
+ * a control array, and its statistics per packet: packets through the
+ * table, its misses (by SYN or not), packets and bytes per VIP and per real.
  *
  * Each counts the frames it sends, for the forwarding-rate measurement.
  *
@@ -270,6 +274,56 @@ struct ref_flow {
 	__u64 seen_ns;
 };
 
+/* bench_reference_katran's flow key: Katran's fields, IPv4 in the first words. */
+struct ref_flow_key_wide {
+	__be32 src[4];
+	__be32 dst[4];
+	__be16 sport;
+	__be16 dport;
+	__u8 protocol;
+	__u8 pad[3];
+};
+
+/* Two counters, as each of Katran's statistics slots holds. */
+struct ref_stat {
+	__u64 v1;
+	__u64 v2;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, BENCH_REF_CPUS);
+	__type(key, __u32);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_LRU_HASH);
+		__uint(max_entries, BENCH_REF_FLOWS);
+		__uint(key_size, sizeof(struct ref_flow_key_wide));
+		__uint(value_size, sizeof(struct ref_flow));
+	});
+} ref_flows_wide SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BENCH_REF_VIPS + 2);
+	__type(key, __u32);
+	__type(value, struct ref_stat);
+} ref_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BENCH_REF_REALS);
+	__type(key, __u32);
+	__type(value, struct ref_stat);
+} ref_real_stats SEC(".maps");
+
+/* The next hop's MAC, read each packet as Katran reads its control array. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} ref_ctl SEC(".maps");
+
 /* One LRU flow table per CPU, as Katran keeps them: the harness makes one for each CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -330,8 +384,24 @@ static __always_inline __u16 ref_ip_checksum(const __u16 *ip)
 	return (__u16)~sum;
 }
 
-SEC("xdp")
-int bench_reference(struct xdp_md *ctx)
+/* One more packet (and @bytes) in Katran-style statistics slot @key of @map. */
+static __always_inline int ref_count(void *map, __u32 key, __u64 bytes)
+{
+	struct ref_stat *st = bpf_map_lookup_elem(map, &key);
+
+	if (!st)
+		return -1;
+	st->v1++;
+	st->v2 += bytes;
+	return 0;
+}
+
+/*
+ * The reference's work for one IPv4 TCP frame to an IPIP VIP; with @katran
+ * (a constant: each program gets its own copy) Katran's wide flow key,
+ * control-array MAC and statistics too.
+ */
+static __always_inline int reference(struct xdp_md *ctx, const int katran)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
@@ -339,13 +409,16 @@ int bench_reference(struct xdp_md *ctx)
 	struct tcphdr *th = (void *)(ip + 1);
 	struct lb_vip_key vip_key = { .family = LB_FAMILY_IPV4 };
 	struct ref_flow_key key = {};
+	struct ref_flow_key_wide wide = {};
 	struct ref_flow *flow = NULL, fresh;
+	struct ref_stat *lru = NULL;
 	struct bench_real *real;
 	struct lb_vip *vip;
-	__u32 id, slot, *entry, zero = 0, cpu;
-	void *table_of_cpu;
+	__u32 id, slot, *entry, zero = 0, cpu, stat;
+	void *table_of_cpu, *flow_key = katran ? (void *)&wide : (void *)&key;
+	const __u8 *mac = NULL;
 	__u16 inner_len;
-	__u64 *count;
+	__u64 *count, bytes = (__u64)(end - data);
 
 	if ((void *)(th + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5 ||
 	    ip->protocol != IPPROTO_TCP || (ip->frag_off & bpf_htons(0x3fff)))
@@ -356,23 +429,51 @@ int bench_reference(struct xdp_md *ctx)
 	vip = bpf_map_lookup_elem(&vips, &vip_key);
 	if (!vip)
 		return XDP_PASS;
-	key.saddr = ip->saddr;
-	key.daddr = ip->daddr;
-	key.sport = th->source;
-	key.dport = th->dest;
-	key.protocol = IPPROTO_TCP;
+	if (katran) {
+		wide.src[0] = ip->saddr;
+		wide.dst[0] = ip->daddr;
+		wide.sport = th->source;
+		wide.dport = th->dest;
+		wide.protocol = IPPROTO_TCP;
+		stat = BENCH_REF_STAT_LRU;
+		lru = bpf_map_lookup_elem(&ref_stats, &stat);
+		if (!lru)
+			return XDP_DROP;
+		lru->v1++;
+	} else {
+		key.saddr = ip->saddr;
+		key.daddr = ip->daddr;
+		key.sport = th->source;
+		key.dport = th->dest;
+		key.protocol = IPPROTO_TCP;
+	}
 	cpu = bpf_get_smp_processor_id();
-	table_of_cpu = bpf_map_lookup_elem(&ref_flows, &cpu);
+	table_of_cpu = katran ? bpf_map_lookup_elem(&ref_flows_wide, &cpu) :
+				bpf_map_lookup_elem(&ref_flows, &cpu);
 	if (!table_of_cpu)
 		return XDP_DROP;
 	/* A SYN is placed by the table and overwrites its tuple's entry: no read. */
 	if (!th->syn)
-		flow = bpf_map_lookup_elem(table_of_cpu, &key);
+		flow = bpf_map_lookup_elem(table_of_cpu, flow_key);
 	if (flow) {
 		id = flow->real;
 	} else {
 		__u32 ports = (__u32)th->source << 16 | th->dest;
 
+		/* Katran counts a miss of the table, by SYN or not, and one more new flow. */
+		if (katran) {
+			struct ref_stat *miss;
+
+			stat = BENCH_REF_STAT_MISS;
+			miss = bpf_map_lookup_elem(&ref_stats, &stat);
+			if (!miss || !lru)
+				return XDP_DROP;
+			if (th->syn)
+				miss->v1++;
+			else
+				miss->v2++;
+			lru->v2++;
+		}
 		slot = ref_jhash_2words(ip->saddr, ports, 0) % BENCH_TABLE_SIZE;
 		entry = bpf_map_lookup_elem(&table, &slot);
 		if (!entry)
@@ -381,13 +482,20 @@ int bench_reference(struct xdp_md *ctx)
 		fresh.real = id;
 		fresh.pad = 0;
 		fresh.seen_ns = bpf_ktime_get_coarse_ns();
-		bpf_map_update_elem(table_of_cpu, &key, &fresh, BPF_ANY);
+		bpf_map_update_elem(table_of_cpu, flow_key, &fresh, BPF_ANY);
 	}
 	if (id >= BENCH_REF_REALS)
 		return XDP_DROP;
 	real = bpf_map_lookup_elem(&ref_reals, &id);
 	if (!real)
 		return XDP_DROP;
+	if (katran) {
+		mac = bpf_map_lookup_elem(&ref_ctl, &zero);
+		if (!mac || vip->vip_id >= BENCH_REF_VIPS ||
+		    ref_count(&ref_stats, vip->vip_id, bytes) ||
+		    ref_count(&ref_real_stats, id, bytes))
+			return XDP_DROP;
+	}
 	inner_len = bpf_ntohs(ip->tot_len);
 	if (bpf_xdp_adjust_head(ctx, -(int)sizeof(struct iphdr)))
 		return XDP_DROP;
@@ -398,7 +506,8 @@ int bench_reference(struct xdp_md *ctx)
 	if ((void *)(outer + 1) > end)
 		return XDP_DROP;
 	for (int i = 0; i < ETH_ALEN; i++) {
-		eth->h_dest[i] = next_hop_mac[i];
+		/* The volatile read itself: a cast-away volatile lets clang fold the zeros in. */
+		eth->h_dest[i] = katran && mac ? mac[i] : next_hop_mac[i];
 		eth->h_source[i] = iface_mac[i];
 	}
 	eth->h_proto = bpf_htons(ETH_P_IP);
@@ -418,6 +527,18 @@ int bench_reference(struct xdp_md *ctx)
 	if (count)
 		(*count)++;
 	return XDP_TX;
+}
+
+SEC("xdp")
+int bench_reference(struct xdp_md *ctx)
+{
+	return reference(ctx, 0);
+}
+
+SEC("xdp")
+int bench_reference_katran(struct xdp_md *ctx)
+{
+	return reference(ctx, 1);
 }
 
 struct {

@@ -23,12 +23,16 @@
 /** BENCH_FLOWS - distinct flows the driver cycles through at most. */
 #define BENCH_FLOWS 4096
 /** BENCH_TARGETS - slots of the program array the driver tail-calls into. */
-#define BENCH_TARGETS 9
+#define BENCH_TARGETS 10
 /* CPUs the reference keeps a flow table for; entries of each (bench_reference, 1g). */
 #define BENCH_REF_CPUS 64
 #define BENCH_REF_FLOWS 65536
 /* Backends the reference may address (its reals), 1 .. BENCH_REF_REALS - 1. */
 #define BENCH_REF_REALS 4096
+/* Per-VIP counters of bench_reference_katran, and its two extra slots after them. */
+#define BENCH_REF_VIPS 512
+#define BENCH_REF_STAT_LRU BENCH_REF_VIPS
+#define BENCH_REF_STAT_MISS (BENCH_REF_VIPS + 1)
 
 /* A backend of the reference: its IPv4 address (__be). */
 struct bench_real {
