@@ -38,10 +38,13 @@ _Static_assert(LB_HOP_BITS * (LB_HOPS_MAX - 1) <= LB_HOPS_COUNT_SHIFT &&
 		       LB_RING_ENTRY_BACKEND_MASK == (1u << LB_HOP_BITS) - 1,
 	       "a hop list holds LB_HOPS_MAX - 1 backend ids and their count");
 
-/** lb_new_connection() - a SYN without ACK: a client opening a new connection on its tuple. */
+/**
+ * lb_new_connection() - a SYN without ACK or RST: a client opening a new
+ * connection on its tuple. A SYN|RST is a RST: its flow's backend judges it.
+ */
 static __always_inline int lb_new_connection(__u8 tcp_flags)
 {
-	return (tcp_flags & (LB_TCP_SYN | LB_TCP_ACK)) == LB_TCP_SYN;
+	return (tcp_flags & (LB_TCP_SYN | LB_TCP_ACK | LB_TCP_RST)) == LB_TCP_SYN;
 }
 
 /**

@@ -140,6 +140,7 @@ static __always_inline __u64 clock_now(__u32 *now_s)
 	if (c->jiffies != j) {
 		c->now_ns = bpf_ktime_get_coarse_ns();
 		c->now_s = (__u32)(c->now_ns / LB_NS_PER_S);
+		barrier();
 		c->jiffies = j;
 	}
 	*now_s = c->now_s;
@@ -302,8 +303,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 					  int follow_only, struct lb_backend **out, __u32 *out_id,
 					  __u64 *hops, __u64 *now_out)
 {
-	/* A new connection, and not a RST: a RST of a pinned flow goes to the pin, below. */
-	int syn = lb_new_connection(tcp_flags) && !(tcp_flags & LB_TCP_RST) && !follow_only;
+	int syn = lb_new_connection(tcp_flags) && !follow_only;
 	struct lb_flow *flow = NULL;
 	struct lb_flow_rate *rate;
 	__u32 vip_id = vip->vip_id;

@@ -21,8 +21,10 @@
  * MAC (no route lookup). bench_reference_katran adds the rest of what
  * Katran's program does for such a packet: a flow key of 40 bytes (room for
  * IPv6 addresses, hashed whole by the LRU table), the next-hop MAC read from
- * a control array, and its statistics per packet: packets through the
- * table, its misses (by SYN or not), packets and bytes per VIP and per real.
+ * a control array, its statistics per packet: packets through the table,
+ * its misses (by SYN or not), packets and bytes per VIP and per real; and
+ * on a miss its rate of new connections (a counter per second by the
+ * precise clock, whose reading the new entry keeps).
  *
  * Each counts the frames it sends, for the forwarding-rate measurement.
  *
@@ -304,10 +306,12 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, BENCH_REF_VIPS + 2);
+	__uint(max_entries, BENCH_REF_VIPS + 3);
 	__type(key, __u32);
 	__type(value, struct ref_stat);
 } ref_stats SEC(".maps");
+
+_Static_assert(sizeof(struct ref_flow_key_wide) == 40, "the harness makes its tables of 40-byte keys");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -415,6 +419,7 @@ static __always_inline int reference(struct xdp_md *ctx, const int katran)
 	struct bench_real *real;
 	struct lb_vip *vip;
 	__u32 id, slot, *entry, zero = 0, cpu, stat;
+	int flood = 0;
 	void *table_of_cpu, *flow_key = katran ? (void *)&wide : (void *)&key;
 	const __u8 *mac = NULL;
 	__u16 inner_len;
@@ -460,29 +465,46 @@ static __always_inline int reference(struct xdp_md *ctx, const int katran)
 	} else {
 		__u32 ports = (__u32)th->source << 16 | th->dest;
 
-		/* Katran counts a miss of the table, by SYN or not, and one more new flow. */
+		/*
+		 * Katran counts a miss of the table, by SYN or not, and one more
+		 * new flow; and keeps its rate of new connections, a count per
+		 * second of the precise clock (past the rate it would not pin).
+		 */
+		fresh.seen_ns = 0;
 		if (katran) {
-			struct ref_stat *miss;
+			struct ref_stat *miss, *rate;
 
 			stat = BENCH_REF_STAT_MISS;
 			miss = bpf_map_lookup_elem(&ref_stats, &stat);
-			if (!miss || !lru)
+			stat = BENCH_REF_STAT_RATE;
+			rate = bpf_map_lookup_elem(&ref_stats, &stat);
+			if (!miss || !rate || !lru)
 				return XDP_DROP;
 			if (th->syn)
 				miss->v1++;
 			else
 				miss->v2++;
-			lru->v2++;
+			fresh.seen_ns = bpf_ktime_get_ns();
+			if (fresh.seen_ns - rate->v2 > 1000000000ull) {
+				rate->v1 = 1;
+				rate->v2 = fresh.seen_ns;
+			} else if (++rate->v1 > BENCH_REF_CONN_RATE_MAX) {
+				flood = 1;
+			}
 		}
 		slot = ref_jhash_2words(ip->saddr, ports, 0) % BENCH_TABLE_SIZE;
 		entry = bpf_map_lookup_elem(&table, &slot);
 		if (!entry)
 			return XDP_DROP;
 		id = *entry;
+		if (katran)
+			lru->v2++;
+		else
+			fresh.seen_ns = bpf_ktime_get_coarse_ns();
 		fresh.real = id;
 		fresh.pad = 0;
-		fresh.seen_ns = bpf_ktime_get_coarse_ns();
-		bpf_map_update_elem(table_of_cpu, flow_key, &fresh, BPF_ANY);
+		if (!flood)
+			bpf_map_update_elem(table_of_cpu, flow_key, &fresh, BPF_ANY);
 	}
 	if (id >= BENCH_REF_REALS)
 		return XDP_DROP;

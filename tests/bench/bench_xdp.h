@@ -33,6 +33,9 @@
 #define BENCH_REF_VIPS 512
 #define BENCH_REF_STAT_LRU BENCH_REF_VIPS
 #define BENCH_REF_STAT_MISS (BENCH_REF_VIPS + 1)
+#define BENCH_REF_STAT_RATE (BENCH_REF_VIPS + 2)
+/* New connections a second past which Katran's reference stops (never, in the bench). */
+#define BENCH_REF_CONN_RATE_MAX (1ull << 40)
 
 /* A backend of the reference: its IPv4 address (__be). */
 struct bench_real {

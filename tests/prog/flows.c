@@ -305,7 +305,7 @@ static void test_a_syn_past_the_rate_leaves_no_stale_pin_behind(void **state)
 	NEEDS_ROOT();
 	drained = pinned_then_drained(&pool, "stale", 2, &after);
 	harness_cpu_pin();
-	/* A rate of 1, spent: no SYN below may be pinned (unless a second turns; then one). */
+	/* A rate of 1, spent (again before each SYN below): no SYN below may be pinned. */
 	rate_set(1, &keep);
 	send_flow(90000, TCP_SYN);
 	send_flow(90001, TCP_SYN);
@@ -317,6 +317,8 @@ static void test_a_syn_past_the_rate_leaves_no_stale_pin_behind(void **state)
 		if (send_flow(i, TCP_ACK) != drained)
 			continue;
 		reused++;
+		/* Spend the rate at once, should a second have turned since it was spent. */
+		send_flow(90002 + i, TCP_SYN);
 		check(send_flow(i, TCP_SYN) == want, "flow %d: the SYN did not go where the ring says",
 		      i);
 		{
@@ -335,6 +337,73 @@ static void test_a_syn_past_the_rate_leaves_no_stale_pin_behind(void **state)
 	harness_cpu_unpin();
 	check(reused >= 10, "only %d flows were pinned to the drained backend", reused);
 	ring_free(after.ring);
+	pool_release(&pool);
+}
+
+/* The new-flow rate of the CPU the test is pinned to (map flow_rate, per CPU). */
+static struct lb_flow_rate rate_now(void)
+{
+	int ncpu = libbpf_num_possible_cpus(), cpu = sched_getcpu();
+	struct lb_flow_rate *cpus = calloc((size_t)ncpu, sizeof(*cpus)), r;
+	__u32 zero = 0;
+
+	assert_non_null(cpus);
+	assert_true(cpu >= 0 && cpu < ncpu);
+	assert_int_equal(bpf_map_lookup_elem(maps->flow_rate, &zero, cpus), 0);
+	r = cpus[cpu];
+	free(cpus);
+	return r;
+}
+
+/*
+ * The rate of new flows counts entries made: a SYN that a pin which holds
+ * takes (a retransmitted SYN) spends none of it and is not refused.
+ */
+static void test_retransmitted_syns_spend_none_of_the_rate(void **state)
+{
+	struct lb_flow_rate before, after;
+	struct lb_config keep;
+	struct pool pool;
+	int tries, i, pinned = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	harness_cpu_pin();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(20, 4, NULL, "resend"));
+	rate_set(3, &keep);
+	/* Within one second of the clock's, or once more when a second turned meanwhile. */
+	for (tries = 0; tries < 2; tries++) {
+		flows_clear();
+		sleep(1);
+		before = rate_now();
+		send_flow(95000, TCP_SYN);
+		for (i = 0; i < 10; i++)
+			send_flow(95000, TCP_SYN);
+		send_flow(95001, TCP_SYN);
+		send_flow(95002, TCP_SYN);
+		after = rate_now();
+		pinned = 0;
+		for (i = 95000; i <= 95002; i++) {
+			char client[64];
+			struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+			struct lb_flow_key key;
+			struct lb_flow flow;
+
+			key_of_spec(&spec, &key);
+			pinned += bpf_map_lookup_elem(maps->flows, &key, &flow) == 0;
+		}
+		if (after.second == before.second)
+			break;
+	}
+	check(lb_config_write(maps, &keep) == 0, "restore the settings");
+	harness_cpu_unpin();
+	check(pinned == 3, "a rate of 3: %d of 3 new flows pinned after 10 retransmitted SYNs",
+	      pinned);
+	check(after.made == 3, "a rate of 3: %llu entries counted made, not 3",
+	      (unsigned long long)after.made);
+	check(after.refused == before.refused, "%llu retransmitted SYNs counted refused",
+	      (unsigned long long)(after.refused - before.refused));
+	flows_clear();
 	pool_release(&pool);
 }
 
@@ -365,6 +434,9 @@ static void test_reset_goes_to_the_pinned_backend_and_keeps_the_pin(void **state
 		got = send_flow(i, TCP_RST);
 		check(got == drained, "flow %d: a RST went to %u, not its pinned backend %u", i, got,
 		      drained);
+		got = send_flow(i, TCP_SYN | TCP_RST);
+		check(got == drained, "flow %d: a SYN|RST went to %u, not its pinned backend %u", i,
+		      got, drained);
 		key_of_spec(&spec, &key);
 		check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && lb_flow_slot(&flow) == drained,
 		      "flow %d: a RST unpinned the flow", i);
@@ -623,6 +695,7 @@ HARNESS_GROUP(flows,
 	cmocka_unit_test(test_the_flow_value_keeps_slot_cookie_times_and_marks),
 	cmocka_unit_test(test_a_syn_follows_a_pin_that_holds_whatever_the_ring_says),
 	cmocka_unit_test(test_a_syn_past_the_rate_leaves_no_stale_pin_behind),
+	cmocka_unit_test(test_retransmitted_syns_spend_none_of_the_rate),
 	cmocka_unit_test(test_reset_goes_to_the_pinned_backend_and_keeps_the_pin),
 	cmocka_unit_test(test_pin_to_a_reused_slot_never_reaches_the_new_occupant),
 	cmocka_unit_test(test_icmp_error_does_not_refresh_its_flow),

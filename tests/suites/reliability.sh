@@ -86,7 +86,7 @@ t_swaps() {
 	# Held open while $W/streaming exists (the changes run), then read whole.
 	touch "$W/streaming"
 	for p in "${PORTS[@]}"; do
-		ip netns exec "${P}c2" "$ROOT/tests/tools/heldget.py" --local-port "$p" \
+		ip netns exec "${P}c2" python3 "$ROOT/tests/tools/heldget.py" --local-port "$p" \
 			"http://$TOPO_VIP4/held" "$W/dl-$p" "$W/streaming" >"$W/dl-$p.res" &
 		downloads+=($!)
 	done

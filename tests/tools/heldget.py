@@ -3,9 +3,9 @@
 #
 # heldget.py URL OUT FLAG [--local-port PORT] [--timeout S]: an HTTP GET whose
 # connection stays open as long as a test needs it. It reads the body a KiB
-# every 50 ms while the file FLAG exists (the server's sending held back by
-# TCP's window, so the connection carries packets all that time), then the
-# rest as fast as it comes. The body goes to OUT; on stdout, as curl -w
+# every 200 ms while the file FLAG exists (the server's sending held back by
+# TCP's window, so the connection carries packets all that time: 1 MiB lasts
+# 205 s so), then the rest as fast as it comes. The body goes to OUT; on stdout, as curl -w
 # '%{http_code} %{size_download}' would print it: "CODE SIZE" ("000 0" when
 # no answer came). Exits 0 when an answer came, else 1.
 #
@@ -18,11 +18,11 @@ import time
 import urllib.parse
 
 CHUNK_HELD = 1024
-PAUSE_S = 0.05
+PAUSE_S = 0.2
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description="An HTTP GET held open while FLAG exists.")
     ap.add_argument("url")
     ap.add_argument("out")
     ap.add_argument("flag")

@@ -24,8 +24,9 @@ struct ring;
 /** STATE_VERSION - the state file format this build reads and writes. */
 #define STATE_VERSION 1
 /**
- * STATE_COOKIE_MAX - the largest backend cookie: 53 random bits, the integers
+ * STATE_COOKIE_MAX - the largest backend cookie read: 53 bits, the integers
  * every JSON reader keeps exact (RFC 7493); jq, for one, rounds larger ones.
+ * New cookies are 52 random bits, what a flow entry keeps (LB_FLOW_COOKIE_MASK).
  */
 #define STATE_COOKIE_MAX ((1ull << 53) - 1)
 
@@ -138,7 +139,7 @@ struct state_quic {
  * @check: that check
  * @id: its slot in the backends map, 1 .. LB_BACKENDS_MAX - 1
  * @cookie: its identity, 1 .. STATE_COOKIE_MAX, random and unique in the
- *          state: a backend added again, or another backend in the same slot,
+ *          state in its low 52 bits (state_cookies_clash()): a backend added again, or another backend in the same slot,
  *          gets another one, so a slot's occupant is never taken for another
  * @server_id: on a QUIC VIP, its QUIC-LB server id (the VIP's sid_len
  *             first octets, not all zero, unique in the VIP), which the
