@@ -7,7 +7,7 @@
 #
 #   start          at start it repairs a kernel map changed behind ringlb's
 #                  back; READY=1 reaches the notify socket the test provides
-#   flapping       (after start) f1 begins to flap every second, for 60 s, in
+#   flapping       (after start) f1 begins to flap every second, for 30 s, in
 #                  the background while the tests up to `flaps` run
 #   watchdog       (after start) watchdog pings reach the notify socket
 #   metrics        (after start) /metrics passes promtool check metrics and
@@ -333,11 +333,11 @@ t_second_daemon() {
 		fail "a second daemon: exit $rc, '$second'"
 }
 
-# --- flapping, in the background for 60 s --------------------------------------------------------
+# --- flapping, in the background for 30 s --------------------------------------------------------
 # FLAP0: the flap VIP's ring changes before; FLAPPER: the flapping listener, until flaps waits.
 t_flapping() {
 	FLAP0=$(transitions "$FLAP")
-	in_b 1 timeout 60 python3 "$TOOLS/checkport.py" 8081 1 1 &
+	in_b 1 timeout 30 python3 "$TOOLS/checkport.py" 8081 1 1 &
 	FLAPPER=$!
 	FLAP_START=$(date +%s)
 }
@@ -472,7 +472,7 @@ t_fail_open() {
 # --- the flap's count --------------------------------------------------------------------------
 t_flaps() {
 	local flaps elapsed
-	# The idle rest of the 60 s: Prometheus starts meanwhile when its test runs.
+	# The idle rest of the 30 s: Prometheus starts meanwhile when its test runs.
 	suite_will_run prometheus && prometheus_up
 	flap_done
 	flaps=$(( $(transitions "$FLAP") - FLAP0 ))
