@@ -319,7 +319,7 @@ LANES ?= 3
 CHANGES ?= 500
 CRASHES ?= 100
 # fleet_faults.sh's slow store: seconds of it in make test (make soak: 60).
-SLOW_S ?= 30
+SLOW_S ?= 20
 CHECKS_DIR := $(OUTPUT)/checks
 # Every suite but those that touch the host, longest first (figures: docs/testing.md).
 SUITES := fleet_faults reliability daemon fleet second_chance e2e cli upgrade integrity encap fleet_path status quic doors store routes sources store_tls picture flows undrain icmp_rate udp_checks completion faultproxy_selftest
