@@ -269,6 +269,8 @@ $(eval $(call program,test_xdp,$(PROG_TEST_SRCS) $(HARNESS_SRCS) $(PROG_LIBS),\
 $(eval $(call program,quic_server,tests/tools/quic_server.c $(OUTPUT)/libringlb_model.a \
 	$(OUTPUT)/libring.a,-lngtcp2 -lngtcp2_crypto_gnutls -lnghttp3 -lgnutls -ljansson -lcrypto \
 	$(LDLIBS_RING)))
+# Source lines of a BPF program's JIT image, for scripts/profile.sh.
+$(eval $(call program,jit_lines,tests/tools/jit_lines.c,$(LDLIBS_BPF)))
 # The etcd client against a real etcd (tests/suites/store.sh starts one).
 $(eval $(call program,test_etcd,tests/unit/test_etcd.c user/change/etcd.c,-lcmocka -ljansson -lcurl -lcrypto))
 $(eval $(call program,test_hostile,tests/prog/hostile/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\
