@@ -4,7 +4,8 @@
 # profile.sh OBJ PROG -- COMMAND...: where BPF program PROG (of object OBJ)
 # spends its time while COMMAND runs, by source line. perf samples every
 # CPU's clock (cpu-clock, 20 kHz: this VM has no hardware counters); the
-# samples inside bpf_prog_*_PROG are mapped to source lines with the JIT
+# samples inside bpf_prog_TAG_PROG (its tag: that very program, not another
+# build of it) are mapped to source lines with the JIT
 # image's line info (build/jit_lines), and the lines printed with their
 # share of PROG's own samples, the most first. Time spent in the kernel's
 # helpers and maps (an LRU insert, a hash lookup) is not PROG's own: perf
@@ -24,9 +25,11 @@ trap 'rm -rf "$W"' EXIT
 
 perf record -q -e cpu-clock -F 20000 -a -o "$W/perf.data" -- "$@" >"$W/out" 2>&1 ||
 	{ tail -5 "$W/out" >&2; exit 1; }
-perf script -i "$W/perf.data" -F ip,sym,symoff 2>/dev/null |
-	awk -v p="_$PROG+" 'index($2, p) { sub(/.*\+/, "", $2); print $2 }' >"$W/offsets"
+# Only the instances of this very program (its tag): not another build's of the same name.
 "$ROOT/build/jit_lines" "$OBJ" "$PROG" >"$W/lines"
+TAG=$(awk 'NR == 1 { print $4 }' "$W/lines" | tr -d :)
+perf script -i "$W/perf.data" -F ip,sym,symoff 2>/dev/null |
+	awk -v p="bpf_prog_${TAG}_$PROG+" 'index($2, p) { sub(/.*\+/, "", $2); print $2 }' >"$W/offsets"
 python3 - "$W/offsets" "$W/lines" "$PROG" <<'PY'
 import bisect, collections, sys
 
@@ -50,10 +53,10 @@ for l in open(offsets):
     i = bisect.bisect_right(starts, off) - 1
     by_line[table[i][1] if i >= 0 else '?'] += 1
 if not total:
-    sys.exit(f"profile.sh: no sample inside {prog}")
+    sys.exit(f"profile.sh: no sample inside {prog} (its tag as built here)")
 print(f"{prog}: {total} samples of its own")
 if past:
-    print(f"  ({past} past the end of the image loaded here: another build of it ran)")
+    print(f"  ({past} past the end of the image loaded here)")
 for where, n in by_line.most_common(30):
     print(f"{n:8d} {100.0 * n / total:5.1f}%  {where.strip()[:110]}")
 PY

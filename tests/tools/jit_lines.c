@@ -2,9 +2,10 @@
 /*
  * jit_lines OBJ PROG: where each source line of BPF program PROG (of object
  * OBJ) sits in its JIT image. It loads the program alone (private maps,
- * nothing pinned, nothing attached) and prints, for each entry of the
- * kernel's jited line info in the main function, "OFFSET FILE:LINE SOURCE"
- * with OFFSET in hex from the function's start, then closes it.
+ * nothing pinned, nothing attached) and prints its tag and main function's
+ * size ("# PROG tag TAG: main function N bytes of JIT image"), then, for each
+ * entry of the kernel's jited line info in the main function, "OFFSET
+ * FILE:LINE SOURCE" with OFFSET in hex from the function's start.
  *
  * What it is for: this machine's bpftool has no disassembler (no libbfd) and
  * its perf cannot annotate BPF, but perf's cpu-clock samples name a program
@@ -105,7 +106,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "jit_lines: line info: %s\n", strerror(errno));
 		return 1;
 	}
-	printf("# %s: main function %u bytes of JIT image\n", argv[2], flens[0]);
+	printf("# %s tag ", argv[2]);
+	for (i = 0; i < BPF_TAG_SIZE; i++)
+		printf("%02x", info.tag[i]);
+	printf(": main function %u bytes of JIT image\n", flens[0]);
 	for (i = 0; i < njli; i++) {
 		const struct bpf_line_info *l = (const void *)((const char *)li + (size_t)i * lirec);
 		const struct btf *btf = bpf_object__btf(obj);
