@@ -329,7 +329,7 @@ SUITES_ALONE := package
 UNIT_CHECKS := $(UNIT_TESTS) $(addprefix san-,$(UNIT_TESTS))
 CHECKS := $(addprefix check-,$(SUITES) test_xdp test_hostile $(UNIT_CHECKS) fuzz man rules)
 # What every check needs built, built before any runs.
-CHECK_BUILD := all $(OUTPUT)/quic_server $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)) \
+CHECK_BUILD := all $(OUTPUT)/quic_server $(OUTPUT)/jit_lines $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(addprefix $(OUTPUT)/san/,$(UNIT_TESTS)) \
 	$(addprefix $(OUTPUT)/,$(FUZZERS))
 .PHONY: checks fuzz test-build $(CHECKS) $(addprefix check-,$(SUITES_ALONE))
 

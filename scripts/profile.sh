@@ -7,9 +7,10 @@
 # samples inside bpf_prog_TAG_PROG (its tag: that very program, not another
 # build of it) are mapped to source lines with the JIT
 # image's line info (build/jit_lines), and the lines printed with their
-# share of PROG's own samples, the most first. Time spent in the kernel's
-# helpers and maps (an LRU insert, a hash lookup) is not PROG's own: perf
-# report shows it. Needs root and perf (linux-perf).
+# share of PROG's own samples, the most first; FILE:0 is code the compiler
+# made with no line of its own. Time spent in the kernel's helpers and maps
+# (an LRU insert, a hash lookup), and in PROG's global functions, is not
+# counted: perf report shows it. Needs root and perf (linux-perf).
 #
 #   scripts/profile.sh build/ringlb.bpf.o ringlb_xdp -- build/bench_xdp reference
 set -euo pipefail
@@ -19,17 +20,20 @@ OBJ=$1 PROG=$2
 shift 3
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 command -v perf >/dev/null || { echo "profile.sh: perf is not installed (apt-get install linux-perf)" >&2; exit 1; }
-[ -x "$ROOT/build/jit_lines" ] || make -C "$ROOT" --no-print-directory build/jit_lines >&2
+make -s -C "$ROOT" --no-print-directory build/jit_lines >&2
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 
 perf record -q -e cpu-clock -F 20000 -a -o "$W/perf.data" -- "$@" >"$W/out" 2>&1 ||
 	{ tail -5 "$W/out" >&2; exit 1; }
-# Only the instances of this very program (its tag): not another build's of the same name.
+# Only the instances of this very program (its tags): not another build's of the same name.
 "$ROOT/build/jit_lines" "$OBJ" "$PROG" >"$W/lines"
-TAG=$(awk 'NR == 1 { print $4 }' "$W/lines" | tr -d :)
+read -r TAG MAINTAG < <(awk 'NR == 1 { print $4, $5 }' "$W/lines" | tr -d :)
+[[ $TAG =~ ^[0-9a-f]{16}$ && $MAINTAG =~ ^[0-9a-f]{16}$ ]] ||
+	{ echo "profile.sh: jit_lines gave no tags: $(head -1 "$W/lines")" >&2; exit 1; }
 perf script -i "$W/perf.data" -F ip,sym,symoff 2>/dev/null |
-	awk -v p="bpf_prog_${TAG}_$PROG+" 'index($2, p) { sub(/.*\+/, "", $2); print $2 }' >"$W/offsets"
+	awk -v a="bpf_prog_${TAG}_$PROG+" -v b="bpf_prog_${MAINTAG}_$PROG+" \
+		'index($2, a) || index($2, b) { sub(/.*\+/, "", $2); print $2 }' >"$W/offsets"
 python3 - "$W/offsets" "$W/lines" "$PROG" <<'PY'
 import bisect, collections, sys
 
@@ -41,7 +45,7 @@ for l in open(lines):
         continue
     off, where = l.rstrip('\n').split(' ', 1)
     table.append((int(off, 16), where))
-table.sort()
+table.sort(key=lambda t: t[0])
 starts = [o for o, _ in table]
 by_line, total, past = collections.Counter(), 0, 0
 for l in open(offsets):

@@ -106,6 +106,20 @@ static void cut_in_outer(struct pkt *p) { p->len = p->l3 + 12; }
 static void ipv6_payload_zero(struct pkt *p) { put16(p->data + p->l3 + 4, 0); }
 static void ipv4_total_header_only(struct pkt *p) { put16(p->data + p->l3 + 2, 20); pkt_ipv4_checksum(p); }
 static void cut_in_udp(struct pkt *p) { p->len = p->l3 + 24; }
+/* Four NOP option bytes after the outer IPv4 header (IHL 6), its checksum made again. */
+static void ipv4_options(struct pkt *p)
+{
+	unsigned char *ip = p->data + p->l3;
+
+	memmove(ip + 24, ip + 20, p->len - p->l3 - 20);
+	memset(ip + 20, 1, 4);
+	ip[0] = 0x46;
+	put16(ip + 2, (uint16_t)(ip[2] << 8 | ip[3]) + 4);
+	p->len += 4;
+	p->l4 += 4;
+	pkt_ipv4_checksum(p);
+}
+static void ipv4_options_bad_checksum(struct pkt *p) { ipv4_options(p); bad_ipv4_checksum(p); }
 
 #define V4 LB_FAMILY_IPV4
 #define V6 LB_FAMILY_IPV6
@@ -141,6 +155,10 @@ static const struct decap_case cases[] = {
 	  UNTOUCHED, LB_DECAP_PASS_NOT_ENCAP },
 	{ "bad outer IPv4 checksum", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 },
 	  bad_ipv4_checksum, UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
+	{ "outer IPv4 with options", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 },
+	  ipv4_options, DECAP, LB_DECAP_DECAP_IPIP },
+	{ "outer IPv4 with options, bad checksum", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 },
+	  ipv4_options_bad_checksum, UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
 	{ "outer IPv4 fragment", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 }, ipv4_fragment,
 	  UNTOUCHED, LB_DECAP_PASS_BAD_OUTER },
 	{ "outer IPv4 longer than the frame", { V4, BALANCER4, HOST4, 4, 0, NULL, 0, V4, 0 },

@@ -2,8 +2,8 @@
 /*
  * jit_lines OBJ PROG: where each source line of BPF program PROG (of object
  * OBJ) sits in its JIT image. It loads the program alone (private maps,
- * nothing pinned, nothing attached) and prints its tag and main function's
- * size ("# PROG tag TAG: main function N bytes of JIT image"), then, for each
+ * nothing pinned, nothing attached) and prints its tags and main function's
+ * size ("# PROG tag TAG MAINTAG: main function N bytes of JIT image"), then, for each
  * entry of the kernel's jited line info in the main function, "OFFSET
  * FILE:LINE SOURCE" with OFFSET in hex from the function's start.
  *
@@ -35,7 +35,8 @@ static const char *base_name(const char *path)
 int main(int argc, char **argv)
 {
 	struct bpf_prog_info info = { 0 };
-	__u32 len = sizeof(info), nli, njli, nks, nfl, lirec, i;
+	__u32 len = sizeof(info), nli, njli, nks, nfl, ntags, lirec, i;
+	__u8 (*tags)[BPF_TAG_SIZE];
 	struct bpf_program *p, *want = NULL;
 	struct bpf_line_info *li;
 	struct bpf_object *obj;
@@ -79,6 +80,7 @@ int main(int argc, char **argv)
 	njli = info.nr_jited_line_info;
 	nks = info.nr_jited_ksyms;
 	nfl = info.nr_jited_func_lens;
+	ntags = info.nr_prog_tags;
 	lirec = info.line_info_rec_size;
 	if (!nli || njli != nli || !nks || !nfl) {
 		fprintf(stderr, "jit_lines: %s has no line info for its JIT image\n", argv[2]);
@@ -88,7 +90,8 @@ int main(int argc, char **argv)
 	jli = calloc(njli, sizeof(*jli));
 	ks = calloc(nks, sizeof(*ks));
 	flens = calloc(nfl, sizeof(*flens));
-	if (!li || !jli || !ks || !flens)
+	tags = calloc(ntags ? ntags : 1, sizeof(*tags));
+	if (!li || !jli || !ks || !flens || !tags)
 		return 1;
 	memset(&info, 0, sizeof(info));
 	info.nr_line_info = nli;
@@ -101,14 +104,30 @@ int main(int argc, char **argv)
 	info.jited_ksyms = (__u64)(unsigned long)ks;
 	info.nr_jited_func_lens = nfl;
 	info.jited_func_lens = (__u64)(unsigned long)flens;
+	info.nr_prog_tags = ntags;
+	info.prog_tags = (__u64)(unsigned long)tags;
 	len = sizeof(info);
 	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
 		fprintf(stderr, "jit_lines: line info: %s\n", strerror(errno));
 		return 1;
 	}
+	/* The kernel withholds JIT addresses from whom may not see kernel pointers. */
+	if (!info.jited_ksyms || !info.jited_line_info || !flens[0]) {
+		fprintf(stderr, "jit_lines: the kernel gave no JIT addresses (root, and "
+				"kernel.kptr_restrict below 2, are needed)\n");
+		return 1;
+	}
+	/*
+	 * Two tags: the program's, which perf names it by when it is loaded
+	 * while perf records, and its main function's, when it was loaded
+	 * before (they differ when it has global functions).
+	 */
 	printf("# %s tag ", argv[2]);
 	for (i = 0; i < BPF_TAG_SIZE; i++)
 		printf("%02x", info.tag[i]);
+	printf(" ");
+	for (i = 0; i < BPF_TAG_SIZE; i++)
+		printf("%02x", ntags ? tags[0][i] : info.tag[i]);
 	printf(": main function %u bytes of JIT image\n", flens[0]);
 	for (i = 0; i < njli; i++) {
 		const struct bpf_line_info *l = (const void *)((const char *)li + (size_t)i * lirec);
@@ -126,6 +145,7 @@ int main(int argc, char **argv)
 	free(jli);
 	free(ks);
 	free(flens);
+	free(tags);
 	bpf_object__close(obj);
 	return 0;
 }
