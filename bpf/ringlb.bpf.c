@@ -270,22 +270,6 @@ static __always_inline int pin_takes(struct lb_flow *flow, __u32 vip_id, __u8 tc
 }
 
 /*
- * A SYN that the ring could not place (@syn, on a VIP that pins): the pin of
- * its tuple, when it holds, takes it, as it would have before any ring read.
- */
-static __always_inline int syn_pin_takes(struct lb_flow_key *key, const struct lb_vip *vip,
-					 int syn, __u32 vip_id, __u8 tcp_flags, __u32 now_s,
-					 struct lb_backend **out, __u32 *out_id)
-{
-	struct lb_flow *flow;
-
-	if (!syn || !lb_vip_pins(vip))
-		return 0;
-	flow = bpf_map_lookup_elem(&flows, key);
-	return flow && pin_takes(flow, vip_id, tcp_flags, 0, now_s, out, out_id);
-}
-
-/*
  * The flow's backend: its pinned one when that backend is still there
  * (active, or draining for a packet of an established connection), else the
  * ring's choice. A packet of a connection the balancer did not see start (a
@@ -337,11 +321,8 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	 */
 again:
 	err = ring_choose(vip, hash, &id);
-	if (err < 0) {
-		if (syn_pin_takes(key, vip, syn, vip_id, tcp_flags, now_s, out, out_id))
-			return 0;
-		return err;
-	}
+	if (err < 0)
+		goto unplaced;
 	/* Only the ring's answer counts here, never a pinned slot's occupant. */
 	b = err == 0 ? backend_slot(id) : NULL;
 	b = lb_backend_serves(b, vip_id) ? b : NULL;
@@ -353,11 +334,10 @@ again:
 		goto again;
 	}
 	if (!b) {
-		if (syn_pin_takes(key, vip, syn, vip_id, tcp_flags, now_s, out, out_id))
-			return 0;
-		return err == RING_MISSING ? PARSE_FAIL(LB_REASON_DROP_NO_RING) :
-		       err == RING_STALE ? PARSE_FAIL(LB_REASON_DROP_BAD_RING) :
-					   PARSE_FAIL(LB_REASON_DROP_BACKEND_GONE);
+		err = err == RING_MISSING ? PARSE_FAIL(LB_REASON_DROP_NO_RING) :
+		      err == RING_STALE ? PARSE_FAIL(LB_REASON_DROP_BAD_RING) :
+					  PARSE_FAIL(LB_REASON_DROP_BACKEND_GONE);
+		goto unplaced;
 	}
 	*out = b;
 	*out_id = id;
@@ -383,30 +363,34 @@ again:
 		 */
 		if (syn && room && bpf_map_update_elem(&flows, key, &fresh, BPF_NOEXIST) == 0) {
 			flow_rate_charge(rate);
-		} else if (syn) {
-			flow = bpf_map_lookup_elem(&flows, key);
-			if (flow &&
-			    pin_takes(flow, vip_id, tcp_flags, follow_only, now_s, out, out_id))
-				return 0;
+		} else {
+			if (syn) {
+				flow = bpf_map_lookup_elem(&flows, key);
+				if (flow && pin_takes(flow, vip_id, tcp_flags, 0, now_s, out, out_id))
+					return 0;
+				if (flow && !room)
+					bpf_map_delete_elem(&flows, key);
+			}
 			if (room) {
 				bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
 				flow_rate_charge(rate);
 			} else {
-				if (flow)
-					bpf_map_delete_elem(&flows, key);
 				flow_rate_refuse(rate);
 			}
-		} else if (room) {
-			bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
-			flow_rate_charge(rate);
-		} else {
-			flow_rate_refuse(rate);
 		}
 	}
 	bc = bpf_map_lookup_elem(&backend_stats, &id);
 	if (bc)
 		bc->new_flows++;
 	return 0;
+unplaced:
+	/* A SYN the ring cannot place: a pin of its tuple that holds takes it, as before any ring read. */
+	if (syn && lb_vip_pins(vip)) {
+		flow = bpf_map_lookup_elem(&flows, key);
+		if (flow && pin_takes(flow, vip_id, tcp_flags, 0, now_s, out, out_id))
+			return 0;
+	}
+	return err;
 }
 
 /*
