@@ -96,7 +96,6 @@ static int tally_batch(const struct lb_flow_key *keys, const struct lb_flow *val
 	w->t->entries += count;
 	for (n = 0; n < count; n++) {
 		const struct lb_flow *f = &values[n];
-
 		__u32 id = lb_flow_slot(f);
 
 		/* Only the backend it was pinned to; cookies are never 0. */

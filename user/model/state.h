@@ -37,7 +37,9 @@ struct ring;
  */
 static inline int state_cookies_clash(__u64 a, __u64 b)
 {
-	return ((a ^ b) & LB_FLOW_COOKIE_MASK) == 0;
+	const struct lb_flow pinned_to_a = { .backend = lb_flow_backend(0, a) };
+
+	return lb_flow_cookie_is(&pinned_to_a, b);
 }
 /**
  * STATE_TEXT_MAX - the longest state text read or written: the largest
@@ -139,8 +141,9 @@ struct state_quic {
  * @check: that check
  * @id: its slot in the backends map, 1 .. LB_BACKENDS_MAX - 1
  * @cookie: its identity, 1 .. STATE_COOKIE_MAX, random and unique in the
- *          state in its low 52 bits (state_cookies_clash()): a backend added again, or another backend in the same slot,
- *          gets another one, so a slot's occupant is never taken for another
+ *          state in its low 52 bits (state_cookies_clash()): a backend added
+ *          again, or another backend in the same slot, gets another one, so a
+ *          slot's occupant is never taken for another
  * @server_id: on a QUIC VIP, its QUIC-LB server id (the VIP's sid_len
  *             first octets, not all zero, unique in the VIP), which the
  *             connection IDs its server issues carry; zeros elsewhere
