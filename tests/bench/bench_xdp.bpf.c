@@ -261,31 +261,6 @@ const volatile __u8 next_hop_mac[ETH_ALEN] = { 0 };
 /* The outer source of the reference's IPIP packets (__be). */
 const volatile __u32 ref_source = 0;
 
-struct ref_flow_key {
-	__be32 saddr;
-	__be32 daddr;
-	__be16 sport;
-	__be16 dport;
-	__u8 protocol;
-	__u8 pad[3];
-};
-
-struct ref_flow {
-	__u32 real;
-	__u32 pad;
-	__u64 seen_ns;
-};
-
-/* bench_reference_katran's flow key: Katran's fields, IPv4 in the first words. */
-struct ref_flow_key_wide {
-	__be32 src[4];
-	__be32 dst[4];
-	__be16 sport;
-	__be16 dport;
-	__u8 protocol;
-	__u8 pad[3];
-};
-
 /* Two counters, as each of Katran's statistics slots holds. */
 struct ref_stat {
 	__u64 v1;
@@ -293,25 +268,11 @@ struct ref_stat {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, BENCH_REF_CPUS);
-	__type(key, __u32);
-	__array(values, struct {
-		__uint(type, BPF_MAP_TYPE_LRU_HASH);
-		__uint(max_entries, BENCH_REF_FLOWS);
-		__uint(key_size, sizeof(struct ref_flow_key_wide));
-		__uint(value_size, sizeof(struct ref_flow));
-	});
-} ref_flows_wide SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, BENCH_REF_VIPS + 3);
 	__type(key, __u32);
 	__type(value, struct ref_stat);
 } ref_stats SEC(".maps");
-
-_Static_assert(sizeof(struct ref_flow_key_wide) == 40, "the harness makes its tables of 40-byte keys");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -328,18 +289,25 @@ struct {
 	__type(value, __u64);
 } ref_ctl SEC(".maps");
 
-/* One LRU flow table per CPU, as Katran keeps them: the harness makes one for each CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, BENCH_REF_CPUS);
-	__type(key, __u32);
-	__array(values, struct {
-		__uint(type, BPF_MAP_TYPE_LRU_HASH);
-		__uint(max_entries, BENCH_REF_FLOWS);
-		__uint(key_size, sizeof(struct ref_flow_key));
-		__uint(value_size, sizeof(struct ref_flow));
-	});
-} ref_flows SEC(".maps");
+/*
+ * One LRU flow table of @key_type keys per CPU, as Katran keeps them: the
+ * harness makes one for each CPU, of the structs' sizes (bench_xdp.h).
+ */
+#define REF_FLOW_TABLES(name, key_type)                                     \
+	struct {                                                            \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);                   \
+		__uint(max_entries, BENCH_REF_CPUS);                        \
+		__type(key, __u32);                                         \
+		__array(values, struct {                                    \
+			__uint(type, BPF_MAP_TYPE_LRU_HASH);                \
+			__uint(max_entries, BENCH_REF_FLOWS);               \
+			__uint(key_size, sizeof(key_type));                 \
+			__uint(value_size, sizeof(struct ref_flow));        \
+		});                                                         \
+	} name SEC(".maps")
+
+REF_FLOW_TABLES(ref_flows, struct ref_flow_key);
+REF_FLOW_TABLES(ref_flows_wide, struct ref_flow_key_wide);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -1282,6 +1282,17 @@ static int reference_frame_ok(const unsigned char *out, __u32 len, const struct 
 	return sum == 0xffff;
 }
 
+/* CPU @cpu's LRU flow table in @outer: keys of @key_size octets, struct ref_flow values. */
+static void ref_table_make(struct bpf_map *outer, __u32 key_size, __u32 cpu)
+{
+	int inner = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "ref_flows_cpu", key_size,
+				   sizeof(struct ref_flow), BENCH_REF_FLOWS, NULL);
+
+	if (inner < 0 || bpf_map_update_elem(bpf_map__fd(outer), &cpu, &inner, BPF_ANY))
+		die("a reference's flow tables", -errno);
+	close(inner);
+}
+
 /* One run of bench_reset over @frame into slot @target, @fresh flows or FLOWS cycling. */
 static double reference_run(struct bench_xdp_bpf *skel, int ifindex, const struct pkt *frame,
 			    __u32 target, int fresh)
@@ -1362,25 +1373,14 @@ static void reference_per_packet(void)
 		die("encapsulation settings", -errno);
 	/* The reference's flow table of each CPU, its VIP (one table) and its reals. */
 	{
-		int cpus = libbpf_num_possible_cpus(), inner;
+		int cpus = libbpf_num_possible_cpus();
 		__u32 k;
 
 		if (cpus <= 0 || cpus > BENCH_REF_CPUS)
 			die("the reference's CPUs", -ERANGE);
 		for (k = 0; k < (__u32)cpus; k++) {
-			inner = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "ref_flows_cpu", 16,
-					       16, BENCH_REF_FLOWS, NULL);
-			if (inner < 0 || bpf_map_update_elem(bpf_map__fd(skel->maps.ref_flows),
-							     &k, &inner, BPF_ANY))
-				die("the reference's flow tables", -errno);
-			close(inner);
-			/* struct ref_flow_key_wide and ref_flow (bench_xdp.bpf.c asserts 40). */
-			inner = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "ref_wide_cpu", 40,
-					       16, BENCH_REF_FLOWS, NULL);
-			if (inner < 0 || bpf_map_update_elem(bpf_map__fd(skel->maps.ref_flows_wide),
-							     &k, &inner, BPF_ANY))
-				die("Katran's reference's flow tables", -errno);
-			close(inner);
+			ref_table_make(skel->maps.ref_flows, sizeof(struct ref_flow_key), k);
+			ref_table_make(skel->maps.ref_flows_wide, sizeof(struct ref_flow_key_wide), k);
 		}
 	}
 	bench_maps_of(skel, &bench_maps);

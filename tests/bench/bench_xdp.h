@@ -29,7 +29,7 @@
 #define BENCH_REF_FLOWS 65536
 /* Backends the reference may address (its reals), 1 .. BENCH_REF_REALS - 1. */
 #define BENCH_REF_REALS 4096
-/* Per-VIP counters of bench_reference_katran, and its two extra slots after them. */
+/* Per-VIP counters of bench_reference_katran, and its three extra slots after them. */
 #define BENCH_REF_VIPS 512
 #define BENCH_REF_STAT_LRU BENCH_REF_VIPS
 #define BENCH_REF_STAT_MISS (BENCH_REF_VIPS + 1)
@@ -40,6 +40,33 @@
 /* A backend of the reference: its IPv4 address (__be). */
 struct bench_real {
 	__be32 addr;
+};
+
+/* The floor reference's flow key (the harness makes its tables of these). */
+struct ref_flow_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 sport;
+	__be16 dport;
+	__u8 protocol;
+	__u8 pad[3];
+};
+
+/* bench_reference_katran's flow key: Katran's fields, IPv4 in the first words. */
+struct ref_flow_key_wide {
+	__be32 src[4];
+	__be32 dst[4];
+	__be16 sport;
+	__be16 dport;
+	__u8 protocol;
+	__u8 pad[3];
+};
+
+/* Where a reference's flow goes: its real, and when it was pinned. */
+struct ref_flow {
+	__u32 real;
+	__u32 pad;
+	__u64 seen_ns;
 };
 
 /**
