@@ -5,9 +5,10 @@
 # connection stays open as long as a test needs it. It reads the body a KiB
 # every 200 ms while the file FLAG exists (the server's sending held back by
 # TCP's window, so the connection carries packets all that time: 1 MiB lasts
-# 205 s so), then the rest as fast as it comes. The body goes to OUT; on stdout, as curl -w
-# '%{http_code} %{size_download}' would print it: "CODE SIZE" ("000 0" when
-# no answer came). Exits 0 when an answer came, else 1.
+# 205 s so), then the rest as fast as it comes. The body goes to OUT; on
+# stdout, as curl -w '%{http_code} %{size_download}' would print it: "CODE
+# SIZE" ("000 0" when no answer came). Exits 0 when an answer came, else 1;
+# --timeout (300 s) bounds the whole of it.
 #
 #   heldget.py http://198.18.0.100/held /tmp/dl /tmp/streaming --local-port 26001
 import argparse
