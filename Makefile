@@ -390,7 +390,7 @@ soak: deps
 
 # --- benchmark ----------------------------------------------------------------
 $(eval $(call program,bench_ring,tests/bench/bench_ring.c $(RING_SRCS),$(LDLIBS_RING)))
-$(eval $(call program,bench_xdp,tests/bench/bench_xdp.c $(HARNESS_SRCS) $(PROG_LIBS),\
+$(eval $(call program,bench_xdp,tests/bench/bench_xdp.c tests/bench/bench_katran.c $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka -lcrypto $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 
 # The decap program before its doors were shut, from git: bench_xdp's part decap-doors

@@ -23,7 +23,7 @@
 /** BENCH_FLOWS - distinct flows the driver cycles through at most. */
 #define BENCH_FLOWS 4096
 /** BENCH_TARGETS - slots of the program array the driver tail-calls into. */
-#define BENCH_TARGETS 10
+#define BENCH_TARGETS 11
 /* CPUs the reference keeps a flow table for; entries of each (bench_reference, 1g). */
 #define BENCH_REF_CPUS 64
 #define BENCH_REF_FLOWS 65536
