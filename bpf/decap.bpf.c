@@ -360,7 +360,7 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 		ip->saddr = ip->daddr;
 		__builtin_memcpy(&ip->daddr, hop, 4);
 		ip->check = 0;
-		ip->check = csum_finish(csum_words(ip, sizeof(*ip) / 2, 0));
+		ip->check = csum_finish(ipv4_header_sum(ip));
 		fib.family = AF_INET;
 		fib.ipv4_src = ip->saddr;
 		fib.ipv4_dst = ip->daddr;

@@ -228,7 +228,7 @@ __noinline int lb_too_big(struct xdp_md *ctx, __u32 fits)
 		ip->check = 0;
 		__builtin_memcpy(&ip->saddr, addrs + 16, 4);
 		__builtin_memcpy(&ip->daddr, addrs, 4);
-		ip->check = csum_finish(csum_words(ip, sizeof(*ip) / 2, 0));
+		ip->check = csum_finish(ipv4_header_sum(ip));
 		icmp->type = ICMP_DEST_UNREACH;
 		icmp->code = ICMP_FRAG_NEEDED;
 		icmp->checksum = 0;
@@ -291,12 +291,12 @@ static __always_inline const struct lb_backend *hop_at(__u64 hops, __u32 i)
 	return bpf_map_lookup_elem(&backends, &id);
 }
 
-static __always_inline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 hash, __u64 hops, __u64 now)
+static __always_inline int lb_encap(struct xdp_md *ctx, const struct lb_backend *b, __u32 backend_id,
+				    __u32 hash, __u64 hops, __u64 now)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct bpf_fib_lookup fib = {};
 	struct lb_next_hop *nh;
-	struct lb_backend *b;
 	struct lb_config *cfg;
 	__u32 zero = 0, l3, len, overhead, outer_ip, ifindex, alen, n = 0, i;
 	__u64 kept = 0;
@@ -324,9 +324,8 @@ static __always_inline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 
 		tos = (__u8)(bpf_ntohl(*(__be32 *)ip6) >> 20);
 		inner_proto = IPPROTO_IPV6;
 	}
-	b = bpf_map_lookup_elem(&backends, &backend_id);
 	cfg = bpf_map_lookup_elem(&config, &zero);
-	if (!b || !cfg)
+	if (!cfg)
 		return LB_ENCAP_RET(LB_REASON_DROP_NO_ROUTE, XDP_DROP);
 	outer_ip = b->family == LB_FAMILY_IPV4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
 	alen = b->family == LB_FAMILY_IPV4 ? 4 : 16;
@@ -445,7 +444,7 @@ static __always_inline int lb_encap(struct xdp_md *ctx, __u32 backend_id, __u32 
 			ip->check = 0;
 			__builtin_memcpy(&ip->saddr, cfg->source4, 4);
 			__builtin_memcpy(&ip->daddr, b->addr, 4);
-			ip->check = csum_finish(csum_words(ip, sizeof(*ip) / 2, 0));
+			ip->check = csum_finish(ipv4_header_sum(ip));
 			udp = (void *)(ip + 1);
 		} else {
 			struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);

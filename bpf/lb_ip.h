@@ -60,6 +60,17 @@ static __always_inline __u64 csum_words(const void *p, __u32 words, __u64 sum)
 }
 
 /**
+ * ipv4_header_sum() - the ones' complement sum of a 20-byte IPv4 header, as
+ * five 32-bit words: they fold the same as ten 16-bit ones, in half the loads.
+ */
+static __always_inline __u64 ipv4_header_sum(const struct iphdr *ip)
+{
+	const __u32 *d = (const void *)ip;
+
+	return (__u64)d[0] + d[1] + d[2] + d[3] + d[4];
+}
+
+/**
  * ipv4_checksum_ok() - does the IPv4 header's checksum hold, its @ihl bytes
  * of options included? The caller has checked the first 20 bytes in the
  * frame. A header without options (nearly all) is summed as five 32-bit
@@ -69,12 +80,11 @@ static __always_inline __u64 csum_words(const void *p, __u32 words, __u64 sum)
 static __always_inline int ipv4_checksum_ok(const struct iphdr *ip, __u32 ihl, void *end)
 {
 	const __u16 *w = (const void *)ip;
-	const __u32 *d = (const void *)ip;
 	__u64 sum = 0;
 	__u32 i;
 
 	if (ihl == sizeof(*ip))
-		return csum_fold((__u64)d[0] + d[1] + d[2] + d[3] + d[4]) == 0xffff;
+		return csum_fold(ipv4_header_sum(ip)) == 0xffff;
 	for (i = 0; i < 30; i++) {
 		if (i * 2 >= ihl || (void *)(w + i + 1) > end)
 			break;

@@ -154,7 +154,7 @@ int ringlb_probe(struct __sk_buff *skb)
 		ip->protocol = gue ? IPPROTO_UDP : inner;
 		__builtin_memcpy(&ip->saddr, cfg->source4, 4);
 		__builtin_memcpy(&ip->daddr, b->addr, 4);
-		ip->check = csum_finish(csum_words(ip, sizeof(*ip) / 2, 0));
+		ip->check = csum_finish(ipv4_header_sum(ip));
 		if (gue)
 			gue_fill(&o.v4.udp, &o.v4.gue, len, cfg->gue_port, inner);
 		if (bpf_skb_store_bytes(skb, 0, &o.eth, sizeof(o.eth) + overhead, 0))

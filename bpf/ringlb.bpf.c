@@ -539,10 +539,11 @@ int ringlb_xdp(struct xdp_md *ctx)
 
 	if (backend->forward != LB_FORWARD_L2) {
 		/* A cheap per-flow mix: the GUE source port and IPv6 flow label only. */
-		__u64 *w = (__u64 *)&key, mix = w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4];
+		__u64 *w = (__u64 *)&key, mix = 0;
 
-		mix *= 0x9e3779b97f4a7c15ull;
-		err = lb_encap(ctx, backend_id, (__u32)(mix >> 32), hops, now);
+		if (backend->forward == LB_FORWARD_GUE || backend->family != LB_FAMILY_IPV4)
+			mix = (w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4]) * 0x9e3779b97f4a7c15ull;
+		err = lb_encap(ctx, backend, backend_id, (__u32)(mix >> 32), hops, now);
 		if (LB_ENCAP_REASON(err) == LB_REASON_FORWARDED_TOO_BIG)
 			err = lb_too_big(ctx, LB_ENCAP_FITS(err));
 		if (LB_ENCAP_REASON(err) != LB_REASON_FORWARDED) {
