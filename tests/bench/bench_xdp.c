@@ -1337,8 +1337,10 @@ static void reference_per_packet(void)
 	static double ns[G_COUNT][G_COLUMNS][ROUNDS], ratio[G_COUNT][G_COLUMNS][ROUNDS],
 		floor_ratio[G_COUNT][G_COLUMNS][ROUNDS], prog_ratio[G_COUNT][G_COLUMNS][ROUNDS];
 	const char *katran_obj = getenv("KATRAN_BPF_OBJ");
+	const char *only = getenv("BENCH_1G_ONLY"), *points = getenv("BENCH_1G_POINTS");
 	struct katran *katran = NULL;
-	int err;
+	int col_on[G_COLUMNS], err;
+	__u32 vnodes = REFERENCE_VNODES;
 	double harness[ROUNDS], d;
 	struct pkt frames[G_COUNT][G_COLUMNS];
 	struct bench_xdp_bpf *skel;
@@ -1364,6 +1366,18 @@ static void reference_per_packet(void)
 	       "   reference (the floor's row: floor / Katran's; below: ringlb / the floor).\n",
 	       BENCH_REF_FLOWS, TABLE_SIZE, PACKETS_PER_RUN, ROUNDS, REFERENCE_VNODES,
 	       LB_FLOWS_DEFAULT, FLOWS);
+	/* For a developer's diagnosis: one column alone, another K. */
+	for (c = 0; c < G_COLUMNS; c++)
+		col_on[c] = !only || !*only || strcmp(only, columns[c]) == 0;
+	if (!col_on[G_EST] && !col_on[G_NEW] && !col_on[G_SYN])
+		die("BENCH_1G_ONLY: none of 'established', 'new flow', 'new SYN'", -EINVAL);
+	if (points && *points) {
+		vnodes = (__u32)strtoul(points, NULL, 10);
+		if (vnodes < 1 || vnodes > REFERENCE_VNODES)
+			die("BENCH_1G_POINTS: 1 .. 1024 points a backend", -EINVAL);
+		printf("   BENCH_1G_POINTS: K = %u points a backend, not %d.\n", vnodes,
+		       REFERENCE_VNODES);
+	}
 	ifindex = harness_net_enter();
 	if (ifindex < 0)
 		die("the encapsulation network", -EIO);
@@ -1425,7 +1439,7 @@ static void reference_per_packet(void)
 			struct lb_vip_key key = { .port = htons(80), .protocol = IPPROTO_TCP,
 						  .family = LB_FAMILY_IPV4 };
 			__u32 *ids = calloc(sizes[g], sizeof(*ids));
-			struct ring *r = ring_sized(sizes[g], REFERENCE_VNODES);
+			struct ring *r = ring_sized(sizes[g], vnodes);
 
 			for (m = 0; m < sizes[g]; m++) {
 				struct lb_backend b = {
@@ -1486,7 +1500,7 @@ static void reference_per_packet(void)
 			harness[round] = d;
 		for (c = 0; c < G_COLUMNS; c++)
 			for (g = 0; g < G_COUNT; g++) {
-				if (g == G_KPROG && !katran)
+				if ((g == G_KPROG && !katran) || !col_on[c])
 					continue;
 				/* Every new flow pinned, as ringlb's with no rate set. */
 				if (g == G_KPROG && katran_clear_rate(katran))
@@ -1527,6 +1541,10 @@ static void reference_per_packet(void)
 			continue;
 		printf("   %-22s", names[g]);
 		for (c = 0; c < G_COLUMNS; c++) {
+			if (!col_on[c]) {
+				printf(" %9s %8s", "-", "");
+				continue;
+			}
 			qsort(ns[g][c], ROUNDS, sizeof(double), cmp_double);
 			if (g == G_KATRAN) {
 				printf(" %9.1f %8s", ns[g][c][ROUNDS / 2], "");
@@ -1545,7 +1563,10 @@ static void reference_per_packet(void)
 		printf("   %-22s", names[g]);
 		for (c = 0; c < G_COLUMNS; c++) {
 			qsort(floor_ratio[g][c], ROUNDS, sizeof(double), cmp_double);
-			printf(" %18.2f", floor_ratio[g][c][ROUNDS / 2]);
+			if (col_on[c])
+				printf(" %18.2f", floor_ratio[g][c][ROUNDS / 2]);
+			else
+				printf(" %18s", "-");
 		}
 		printf("\n");
 	}
@@ -1560,7 +1581,10 @@ static void reference_per_packet(void)
 			printf("   %-22s", names[g]);
 			for (c = 0; c < G_COLUMNS; c++) {
 				qsort(prog_ratio[g][c], ROUNDS, sizeof(double), cmp_double);
-				printf(" %18.2f", prog_ratio[g][c][ROUNDS / 2]);
+				if (col_on[c])
+					printf(" %18.2f", prog_ratio[g][c][ROUNDS / 2]);
+				else
+					printf(" %18s", "-");
 			}
 			printf("\n");
 		}
