@@ -272,10 +272,6 @@ __noinline int lb_too_big(struct xdp_md *ctx, __u32 fits)
 	return LB_ENCAP_RET(LB_REASON_FORWARDED_TOO_BIG, XDP_TX);
 }
 
-/*
- * Send the packet to backend @backend_id inside its VIP's encapsulation.
- * @hash: the flow's hash, for the GUE source port and the IPv6 flow label
- */
 /* Do @a and @b (either may be NULL) have the same address: one host under two names? */
 static __always_inline int same_host(const struct lb_backend *a, const struct lb_backend *b)
 {
@@ -291,6 +287,15 @@ static __always_inline const struct lb_backend *hop_at(__u64 hops, __u32 i)
 	return bpf_map_lookup_elem(&backends, &id);
 }
 
+/*
+ * Send the packet to backend @backend_id inside its VIP's encapsulation.
+ * @b: backends[@backend_id] as the caller looked it up, not NULL (the
+ *     next-hop entry of @backend_id is trusted only for its cookie)
+ * @hash: the flow's mix, for the GUE source port and the IPv6 flow label
+ *        (unread for an IPv4 IPIP backend)
+ * @hops: the hop list (lb_hops_done()), GUE only
+ * @now: the coarse clock, for the next-hop entry's time
+ */
 static __always_inline int lb_encap(struct xdp_md *ctx, const struct lb_backend *b, __u32 backend_id,
 				    __u32 hash, __u64 hops, __u64 now)
 {

@@ -60,8 +60,10 @@ static __always_inline __u64 csum_words(const void *p, __u32 words, __u64 sum)
 }
 
 /**
- * ipv4_header_sum() - the ones' complement sum of a 20-byte IPv4 header, as
- * five 32-bit words: they fold the same as ten 16-bit ones, in half the loads.
+ * ipv4_header_sum() - the ones' complement sum of an IPv4 header without
+ * options, as five 32-bit words: they fold the same as ten 16-bit ones, in
+ * half the loads.
+ * @ip: the header, ihl 5, its 20 bytes checked inside the frame by the caller
  */
 static __always_inline __u64 ipv4_header_sum(const struct iphdr *ip)
 {

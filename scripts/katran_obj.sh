@@ -15,11 +15,12 @@ SRC=$1 OUT=$2
 CLANG=${BPF_CLANG:-clang-16}
 [ -f "$SRC/katran/lib/bpf/balancer.bpf.c" ] ||
 	{ echo "katran_obj.sh: $SRC has no katran/lib/bpf/balancer.bpf.c" >&2; exit 1; }
+MULTIARCH=$(gcc -print-multiarch)
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/gnu"
 : >"$W/gnu/stubs-32.h"
-"$CLANG" -O2 -g -target bpf -D__KERNEL__ -I"$SRC" -I"$W" "-I/usr/include/$(gcc -print-multiarch)" \
+"$CLANG" -O2 -g -target bpf -D__KERNEL__ -I"$SRC" -I"$W" "-I/usr/include/$MULTIARCH" \
 	-Wno-unused-value -Wno-pointer-sign -Wno-compare-distinct-pointer-types \
 	-c "$SRC/katran/lib/bpf/balancer.bpf.c" -o "$OUT"
 echo "$OUT: Katran's balancer_ingress, from $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo "$SRC")"

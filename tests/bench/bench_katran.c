@@ -46,13 +46,19 @@ struct katran_stat {
 /* Katran's flow key and flow value, by size (the harness never reads them). */
 #define KATRAN_FLOW_KEY_SIZE 40
 #define KATRAN_FLOW_VALUE_SIZE 16
-/* Its stats map holds 2 x MAX_VIPS counters; the new-connection rate is MAX_VIPS + 2. */
+/*
+ * Its stats map holds 2 x MAX_VIPS counters; after the VIPs' own, MAX_VIPS + 1
+ * counts LRU misses (v2: of TCP packets other than SYNs), MAX_VIPS + 2 the
+ * rate of new connections.
+ */
+#define KATRAN_STAT_LRU_MISS 1
 #define KATRAN_STAT_CONN_RATE 2
 
 struct katran {
 	struct bpf_object *obj;
 	int prog_fd;
 	int stats_fd;
+	__u32 miss_key;
 	__u32 rate_key;
 	__u32 lru_flags;
 	int cpus;
@@ -162,7 +168,13 @@ static int maps_fill(struct katran *k, const struct katran_setup *s)
 		fprintf(stderr, "katran: its ring, stats or reals are not sized as this harness knows\n");
 		return -EPROTO;
 	}
+	if ((__u32)k->cpus > bpf_map__max_entries(lru)) {
+		fprintf(stderr, "katran: %d CPUs, and its lru_mapping holds flow tables for %u\n",
+			k->cpus, bpf_map__max_entries(lru));
+		return -E2BIG;
+	}
 	k->stats_fd = bpf_map__fd(stats);
+	k->miss_key = max_vips + KATRAN_STAT_LRU_MISS;
 	k->rate_key = max_vips + KATRAN_STAT_CONN_RATE;
 	err = flow_tables_make(lru, s->flows, k->lru_flags, k->cpus);
 	if (err)
@@ -189,13 +201,17 @@ int katran_open(const char *path, const struct katran_setup *setup, struct katra
 	if (!k)
 		return -ENOMEM;
 	k->cpus = libbpf_num_possible_cpus();
+	if (k->cpus <= 0) {
+		err = k->cpus ? k->cpus : -EINVAL;
+		goto fail;
+	}
 	k->obj = bpf_object__open_file(path, NULL);
 	if (!k->obj) {
 		err = -errno;
 		goto fail;
 	}
 	prog = bpf_object__find_program_by_name(k->obj, "balancer_ingress");
-	if (!prog || k->cpus <= 0) {
+	if (!prog) {
 		fprintf(stderr, "katran: %s has no program balancer_ingress\n", path);
 		err = -EPROTO;
 		goto fail;
@@ -233,6 +249,22 @@ int katran_clear_rate(struct katran *k)
 	if (bpf_map_update_elem(k->stats_fd, &k->rate_key, zero, BPF_ANY))
 		err = -errno;
 	free(zero);
+	return err;
+}
+
+int katran_misses(const struct katran *k, __u64 *misses)
+{
+	struct katran_stat *v = calloc((size_t)k->cpus, sizeof(*v));
+	int cpu, err = 0;
+
+	*misses = 0;
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(k->stats_fd, &k->miss_key, v))
+		err = -errno;
+	for (cpu = 0; cpu < k->cpus && !err; cpu++)
+		*misses += v[cpu].v2;
+	free(v);
 	return err;
 }
 

@@ -14,6 +14,13 @@
 
 struct katran;
 
+/*
+ * KATRAN_CONN_RATE_MAX - new connections a CPU pins per second before
+ * Katran's program stops pinning them (its MAX_CONN_RATE, compiled into the
+ * object: this is its default). A run of fresh flows must stay below it.
+ */
+#define KATRAN_CONN_RATE_MAX 125000
+
 /**
  * struct katran_setup - the VIP Katran's program is to serve.
  * @vip: its IPv4 address (network order)
@@ -51,6 +58,14 @@ int katran_fd(const struct katran *k);
  * rate set). Return: 0 or -errno.
  */
 int katran_clear_rate(struct katran *k);
+
+/**
+ * katran_misses() - TCP packets other than SYNs that found no flow in the
+ * program's table so far, every CPU's (its LRU miss counter): an
+ * established run must add none.
+ * Return: 0 and the count in @misses, or -errno.
+ */
+int katran_misses(const struct katran *k, __u64 *misses);
 
 /** katran_close() - unload it (NULL: nothing). */
 void katran_close(struct katran *k);

@@ -1294,6 +1294,15 @@ static void ref_table_make(struct bpf_map *outer, __u32 key_size, __u32 cpu)
 	close(inner);
 }
 
+/* A run of fresh flows must stay below the rate past which Katran's program stops pinning. */
+_Static_assert(PACKETS_PER_RUN < KATRAN_CONN_RATE_MAX, "Katran's program pins every new flow of a run");
+
+/* libbpf's warnings while Katran's object loads (a verifier log), on stderr. */
+static int katran_print(enum libbpf_print_level level, const char *format, va_list args)
+{
+	return level == LIBBPF_DEBUG ? 0 : vfprintf(stderr, format, args);
+}
+
 /* One run of bench_reset over @frame into slot @target, @fresh flows or FLOWS cycling. */
 static double reference_run(struct bench_xdp_bpf *skel, int ifindex, const struct pkt *frame,
 			    __u32 target, int fresh)
@@ -1340,6 +1349,7 @@ static void reference_per_packet(void)
 	const char *only = getenv("BENCH_1G_ONLY"), *points = getenv("BENCH_1G_POINTS");
 	struct katran *katran = NULL;
 	int col_on[G_COLUMNS], err;
+	__u64 misses[2];
 	__u32 vnodes = REFERENCE_VNODES;
 	double harness[ROUNDS], d;
 	struct pkt frames[G_COUNT][G_COLUMNS];
@@ -1372,8 +1382,10 @@ static void reference_per_packet(void)
 	if (!col_on[G_EST] && !col_on[G_NEW] && !col_on[G_SYN])
 		die("BENCH_1G_ONLY: none of 'established', 'new flow', 'new SYN'", -EINVAL);
 	if (points && *points) {
-		vnodes = (__u32)strtoul(points, NULL, 10);
-		if (vnodes < 1 || vnodes > REFERENCE_VNODES)
+		char *end;
+
+		vnodes = (__u32)strtoul(points, &end, 10);
+		if (*end || vnodes < 1 || vnodes > REFERENCE_VNODES)
 			die("BENCH_1G_POINTS: 1 .. 1024 points a backend", -EINVAL);
 		printf("   BENCH_1G_POINTS: K = %u points a backend, not %d.\n", vnodes,
 		       REFERENCE_VNODES);
@@ -1485,7 +1497,9 @@ static void reference_per_packet(void)
 		pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, a);
 		memcpy(&ks.real, a, 4);
 		memcpy(ks.mac, (const void *)skel->rodata->next_hop_mac, 6);
+		libbpf_set_print(katran_print);
 		err = katran_open(katran_obj, &ks, &katran);
+		libbpf_set_print(NULL);
 		if (err)
 			die("KATRAN_BPF_OBJ, Katran's program", err);
 		fd = katran_fd(katran);
@@ -1493,7 +1507,12 @@ static void reference_per_packet(void)
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
 			die("prog array", -errno);
 	}
-	/* Round -1 pins the established flows in both tables; it is not counted. */
+	/*
+	 * One CPU throughout: the references and Katran's program keep a flow
+	 * table per CPU, and a move would make their established flows new.
+	 * Round -1 pins the established flows in every table; it is not counted.
+	 */
+	harness_cpu_pin();
 	for (round = -1; round < ROUNDS; round++) {
 		d = reference_run(skel, ifindex, &frames[G_REF][G_EST], S_EMPTY, 0);
 		if (round >= 0)
@@ -1503,8 +1522,9 @@ static void reference_per_packet(void)
 				if ((g == G_KPROG && !katran) || !col_on[c])
 					continue;
 				/* Every new flow pinned, as ringlb's with no rate set. */
-				if (g == G_KPROG && katran_clear_rate(katran))
-					die("Katran's rate of new connections", -errno);
+				err = g == G_KPROG ? katran_clear_rate(katran) : 0;
+				if (err)
+					die("Katran's rate of new connections", err);
 				/*
 				 * The fresh flows of the round before evicted the
 				 * pins (both programs' tables hold 65536): pin
@@ -1512,12 +1532,19 @@ static void reference_per_packet(void)
 				 */
 				if (c == G_EST)
 					reference_run(skel, ifindex, &frames[g][c], target[g], 0);
+				if (g == G_KPROG && (err = katran_misses(katran, &misses[0])))
+					die("Katran's LRU misses", err);
 				d = reference_run(skel, ifindex, &frames[g][c], target[g],
 						  c != G_EST);
 				if (round >= 0)
 					ns[g][c][round] = d - harness[round];
+				/* Its established flows all found in its table: no miss. */
+				if (g == G_KPROG && c == G_EST &&
+				    ((err = katran_misses(katran, &misses[1])) || misses[1] != misses[0]))
+					die("Katran's program missed established flows", err ?: -EPROTO);
 			}
 	}
+	harness_cpu_unpin();
 	for (round = 0; round < ROUNDS; round++)
 		for (g = 0; g < G_COUNT; g++)
 			for (c = 0; c < G_COLUMNS; c++) {
