@@ -108,6 +108,22 @@ struct {
 	LB_PINNED;
 } reason_stats SEC(".maps");
 
+/*
+ * The frame's length as it came in, kept across lb_encap() (which moves the
+ * frame's head) for the counters after it; the program's own, per CPU. In
+ * memory, not in a variable live through the whole program: that measured
+ * 0.13 - 0.14 of Katran's program more per encapsulated packet (BENCHMARKS.md,
+ * 1g). The program runs to its end on one CPU, and XDP does not nest on a
+ * CPU; where a kernel let another XDP run in between, a frame would only be
+ * counted with another's length, never sent elsewhere.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} frame_len SEC(".maps");
+
 /* The coarse clock as this CPU last read it: see struct lb_clock. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -458,6 +474,31 @@ static __always_inline int verdict(__u32 reason, __u64 bytes)
 	}
 }
 
+/* The frame's length: as it came in until lb_encap() or lb_too_big() moves its head. */
+static __always_inline __u64 frame_bytes(const struct xdp_md *ctx)
+{
+	return (__u64)(ctx->data_end - ctx->data);
+}
+
+/* Keep the frame's length as it came in (before lb_encap()), for frame_kept(). */
+static __always_inline void frame_keep(const struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	__u64 *len = bpf_map_lookup_elem(&frame_len, &zero);
+
+	if (len)
+		*len = frame_bytes(ctx);
+}
+
+/* The length frame_keep() kept on this CPU (the program runs to its end on one CPU). */
+static __always_inline __u64 frame_kept(void)
+{
+	__u32 zero = 0;
+	__u64 *len = bpf_map_lookup_elem(&frame_len, &zero);
+
+	return len ? *len : 0;
+}
+
 /* A packet forwarded for a VIP to one of its backends. */
 static __always_inline void stats_add(__u32 vip_id, __u32 backend_id, __u64 bytes)
 {
@@ -475,34 +516,33 @@ SEC("xdp")
 int ringlb_xdp(struct xdp_md *ctx)
 {
 	struct cursor c = { (void *)(long)ctx->data, (void *)(long)ctx->data_end };
-	__u64 bytes = (__u64)(ctx->data_end - ctx->data);
 	struct lb_flow_key key = {};
 	struct lb_vip_key vip_key = {};
 	struct lb_backend *backend;
 	struct ethhdr *eth;
 	struct lb_vip *vip;
 	__u32 reason, backend_id, reason_refused;
-	__u64 hops, now;
+	__u64 hops, now, bytes;
 	__u32 now_s;
 	__u8 tcp_flags;
 	int err;
 
 	err = parse_flow(&c, &key, &eth, &tcp_flags);
 	if (err < 0)
-		return verdict(-err, bytes);
+		return verdict(-err, frame_bytes(ctx));
 	reason = err;
 	vip_key_of(&key, &vip_key);
 	vip = bpf_map_lookup_elem(&vips, &vip_key);
 	if (!vip)
 		return verdict(reason == LB_REASON_FORWARDED_ICMP ? LB_REASON_PASS_ICMP :
 								    LB_REASON_PASS_NOT_VIP,
-			       bytes);
+			       frame_bytes(ctx));
 
 	/* Source ranges before any flow or ring work; an ICMP error's client is the quoted one. */
 	reason_refused = lb_source_refused(vip, key.src_addr);
 	if (reason_refused) {
-		counters_add(&vip_refused, vip->vip_id, bytes);
-		return verdict(reason_refused, bytes);
+		counters_add(&vip_refused, vip->vip_id, frame_bytes(ctx));
+		return verdict(reason_refused, frame_bytes(ctx));
 	}
 
 	/*
@@ -515,17 +555,17 @@ int ringlb_xdp(struct xdp_md *ctx)
 		err = quic_pick(ctx, (__u32)(c.pos - (void *)(long)ctx->data), vip, key.dst_port);
 		reason = QUIC_PICK_REASON(err);
 		if (LB_REASON_VERDICT(reason) != LB_VERDICT_FORWARD)
-			return verdict(reason, bytes);
+			return verdict(reason, frame_bytes(ctx));
 		backend_id = QUIC_PICK_BACKEND(err);
 		if (!backend_id) {
 			err = quic_ring(vip, &vip_key);
 			if (err < 0)
-				return verdict(-err, bytes);
+				return verdict(-err, frame_bytes(ctx));
 			backend_id = (__u32)err;
 		}
 		backend = backend_slot(backend_id);
 		if (!backend)
-			return verdict(LB_REASON_DROP_BACKEND_GONE, bytes);
+			return verdict(LB_REASON_DROP_BACKEND_GONE, frame_bytes(ctx));
 		hops = 0;
 		now = clock_now(&now_s);
 	} else {
@@ -534,7 +574,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 				     reason == LB_REASON_FORWARDED_ICMP, &backend, &backend_id,
 				     &hops, &now);
 		if (err < 0)
-			return verdict(-err, bytes);
+			return verdict(-err, frame_bytes(ctx));
 	}
 
 	if (backend->forward != LB_FORWARD_L2) {
@@ -543,9 +583,11 @@ int ringlb_xdp(struct xdp_md *ctx)
 
 		if (backend->forward == LB_FORWARD_GUE || backend->family != LB_FAMILY_IPV4)
 			mix = (w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4]) * 0x9e3779b97f4a7c15ull;
+		frame_keep(ctx);
 		err = lb_encap(ctx, backend, backend_id, (__u32)(mix >> 32), hops, now);
 		if (LB_ENCAP_REASON(err) == LB_REASON_FORWARDED_TOO_BIG)
 			err = lb_too_big(ctx, LB_ENCAP_FITS(err));
+		bytes = frame_kept();
 		if (LB_ENCAP_REASON(err) != LB_REASON_FORWARDED) {
 			count(LB_ENCAP_REASON(err), bytes);
 			return LB_ENCAP_ACTION(err);
@@ -563,6 +605,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 	for (int i = 0; i < ETH_ALEN; i++)
 		eth->h_source[i] = iface_mac[i];
 
+	bytes = frame_bytes(ctx);
 	stats_add(vip->vip_id, backend_id, bytes);
 	return verdict(reason, bytes);
 }

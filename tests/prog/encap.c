@@ -255,7 +255,19 @@ static void test_every_encapsulation_is_right_byte_by_byte(void **state)
 	}
 }
 
-/* A VLAN tag and Ethernet padding stay behind; the outer lengths are the packet's. */
+/* Bytes counted for a forwarded frame: its reason's, its VIP's and its backend's. */
+static void bytes_counted(int vip, __u32 backend, __u64 got[3])
+{
+	got[0] = harness_percpu_sum(maps->reason_stats, LB_REASON_FORWARDED, 2, 1);
+	got[1] = harness_percpu_sum(maps->vip_stats, (__u32)vip, 2, 1);
+	got[2] = harness_percpu_sum(maps->backend_stats, backend, 3, 1);
+}
+
+/*
+ * A VLAN tag and Ethernet padding stay behind; the outer lengths are the
+ * packet's. The counters count the frame as it came in (tag and padding
+ * included), not as it leaves.
+ */
 static void test_padding_and_tag_are_left_behind(void **state)
 {
 	struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_UDP,
@@ -263,8 +275,10 @@ static void test_padding_and_tag_are_left_behind(void **state)
 				 .dport = VIP_UDP_PORT, .vlan = 7 };
 	unsigned char out[PKT_MAX];
 	size_t out_len, ip_len;
+	__u64 before[3], after[3];
 	struct pkt in, bare;
 	__u32 id;
+	int k;
 
 	(void)state;
 	NEEDS_ROOT();
@@ -275,8 +289,12 @@ static void test_padding_and_tag_are_left_behind(void **state)
 	ip_len = in.len - in.l3;
 	memset(in.data + in.len, 0xee, 20); /* padding the IP header does not count */
 	in.len += 20;
+	bytes_counted(VIP_V4_UDP, id, before);
 	check_eq(run_on_e0(&in, out, &out_len), XDP_TX);
 	check_eq(out_len, 14 + 20 + ip_len);
+	bytes_counted(VIP_V4_UDP, id, after);
+	for (k = 0; k < 3; k++)
+		check_eq(after[k] - before[k], in.len);
 	/* What the check expects: the packet without tag and padding. */
 	spec.vlan = 0;
 	pkt_build(&bare, &spec);
