@@ -112,10 +112,11 @@ struct {
  * The frame's length as it came in, kept across lb_encap() (which moves the
  * frame's head) for the counters after it; the program's own, per CPU. In
  * memory, not in a variable live through the whole program: that measured
- * 0.13 - 0.14 of Katran's program more per encapsulated packet (BENCHMARKS.md,
+ * 0.07 - 0.14 of Katran's program more per encapsulated packet (BENCHMARKS.md,
  * 1g). The program runs to its end on one CPU, and XDP does not nest on a
- * CPU; where a kernel let another XDP run in between, a frame would only be
- * counted with another's length, never sent elsewhere.
+ * CPU (bottom halves off; PREEMPT_RT aside); where a kernel let another XDP
+ * run in between, a frame would only be counted with another's length,
+ * never sent elsewhere.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
