@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "bench_katran.h"
+#include "harness.h"
 
 /* Katran's records as its maps hold them (sizes checked against the object's). */
 struct katran_vip_key {
@@ -252,20 +253,9 @@ int katran_clear_rate(struct katran *k)
 	return err;
 }
 
-int katran_misses(const struct katran *k, __u64 *misses)
+__u64 katran_misses(const struct katran *k)
 {
-	struct katran_stat *v = calloc((size_t)k->cpus, sizeof(*v));
-	int cpu, err = 0;
-
-	*misses = 0;
-	if (!v)
-		return -ENOMEM;
-	if (bpf_map_lookup_elem(k->stats_fd, &k->miss_key, v))
-		err = -errno;
-	for (cpu = 0; cpu < k->cpus && !err; cpu++)
-		*misses += v[cpu].v2;
-	free(v);
-	return err;
+	return harness_percpu_sum(k->stats_fd, k->miss_key, 2, 1);
 }
 
 void katran_close(struct katran *k)

@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -252,14 +253,15 @@ static void bench_maps_of(struct bench_xdp_bpf *skel, struct lb_maps *maps)
 	maps->rings[3] = bpf_map__fd(skel->maps.rings_3);
 }
 
+/* The next hop's MAC the references (and Katran's program) send to. */
+static const __u8 bench_next_hop_mac[6] = { 2, 0, 0, 0, 0, 0x11 };
+
 /*
  * The benchmark's programs loaded, with 1,024 backends, the O(1) table, the
  * driver's flows and every bench program in the driver's prog array (the
  * shipped program's slot is the caller's to fill); @frame is the IPv4 TCP
  * frame to the bench VIP that the driver rewrites for each flow.
  */
-/* The next hop's MAC the references send to. */
-static const __u8 bench_next_hop_mac[6] = { 2, 0, 0, 0, 0, 0x11 };
 
 static struct bench_xdp_bpf *bench_open(struct pkt *frame)
 {
@@ -1303,6 +1305,35 @@ static int katran_print(enum libbpf_print_level level, const char *format, va_li
 	return level == LIBBPF_DEBUG ? 0 : vfprintf(stderr, format, args);
 }
 
+/*
+ * The median ratio of each of 1g's rows @from .. @to - 1 in each column it
+ * ran (col_on), under a header row of @title and the columns' names (none
+ * when @title is NULL: more rows of the table above).
+ */
+static void ratio_table(const char *title, double ratios[][G_COLUMNS][ROUNDS], int from, int to,
+			const char *const names[], const char *const columns[], const int col_on[])
+{
+	int g, c;
+
+	if (title) {
+		printf("   %-22s", title);
+		for (c = 0; c < G_COLUMNS; c++)
+			printf(" %18s", columns[c]);
+		printf("\n");
+	}
+	for (g = from; g < to; g++) {
+		printf("   %-22s", names[g]);
+		for (c = 0; c < G_COLUMNS; c++) {
+			qsort(ratios[g][c], ROUNDS, sizeof(double), cmp_double);
+			if (col_on[c])
+				printf(" %18.2f", ratios[g][c][ROUNDS / 2]);
+			else
+				printf(" %18s", "-");
+		}
+		printf("\n");
+	}
+}
+
 /* One run of bench_reset over @frame into slot @target, @fresh flows or FLOWS cycling. */
 static double reference_run(struct bench_xdp_bpf *skel, int ifindex, const struct pkt *frame,
 			    __u32 target, int fresh)
@@ -1337,7 +1368,7 @@ static void reference_per_packet(void)
 	};
 	static const char *const columns[G_COLUMNS] = { "established", "new flow", "new SYN" };
 	static const __u32 sizes[G_COUNT] = { 0, 0, 0, 100, 1000, 100, 1000 };
-	/* Each row's program: the two references, then the shipped one. */
+	/* Each row's program: the two references, Katran's program, then the shipped one. */
 	static const __u32 target[G_COUNT] = { S_REFERENCE, S_REFERENCE_KATRAN, S_KATRAN,
 					       S_SHIPPED, S_SHIPPED, S_SHIPPED, S_SHIPPED };
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
@@ -1349,7 +1380,7 @@ static void reference_per_packet(void)
 	const char *only = getenv("BENCH_1G_ONLY"), *points = getenv("BENCH_1G_POINTS");
 	struct katran *katran = NULL;
 	int col_on[G_COLUMNS], err;
-	__u64 misses[2];
+	__u64 misses = 0;
 	__u32 vnodes = REFERENCE_VNODES;
 	double harness[ROUNDS], d;
 	struct pkt frames[G_COUNT][G_COLUMNS];
@@ -1383,10 +1414,11 @@ static void reference_per_packet(void)
 		die("BENCH_1G_ONLY: none of 'established', 'new flow', 'new SYN'", -EINVAL);
 	if (points && *points) {
 		char *end;
+		unsigned long k = strtoul(points, &end, 10);
 
-		vnodes = (__u32)strtoul(points, &end, 10);
-		if (*end || vnodes < 1 || vnodes > REFERENCE_VNODES)
+		if (*end || !isdigit((unsigned char)*points) || k < 1 || k > REFERENCE_VNODES)
 			die("BENCH_1G_POINTS: 1 .. 1024 points a backend", -EINVAL);
+		vnodes = (__u32)k;
 		printf("   BENCH_1G_POINTS: K = %u points a backend, not %d.\n", vnodes,
 		       REFERENCE_VNODES);
 	}
@@ -1431,7 +1463,7 @@ static void reference_per_packet(void)
 			__u64 ctl = 0;
 			__u32 zero = 0;
 
-			memcpy(&ctl, (const void *)skel->rodata->next_hop_mac, 6);
+			memcpy(&ctl, bench_next_hop_mac, 6);
 			if (bpf_map_update_elem(bpf_map__fd(skel->maps.ref_ctl), &zero, &ctl,
 						BPF_ANY))
 				die("Katran's reference's control array", -errno);
@@ -1496,7 +1528,7 @@ static void reference_per_packet(void)
 		memcpy(&ks.vip, a, 4);
 		pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, a);
 		memcpy(&ks.real, a, 4);
-		memcpy(ks.mac, (const void *)skel->rodata->next_hop_mac, 6);
+		memcpy(ks.mac, bench_next_hop_mac, 6);
 		libbpf_set_print(katran_print);
 		err = katran_open(katran_obj, &ks, &katran);
 		libbpf_set_print(NULL);
@@ -1527,21 +1559,20 @@ static void reference_per_packet(void)
 					die("Katran's rate of new connections", err);
 				/*
 				 * The fresh flows of the round before evicted the
-				 * pins (both programs' tables hold 65536): pin
+				 * pins (every program's table holds 65536): pin
 				 * them again, untimed.
 				 */
 				if (c == G_EST)
 					reference_run(skel, ifindex, &frames[g][c], target[g], 0);
-				if (g == G_KPROG && (err = katran_misses(katran, &misses[0])))
-					die("Katran's LRU misses", err);
+				if (g == G_KPROG)
+					misses = katran_misses(katran);
 				d = reference_run(skel, ifindex, &frames[g][c], target[g],
 						  c != G_EST);
 				if (round >= 0)
 					ns[g][c][round] = d - harness[round];
 				/* Its established flows all found in its table: no miss. */
-				if (g == G_KPROG && c == G_EST &&
-				    ((err = katran_misses(katran, &misses[1])) || misses[1] != misses[0]))
-					die("Katran's program missed established flows", err ?: -EPROTO);
+				if (g == G_KPROG && c == G_EST && katran_misses(katran) != misses)
+					die("Katran's program missed established flows", -EPROTO);
 			}
 	}
 	harness_cpu_unpin();
@@ -1582,39 +1613,11 @@ static void reference_per_packet(void)
 		}
 		printf("\n");
 	}
-	printf("   ringlb / the floor:   ");
-	for (c = 0; c < G_COLUMNS; c++)
-		printf(" %18s", columns[c]);
-	printf("\n");
-	for (g = G_IPIP_100; g < G_COUNT; g++) {
-		printf("   %-22s", names[g]);
-		for (c = 0; c < G_COLUMNS; c++) {
-			qsort(floor_ratio[g][c], ROUNDS, sizeof(double), cmp_double);
-			if (col_on[c])
-				printf(" %18.2f", floor_ratio[g][c][ROUNDS / 2]);
-			else
-				printf(" %18s", "-");
-		}
-		printf("\n");
-	}
+	ratio_table("ringlb / the floor:", floor_ratio, G_IPIP_100, G_COUNT, names, columns, col_on);
 	if (katran) {
-		printf("   / Katran's program:   ");
-		for (c = 0; c < G_COLUMNS; c++)
-			printf(" %18s", columns[c]);
-		printf("\n");
-		for (g = 0; g < G_COUNT; g++) {
-			if (g == G_KPROG)
-				continue;
-			printf("   %-22s", names[g]);
-			for (c = 0; c < G_COLUMNS; c++) {
-				qsort(prog_ratio[g][c], ROUNDS, sizeof(double), cmp_double);
-				if (col_on[c])
-					printf(" %18.2f", prog_ratio[g][c][ROUNDS / 2]);
-				else
-					printf(" %18s", "-");
-			}
-			printf("\n");
-		}
+		/* Every row but Katran's own. */
+		ratio_table("/ Katran's program:", prog_ratio, G_REF, G_KPROG, names, columns, col_on);
+		ratio_table(NULL, prog_ratio, G_KPROG + 1, G_COUNT, names, columns, col_on);
 	}
 	printf("   goal (issue 28): ipip <= 0.90 of Katran's program in every column, l2 <= 0.80.\n"
 	       "   Both references parse only IPv4 TCP without options: Katran's reference is\n"
