@@ -171,13 +171,16 @@ on_client() { local c=$1; shift; ip netns exec "${P}c$c" "$@"; }
 # endpoint ADDR PORT: a client endpoint as lookup takes it (brackets for IPv6).
 endpoint() { case $1 in *:*) echo "[$1]:$2" ;; *) echo "$1:$2" ;; esac; }
 
-# lookups_json VIP ENDPOINT...: each flow's answer, one JSON object a line, from one
-# `ringlb lookup` (one flow answers an object, several an array).
-lookups_json() {
-	local vip=$1
-	shift
-	ringlb lookup --json "$vip" "$@" | jq -c 'if type == "array" then .[] else . end'
+# lookup_each JQ_OPTION FILTER VIP ENDPOINT...: jq FILTER over each flow's answer of
+# one `ringlb lookup` (one flow answers an object, several an array), in one jq.
+lookup_each() {
+	local opt=$1 filter=$2 vip=$3
+	shift 3
+	ringlb lookup --json "$vip" "$@" | jq "$opt" "if type == \"array\" then .[] else . end | $filter"
 }
+
+# lookups_json VIP ENDPOINT...: each flow's answer, one JSON object a line.
+lookups_json() { lookup_each -c . "$@"; }
 
 # backend_field VIP NAME FIELD: a field of backend NAME of VIP in `ringlb show --json`.
 backend_field() {
@@ -191,11 +194,7 @@ vip_digest() {
 }
 
 # lookups VIP ENDPOINT...: the backend of each flow, a line each, from one lookup.
-lookups() {
-	local vip=$1
-	shift
-	ringlb lookup --json "$vip" "$@" | jq -r 'if type == "array" then .[] else . end | .backend'
-}
+lookups() { lookup_each -r .backend "$@"; }
 
 # downloads_started DIR N: every one of the N downloads writing DIR/1 .. DIR/N has its
 # first KiB (20 s at most).
