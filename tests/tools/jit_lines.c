@@ -39,6 +39,7 @@ int main(int argc, char **argv)
 	__u8 (*tags)[BPF_TAG_SIZE];
 	struct bpf_program *p, *want = NULL;
 	struct bpf_line_info *li;
+	const struct btf *btf;
 	struct bpf_object *obj;
 	__u64 *jli, *ks;
 	__u32 *flens;
@@ -129,9 +130,9 @@ int main(int argc, char **argv)
 	for (i = 0; i < BPF_TAG_SIZE; i++)
 		printf("%02x", ntags ? tags[0][i] : info.tag[i]);
 	printf(": main function %u bytes of JIT image\n", flens[0]);
+	btf = bpf_object__btf(obj);
 	for (i = 0; i < njli; i++) {
 		const struct bpf_line_info *l = (const void *)((const char *)li + (size_t)i * lirec);
-		const struct btf *btf = bpf_object__btf(obj);
 		const char *line;
 
 		if (jli[i] < ks[0] || jli[i] - ks[0] >= flens[0])
