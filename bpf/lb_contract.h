@@ -379,10 +379,12 @@ struct lb_vip {
  */
 #define LB_SOURCE_RUNS_MAX (2 * LB_SOURCES_PER_VIP_MAX + 1)
 /**
- * LB_SOURCE_INDEX_BITS - the most bits a set's bucket index uses (2^13
- * buckets: LB_SOURCES_PER_VIP_MAX prefixes cut at most one bucket in four).
+ * LB_SOURCE_INDEX_BITS - the most bits a set's bucket index uses (2^16
+ * buckets: LB_SOURCES_PER_VIP_MAX prefixes cut at most one bucket in 32).
+ * At 2^13, 1,000 /32s split one bucket in nine and their clients' search
+ * cost established packets 13 ns more than at 2^16 (BENCHMARKS.md, 1f).
  */
-#define LB_SOURCE_INDEX_BITS 13
+#define LB_SOURCE_INDEX_BITS 16
 /**
  * LB_SOURCE_BUCKET_SPLIT - a bucket's class (struct lb_source_set, @bucket)
  * when a run starts inside it after its first address: its verdict takes a
@@ -469,7 +471,7 @@ struct lb_source_head {
  *
  * The longest prefix holding a client decides its verdict; the controller
  * computes the runs from the prefixes (user/kernel/source_set.c). Most
- * clients cost the head's first cache line and one line of its 2 KiB
+ * clients cost the head's first cache line and one line of its 16 KiB
  * @bucket (both hot across packets); a client in a split bucket adds a call,
  * a binary search of at most LB_SOURCE_SEARCH_STEPS halvings of @start and a
  * verdict read in the set itself (map "source_sets", an array of maps).

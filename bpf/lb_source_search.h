@@ -65,7 +65,13 @@ static __always_inline __u32 source_bucket(const struct lb_source_head *set, __u
 		top = hi << (shift & 63) | lo >> ((64 - shift) & 63);
 	else
 		top = hi;
-	*j = (__u32)(top >> ((64 - bits) & 63)) & ((1u << LB_SOURCE_INDEX_BITS) - 1);
+	top >>= (64 - bits) & 63;
+	/*
+	 * Below 2^bits already, so the compiler drops the mask; the verifier
+	 * cannot follow a shift by a variable and needs it to bound the read.
+	 */
+	asm volatile("" : "+r"(top));
+	*j = (__u32)top & ((1u << LB_SOURCE_INDEX_BITS) - 1);
 	return LB_SOURCE_BUCKET_CLASS(set->bucket, *j);
 }
 

@@ -194,12 +194,13 @@ t_clear() {
 le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24)); }
 
 # Offsets in struct lb_source_set (bpf/lb_contract.h): its head (runs at 0,
-# the verdicts below and above the block at 6 and 7, 2,048 bytes of bucket
-# classes at 40), the 2,049 starts of 16 bytes, the 8,193 index entries of 2,
-# and the verdicts after them.
-SET_HEAD_LEN=$((40 + 2048))
+# the verdicts below and above the block at 6 and 7, 2^LB_SOURCE_INDEX_BITS / 4
+# bytes of bucket classes at 40), the 2,049 starts of 16 bytes, the
+# 2^LB_SOURCE_INDEX_BITS + 1 index entries of 2, and the verdicts after them.
+SET_INDEX_BITS=$(sed -n 's/^#define LB_SOURCE_INDEX_BITS \([0-9]*\)$/\1/p' "$ROOT/bpf/lb_contract.h")
+SET_HEAD_LEN=$((40 + (1 << SET_INDEX_BITS) / 4))
 SET_INDEX_AT=$((SET_HEAD_LEN + 2049 * 16))
-SET_VERDICT_AT=$((SET_INDEX_AT + 8193 * 2))
+SET_VERDICT_AT=$((SET_INDEX_AT + ((1 << SET_INDEX_BITS) + 1) * 2))
 
 # refuse_all_in_set INNER_ID SLOT: every run of the source set in inner map
 # INNER_ID made LB_SOURCE_NOT_ALLOWED behind ringlb's back, and so the verdicts
