@@ -317,7 +317,7 @@ fuzz: $(addprefix $(OUTPUT)/,$(FUZZERS))
 # package, installed with apt) run alone, after the others. A check's log is
 # build/checks/NAME.log; TEST= hands names to a cmocka binary's filter or a
 # suite (make check-e2e TEST='drain moves').
-LANES ?= 3
+LANES ?= 4
 CHANGES ?= 500
 CRASHES ?= 100
 # fleet_faults.sh's slow store: seconds of it in make test (make soak: 60).
