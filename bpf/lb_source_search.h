@@ -70,7 +70,7 @@ static __always_inline __u32 source_bucket(const struct lb_source_head *set, __u
 	 * Below 2^bits already, so the compiler drops the mask; the verifier
 	 * cannot follow a shift by a variable and needs it to bound the read.
 	 */
-	asm volatile("" : "+r"(top));
+	__asm__ __volatile__("" : "+r"(top));
 	*j = (__u32)top & ((1u << LB_SOURCE_INDEX_BITS) - 1);
 	return LB_SOURCE_BUCKET_CLASS(set->bucket, *j);
 }

@@ -198,6 +198,7 @@ le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255
 # bytes of bucket classes at 40), the 2,049 starts of 16 bytes, the
 # 2^LB_SOURCE_INDEX_BITS + 1 index entries of 2, and the verdicts after them.
 SET_INDEX_BITS=$(sed -n 's/^#define LB_SOURCE_INDEX_BITS \([0-9]*\)$/\1/p' "$ROOT/bpf/lb_contract.h")
+[ -n "$SET_INDEX_BITS" ] || die "no LB_SOURCE_INDEX_BITS in bpf/lb_contract.h"
 SET_HEAD_LEN=$((40 + (1 << SET_INDEX_BITS) / 4))
 SET_INDEX_AT=$((SET_HEAD_LEN + 2049 * 16))
 SET_VERDICT_AT=$((SET_INDEX_AT + ((1 << SET_INDEX_BITS) + 1) * 2))
@@ -220,12 +221,12 @@ for j in range(40, head):
         c = v[j] >> 2 * k & 3
         b |= (c if c == 3 else 2) << 2 * k
     v[j] = b
-print(" ".join("%02x" % b for b in v))' "$SET_HEAD_LEN" "$SET_VERDICT_AT" >"$W/set.hex" &&
-		# shellcheck disable=SC2046
-		bpftool map update id "$1" key 0 0 0 0 value hex $(cat "$W/set.hex") &&
-		# shellcheck disable=SC2046
-		bpftool map update pinned "$PIN/source_heads" key $(le32 "$2") \
-			value hex $(cut -d' ' -f1-"$SET_HEAD_LEN" "$W/set.hex")
+open(sys.argv[3], "wb").write(bytes(v))
+open(sys.argv[4], "wb").write(bytes(v[:head]))' "$SET_HEAD_LEN" "$SET_VERDICT_AT" \
+		"$W/set.bin" "$W/head.bin" &&
+		# Not bpftool: its one argument per byte came near the limit of a command's arguments.
+		"$ROOT/tests/tools/mapwrite.py" "id:$1" 0 "$W/set.bin" &&
+		"$ROOT/tests/tools/mapwrite.py" "$PIN/source_heads" "$2" "$W/head.bin"
 }
 
 t_drift() {
