@@ -411,6 +411,13 @@ int lb_backend_set_state(const struct lb_maps *maps, __u32 id, enum lb_backend_s
 /** lb_backend_read() - read a backend slot. */
 int lb_backend_read(const struct lb_maps *maps, __u32 id, struct lb_backend *backend);
 
+/**
+ * lb_backends_read_all() - read every backend slot, 0 .. LB_BACKENDS_MAX - 1,
+ * into @out (LB_BACKENDS_MAX entries) in one batch of system calls rather
+ * than one call a slot (4,096 calls were most of a command's).
+ */
+int lb_backends_read_all(const struct lb_maps *maps, struct lb_backend *out);
+
 /** lb_control_read() - the controller's record (all zero in new maps). */
 int lb_control_read(const struct lb_maps *maps, struct lb_control *control);
 

@@ -38,6 +38,37 @@ int lb_backend_read(const struct lb_maps *maps, __u32 id, struct lb_backend *bac
 	return bpf_map_lookup_elem(maps->backends, &id, backend) ? -errno : 0;
 }
 
+int lb_backends_read_all(const struct lb_maps *maps, struct lb_backend *out)
+{
+	__u32 *keys = calloc(LB_BACKENDS_MAX, sizeof(*keys)), in_batch = 0, out_batch = 0;
+	__u32 done = 0, count, i;
+	int err = 0, last;
+
+	if (!keys)
+		return -ENOMEM;
+	while (done < LB_BACKENDS_MAX) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+
+		count = LB_BACKENDS_MAX - done;
+		last = bpf_map_lookup_batch(maps->backends, done ? &in_batch : NULL, &out_batch,
+					    keys + done, out + done, &count, &opts);
+		if (last && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		done += count;
+		if (last || !count)
+			break;
+		in_batch = out_batch;
+	}
+	/* An array gives its keys in order; anything else is not the map we think. */
+	for (i = 0; !err && i < LB_BACKENDS_MAX; i++)
+		if (i >= done || keys[i] != i)
+			err = -EPROTO;
+	free(keys);
+	return err;
+}
+
 int lb_backend_install(const struct lb_maps *maps, __u32 id, const struct lb_backend *backend)
 {
 	struct lb_backend current, staged;

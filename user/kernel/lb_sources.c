@@ -60,10 +60,15 @@ int lb_source_set_place(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
 	err = set_slot(vip_id, parity, &slot);
 	if (err)
 		return err;
+	/*
+	 * The head goes before the set and comes after it, so a head is only
+	 * ever written while its slot holds a set: kernel_sync() finds what to
+	 * sweep by the sets alone.
+	 */
 	if (!set) {
-		if (bpf_map_delete_elem(maps->source_sets, &slot) && errno != ENOENT)
+		if (bpf_map_update_elem(maps->source_heads, &slot, &none, BPF_ANY))
 			return -errno;
-		return bpf_map_update_elem(maps->source_heads, &slot, &none, BPF_ANY) ? -errno : 0;
+		return bpf_map_delete_elem(maps->source_sets, &slot) && errno != ENOENT ? -errno : 0;
 	}
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "source_set", sizeof(__u32), sizeof(*set), 1, NULL);
 	if (fd < 0)
