@@ -17,9 +17,10 @@
 #              completes untouched; verify agrees with the kernel
 #   clear      (after in_place) vip sources --clear: everyone served; the state
 #              file is then byte for byte a state without ranges
-#   drift      (after clear) a prefix deleted from the kernel and a stray one
-#              added behind ringlb's back: verify names both, the daemon's
-#              start repairs them, and the refused client is refused again
+#   drift      (after clear) a prefix deleted from the kernel, a stray set and
+#              a stray head with no set added behind ringlb's back: verify
+#              names them, the daemon's start repairs them, and the refused
+#              client is refused again
 #   refused    bad lists (mixed family, host bits, both lists, 1,025 prefixes,
 #              --clear with a list) get one line, non-zero, and no change;
 #              1,024 are taken and verify agrees
@@ -253,12 +254,15 @@ print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), 
 		bpftool map update pinned "$PIN/source_sets" key $(le32 400) value pinned "$PIN/stray" ||
 		fail "bpftool: a stray set"
 	rm -f "$PIN/stray"
+	# And a head with no set, in the slot of VIP id 201: what an older build cut short left.
+	"$ROOT/tests/tools/mapwrite.py" "$PIN/source_heads" 402 "$W/head.bin" ||
+		fail "a stray head"
 	[ "$(served "$IN4" "$TOPO_VIP4" 1 1)" = 0 ] && pass "the rewritten set: $IN4 refused" ||
 		fail "the rewritten set: $IN4 still served"
 	ringlb verify >"$W/verify" 2>&1
 	grep -q "$VIP4: its source ranges in the kernel differ" "$W/verify" &&
-		grep -q "1 source set in the kernel belongs to no VIP" "$W/verify" &&
-		pass "verify names the rewritten set and the stray one" ||
+		grep -q "2 source sets in the kernel belong to no VIP" "$W/verify" &&
+		pass "verify names the rewritten set and the two strays (a set, a head alone)" ||
 		fail "verify: $(cat "$W/verify")"
 	seen=$(grep -c 'ready: serving' "$W/daemon.log" 2>/dev/null)
 	nsenter --net="/run/netns/$RINGLB_NS" "$ROOT/build/ringlb" --state "$W/state.json" \

@@ -361,14 +361,17 @@ int kernel_source_named(const struct kernel_sources_named *named, __u32 vip_id, 
 
 /*
  * Phase 7: source sets no VIP value names (a removed VIP's, a change cut
- * short), once no packet can still read a value that named them. Only slots
- * holding a set: lb_source_set_place() never leaves a head without its set,
- * and a 16 KiB head rewritten in all 512 slots cost every command 8 MiB of
- * copies. (A head written beside no set behind the controller's back is read
- * by no packet: a VIP value names a slot only after its set and head are
- * written. verify reports it.)
+ * short), once no packet can still read a value that named them. After a
+ * change from a known state (@applied), only slots holding a set:
+ * lb_source_set_place() never leaves a head without its set, and a 16 KiB
+ * head rewritten in all 512 slots cost every command 8 MiB of copies. With
+ * maps of unknown content (@applied NULL: a repair, the daemon's, maps just
+ * made), every slot, for a head without a set that an older build cut short
+ * or another writer left (read by no packet, which reads a slot only once a
+ * VIP value names it, but reported by verify).
  */
-static int sweep_sources(const struct lb_maps *maps, const struct state *want, struct fault *f)
+static int sweep_sources(const struct lb_maps *maps, const struct state *applied,
+			 const struct state *want, struct fault *f)
 {
 	struct kernel_sources_named named;
 	__u32 id, slot, inner;
@@ -383,7 +386,8 @@ static int sweep_sources(const struct lb_maps *maps, const struct state *want, s
 		for (parity = 0; parity < 2; parity++) {
 			slot = LB_SOURCE_SET_SLOT(id, parity);
 			if (kernel_source_named(&named, id, parity) ||
-			    (bpf_map_lookup_elem(maps->source_sets, &slot, &inner) && errno == ENOENT))
+			    (applied && bpf_map_lookup_elem(maps->source_sets, &slot, &inner) &&
+			     errno == ENOENT))
 				continue;
 			err = lb_source_set_place(maps, id, parity, NULL);
 			if (err)
@@ -864,7 +868,7 @@ int kernel_sync(const struct lb_maps *maps, const struct state *applied, const s
 	      sync_quic(maps, applied, want, f) ?:
 	      swap_rings(maps, applied, want, f) ?: install_deferred(maps, later, f) ?:
 	      update_states(maps, want, f) ?: remove_vips(maps, applied, want, f) ?:
-	      free_backends(maps, want, f) ?: sweep_sources(maps, want, f) ?:
+	      free_backends(maps, want, f) ?: sweep_sources(maps, applied, want, f) ?:
 	      sweep_quic(maps, want, f);
 	free(later);
 	/* Whatever happened, no VIP element a packet may read is left for reuse. */
