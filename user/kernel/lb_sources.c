@@ -62,8 +62,8 @@ int lb_source_set_place(const struct lb_maps *maps, __u32 vip_id, __u8 parity,
 		return err;
 	/*
 	 * The head goes before the set and comes after it, so a head is only
-	 * ever written while its slot holds a set: kernel_sync() finds what to
-	 * sweep by the sets alone.
+	 * ever written while its slot holds a set: after a change from a known
+	 * state, kernel_sync() finds what to sweep by the sets alone.
 	 */
 	if (!set) {
 		if (bpf_map_update_elem(maps->source_heads, &slot, &none, BPF_ANY))
