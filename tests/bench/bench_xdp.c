@@ -262,7 +262,6 @@ static const __u8 bench_next_hop_mac[6] = { 2, 0, 0, 0, 0, 0x11 };
  * shipped program's slot is the caller's to fill); @frame is the IPv4 TCP
  * frame to the bench VIP that the driver rewrites for each flow.
  */
-
 static struct bench_xdp_bpf *bench_open(struct pkt *frame)
 {
 	static const struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,

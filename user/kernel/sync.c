@@ -826,18 +826,12 @@ static int free_backends(const struct lb_maps *maps, const struct state *want,
 		free(cur);
 		return kernel_fail(f, err, "reading the backend slots");
 	}
-	for (id = 1; id < LB_BACKENDS_MAX; id++) {
-		if (cur[id].state == LB_BACKEND_UNUSED ||
-		    image_backend_wanted(want, id, cur[id].cookie))
-			continue;
-		err = lb_backend_set_state(maps, id, LB_BACKEND_UNUSED);
-		if (err) {
-			free(cur);
-			return kernel_fail(f, err, "freeing backend slot %u", id);
-		}
-	}
+	for (id = 1; id < LB_BACKENDS_MAX && !err; id++)
+		if (cur[id].state != LB_BACKEND_UNUSED &&
+		    !image_backend_wanted(want, id, cur[id].cookie))
+			err = lb_backend_set_state(maps, id, LB_BACKEND_UNUSED);
 	free(cur);
-	return 0;
+	return err ? kernel_fail(f, err, "freeing backend slot %u", id - 1) : 0;
 }
 
 /* Written before any ring that could use it; only when it differs. */
