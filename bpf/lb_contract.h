@@ -393,6 +393,12 @@ struct lb_vip {
 #define LB_SOURCE_BUCKET_SPLIT 3u
 /** LB_SOURCE_BUCKET_CLASS() - bucket @j's 2-bit class in @bucket of a set. */
 #define LB_SOURCE_BUCKET_CLASS(bucket, j) (((bucket)[(j) >> 2] >> (((j) & 3u) << 1)) & 3u)
+/**
+ * LB_SOURCE_NO_FAST - a set head's @fast_right when its index bits do not
+ * all lie in an address's first 64 bits (the block is narrower than /48):
+ * its clients take the 128-bit path.
+ */
+#define LB_SOURCE_NO_FAST 0xffu
 /** LB_SOURCE_SEARCH_STEPS - halvings that find any run: ceil(log2(LB_SOURCE_RUNS_MAX)). */
 #define LB_SOURCE_SEARCH_STEPS 12
 /** LB_SOURCE_SET_SLOT() - the slot of map "source_sets" holding a VIP's set @parity. */
@@ -441,6 +447,15 @@ struct lb_source_addr {
  * @above: the verdict of every address after @last (@verdict[@count - 1])
  * @first: the block's first address
  * @last: the block's last address
+ * @fast_mask: the block's leading @shift bits set, the rest clear (0 when
+ *             @shift is 0), when @fast_right is not LB_SOURCE_NO_FAST; else 0
+ * @fast_right: 64 - @shift - @bits when @shift + @bits <= 64 (then @bits is
+ *              LB_SOURCE_INDEX_BITS, and an address is in the block when its
+ *              @hi & @fast_mask is @first.hi, in bucket (@hi >> @fast_right)
+ *              mod 2^@bits), else LB_SOURCE_NO_FAST; derived from @shift and
+ *              @bits, so the program does no 128-bit arithmetic for any IPv4
+ *              set or any IPv6 set whose block is /48 or wider
+ * @pad: zero
  * @bucket: bucket j's class in bits 2 (j % 4) .. 2 (j % 4) + 1 of byte j / 4
  *          (LB_SOURCE_BUCKET_CLASS()): the verdict of the whole bucket when
  *          no run starts after its first address and at or before its last,
@@ -454,6 +469,9 @@ struct lb_source_head {
 	__u8 above;
 	struct lb_source_addr first;
 	struct lb_source_addr last;
+	__u64 fast_mask;
+	__u8 fast_right;
+	__u8 pad[7];
 	__u8 bucket[(1 << LB_SOURCE_INDEX_BITS) / 4];
 };
 
@@ -488,7 +506,11 @@ struct lb_source_set {
 	__u8 pad[5];
 };
 
+/** LB_SOURCE_HEAD_BUCKET_AT - the offset of a set head's @bucket (tests write a set's bytes). */
+#define LB_SOURCE_HEAD_BUCKET_AT 56
 _Static_assert(sizeof(struct lb_source_head) % 8 == 0, "a source head has no tail padding");
+_Static_assert(__builtin_offsetof(struct lb_source_head, bucket) == LB_SOURCE_HEAD_BUCKET_AT,
+	       "LB_SOURCE_HEAD_BUCKET_AT is where a head's bucket classes start");
 _Static_assert(sizeof(struct lb_source_set) % 8 == 0, "a source set has no tail padding");
 _Static_assert(LB_SOURCE_RUNS_MAX <= 0xffff, "a run's number fits a source set's index entry");
 _Static_assert(LB_SOURCE_NOT_ALLOWED < LB_SOURCE_BUCKET_SPLIT,

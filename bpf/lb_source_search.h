@@ -34,9 +34,12 @@ static __always_inline int source_after(__u64 hi, __u64 lo, const struct lb_sour
  * when its bucket says it alone (the first step of source_verdict()).
  * @j: set to the address's bucket when it is in the set's block
  *
- * Before the set's block is run 0 and after it the last run, two compares
- * on the header's cache line; inside it the address's bucket class gives the
- * verdict itself when the bucket lies inside one run (most buckets).
+ * Before the set's block is run 0 and after it the last run, known from the
+ * header's cache line; inside it the address's bucket class gives the
+ * verdict itself when the bucket lies inside one run (most buckets). When
+ * the block and its index bits lie in the address's first 64 bits (every
+ * IPv4 set), that is one word's mask, compare and shift (@fast_right);
+ * else 128-bit compares and shifts by @shift and @bits.
  *
  * Return: an enum lb_source_verdict, LB_SOURCE_BUCKET_SPLIT (the verdict
  * takes source_search()), or SOURCE_SEARCH_BAD when the set's header is out
@@ -45,11 +48,19 @@ static __always_inline int source_after(__u64 hi, __u64 lo, const struct lb_sour
 static __always_inline __u32 source_bucket(const struct lb_source_head *set, __u64 hi, __u64 lo,
 					   __u32 *j)
 {
-	__u32 shift, bits;
+	__u32 shift, bits, right;
 	__u64 top;
 
 	if (set->count - 1 >= LB_SOURCE_RUNS_MAX)
 		return SOURCE_SEARCH_BAD;
+	right = set->fast_right;
+	if (right < 64) {
+		/* The block is aligned: outside it, the first word alone says on which side. */
+		if ((hi & set->fast_mask) != set->first.hi)
+			return hi < set->first.hi ? set->below : set->above;
+		*j = (__u32)(hi >> right) & ((1u << LB_SOURCE_INDEX_BITS) - 1);
+		return LB_SOURCE_BUCKET_CLASS(set->bucket, *j);
+	}
 	if (source_before(hi, lo, &set->first))
 		return set->below;
 	if (source_after(hi, lo, &set->last))

@@ -196,11 +196,17 @@ le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255
 
 # Offsets in struct lb_source_set (bpf/lb_contract.h): its head (runs at 0,
 # the verdicts below and above the block at 6 and 7, 2^LB_SOURCE_INDEX_BITS / 4
-# bytes of bucket classes at 40), the 2,049 starts of 16 bytes, the
-# 2^LB_SOURCE_INDEX_BITS + 1 index entries of 2, and the verdicts after them.
-SET_INDEX_BITS=$(sed -n 's/^#define LB_SOURCE_INDEX_BITS \([0-9]*\)$/\1/p' "$ROOT/bpf/lb_contract.h")
+# bytes of bucket classes at LB_SOURCE_HEAD_BUCKET_AT), the 2,049 starts of 16
+# bytes, the 2^LB_SOURCE_INDEX_BITS + 1 index entries of 2, and the verdicts
+# after them.
+contract_number() {
+	sed -n "s/^#define $1 \([0-9]*\)\$/\1/p" "$ROOT/bpf/lb_contract.h"
+}
+SET_INDEX_BITS=$(contract_number LB_SOURCE_INDEX_BITS)
 [ -n "$SET_INDEX_BITS" ] || die "no LB_SOURCE_INDEX_BITS in bpf/lb_contract.h"
-SET_HEAD_LEN=$((40 + (1 << SET_INDEX_BITS) / 4))
+SET_BUCKET_AT=$(contract_number LB_SOURCE_HEAD_BUCKET_AT)
+[ -n "$SET_BUCKET_AT" ] || die "no LB_SOURCE_HEAD_BUCKET_AT in bpf/lb_contract.h"
+SET_HEAD_LEN=$((SET_BUCKET_AT + (1 << SET_INDEX_BITS) / 4))
 SET_INDEX_AT=$((SET_HEAD_LEN + 2049 * 16))
 SET_VERDICT_AT=$((SET_INDEX_AT + ((1 << SET_INDEX_BITS) + 1) * 2))
 
@@ -213,10 +219,10 @@ refuse_all_in_set() {
 import json, sys
 v = [int(b, 16) for b in json.load(sys.stdin)["value"]]
 runs = int.from_bytes(bytes(v[0:4]), "little")
-head, at = int(sys.argv[1]), int(sys.argv[2])
+head, at, classes = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[5])
 v[at:at + runs] = [2] * runs
 v[6] = v[7] = 2
-for j in range(40, head):
+for j in range(classes, head):
     b = 0
     for k in range(4):
         c = v[j] >> 2 * k & 3
@@ -224,7 +230,7 @@ for j in range(40, head):
     v[j] = b
 open(sys.argv[3], "wb").write(bytes(v))
 open(sys.argv[4], "wb").write(bytes(v[:head]))' "$SET_HEAD_LEN" "$SET_VERDICT_AT" \
-		"$W/set.bin" "$W/head.bin" &&
+		"$W/set.bin" "$W/head.bin" "$SET_BUCKET_AT" &&
 		# Not bpftool: its one argument per byte came near the limit of a command's arguments.
 		"$ROOT/tests/tools/mapwrite.py" "id:$1" 0 "$W/set.bin" &&
 		"$ROOT/tests/tools/mapwrite.py" "$PIN/source_heads" "$2" "$W/head.bin"

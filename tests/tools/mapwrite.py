@@ -5,7 +5,7 @@ mapwrite.py MAP KEY FILE: write FILE's bytes as the value of u32 key KEY in
 BPF map MAP (a pinned path, or id:N), with the bpf(2) system call itself.
 
 For values too large for `bpftool map update ... value hex B B B...`, which
-takes one argument per byte: a source set of 182,336 bytes comes within a
+takes one argument per byte: a source set of 182,352 bytes comes within a
 few per cent of the kernel's limit on a command's arguments (a quarter of the
 stack limit, pointers counted). The kernel reads as many bytes as the map's
 value size, so a file of another size, a map whose key is not 4 bytes or a

@@ -97,19 +97,29 @@ static void random_sources(struct test_rng *rng, struct state_vip *v, size_t cou
 	}
 }
 
-/* @set answers as the model on random clients and on each run's edges. */
+/*
+ * @set answers as the model on random clients and on each run's edges, and
+ * so does @slow, the same set with its fast form off (the 128-bit path).
+ */
 static void set_agrees(struct test_rng *rng, const struct state_vip *v,
-		       const struct lb_source_set *set, int family, const struct prefix *within)
+		       const struct lb_source_set *set, struct lb_source_set *slow, int family,
+		       const struct prefix *within)
 {
 	__u32 i;
 	int k;
 
+	memcpy(slow, set, sizeof(*slow));
+	slow->head.fast_right = LB_SOURCE_NO_FAST;
+	slow->head.fast_mask = 0;
 	for (i = 0; i < PROBES; i++) {
 		struct addr a = addr_random(rng, family, i & 1 ? within : NULL);
 
 		check(source_set_verdict(set, &a) == model_verdict(v, &a),
 		      "client %u: set says %d, the model %d", i, source_set_verdict(set, &a),
 		      model_verdict(v, &a));
+		check(source_set_verdict(slow, &a) == model_verdict(v, &a),
+		      "client %u: the 128-bit path says %d, the model %d", i,
+		      source_set_verdict(slow, &a), model_verdict(v, &a));
 	}
 	for (i = 0; i < set->head.count; i++)
 		for (k = -1; k <= 1; k++) {
@@ -128,6 +138,9 @@ static void set_agrees(struct test_rng *rng, const struct state_vip *v,
 			check(source_set_verdict(set, &a) == model_verdict(v, &a),
 			      "run %u of %u, edge %+d: set says %d, the model %d", i, set->head.count, k,
 			      source_set_verdict(set, &a), model_verdict(v, &a));
+			check(source_set_verdict(slow, &a) == model_verdict(v, &a),
+			      "run %u of %u, edge %+d: the 128-bit path says %d, the model %d", i,
+			      set->head.count, k, source_set_verdict(slow, &a), model_verdict(v, &a));
 		}
 }
 
@@ -162,6 +175,18 @@ static void set_well_formed(const struct lb_source_set *set)
 		      "the last run starts more than one address after the block");
 	}
 	check_eq(set->head.above, set->verdict[set->head.count - 1]);
+	/* The fast form: every block of /48 or wider, and only those. */
+	if (set->head.shift + set->head.bits <= 64) {
+		check_eq(set->head.bits, LB_SOURCE_INDEX_BITS);
+		check_eq(set->head.fast_right, 64 - set->head.shift - set->head.bits);
+		check_eq(set->head.fast_mask,
+			 set->head.shift ? ~0ull << (64 - set->head.shift) : 0);
+		check_eq(set->head.first.hi & ~set->head.fast_mask, 0);
+		check_eq(set->head.first.lo, 0);
+	} else {
+		check_eq(set->head.fast_right, LB_SOURCE_NO_FAST);
+		check_eq(set->head.fast_mask, 0);
+	}
 	for (j = 0; j < 1u << set->head.bits; j++) {
 		__u32 run = set->index[j], next = set->index[j + 1];
 		__u32 class = LB_SOURCE_BUCKET_CLASS(set->head.bucket, j);
@@ -186,19 +211,21 @@ static void set_well_formed(const struct lb_source_set *set)
 static void one_case(struct test_rng *rng, int family, size_t count, unsigned int min,
 		     unsigned int max, const char *within_text, unsigned int deny_pct)
 {
-	struct lb_source_set *set = malloc(sizeof(*set));
+	struct lb_source_set *set = malloc(sizeof(*set)), *slow = malloc(sizeof(*slow));
 	struct state_vip v = { 0 };
 	struct prefix within;
 	const char *why = "";
 
 	assert_non_null(set);
+	assert_non_null(slow);
 	if (within_text)
 		check(prefix_parse(within_text, &within, &why) == 0, "%s: %s", within_text, why);
 	random_sources(rng, &v, count, family, min, max, within_text ? &within : NULL, deny_pct);
 	check_eq(source_set_build(set, v.sources, v.source_count), 0);
 	set_well_formed(set);
-	set_agrees(rng, &v, set, family, within_text ? &within : NULL);
+	set_agrees(rng, &v, set, slow, family, within_text ? &within : NULL);
 	free(v.sources);
+	free(slow);
 	free(set);
 }
 
@@ -224,6 +251,10 @@ static void test_sets_answer_as_the_longest_match(void **state)
 		{ LB_FAMILY_IPV6, 1, 128, 128, NULL, 100 },
 		{ LB_FAMILY_IPV6, 48, 8, 128, NULL, 50 },
 		{ LB_FAMILY_IPV6, LB_SOURCES_PER_VIP_MAX, 32, 64, "2001:db8::/32", 40 },
+		/* Blocks either side of the fast form's edge: /47 and /48 in it, /49 not. */
+		{ LB_FAMILY_IPV6, 200, 47, 128, "2001:db8::/47", 50 },
+		{ LB_FAMILY_IPV6, 200, 48, 128, "2001:db8:1::/48", 50 },
+		{ LB_FAMILY_IPV6, 200, 49, 128, "2001:db8:1:8000::/49", 50 },
 		{ LB_FAMILY_IPV6, LB_SOURCES_PER_VIP_MAX, 100, 128, "2001:db8::/96", 50 },
 		{ LB_FAMILY_IPV6, LB_SOURCES_PER_VIP_MAX, 120, 128, "2001:db8::/120", 50 },
 		{ LB_FAMILY_IPV6, LB_SOURCES_PER_VIP_MAX, 1, 128, NULL, 50 },

@@ -95,6 +95,11 @@ static void index_build(struct lb_source_set *set)
 	base = low & ~host;
 	set->head.shift = (__u8)shift;
 	set->head.bits = (__u8)bits;
+	set->head.fast_right = LB_SOURCE_NO_FAST;
+	if (shift + bits <= 64) {
+		set->head.fast_right = (__u8)(64 - shift - bits);
+		set->head.fast_mask = shift ? ~0ull << (64 - shift) : 0;
+	}
 	set->head.below = set->verdict[0];
 	set->head.above = set->verdict[set->head.count - 1];
 	put_addr(&set->head.first, base);
