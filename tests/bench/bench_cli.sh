@@ -26,7 +26,7 @@ VIP=198.18.0.100:80/tcp
 ringlb attach eth0 --mode generic >/dev/null || die "attach"
 ringlb vip add "$VIP" --vnodes 4096 >/dev/null || die "vip add"
 # The backends' addresses are routed nowhere (nothing is sent): each add warns so; keep
-# the warnings out of the figures, and say them only if an add fails.
+# the warnings out of the figures, and say them only if an add fails (so in median_ms).
 for i in $(seq 1 $BACKENDS); do
 	out=$(ringlb backend add "$VIP" "b$i" "198.18.1.$i" \
 		--mac "02:00:00:00:01:$(printf %02x "$i")" 2>&1 >/dev/null) || die "backend add b$i: $out"
@@ -40,10 +40,11 @@ median_ms() {
 	shift
 	for r in $(seq 1 $ROUNDS); do
 		start=$(date +%s%N)
-		ringlb "${@//@/$r}" >/dev/null || die "$*"
+		ringlb "${@//@/$r}" >/dev/null 2>"$W/err" || die "$*: $(tail -1 "$W/err")"
 		echo $((($(date +%s%N) - start) / 1000))
 		# shellcheck disable=SC2086
-		[ -z "$undo" ] || ringlb $undo >/dev/null || die "$undo"
+		[ -z "$undo" ] || ringlb $undo >/dev/null 2>"$W/err" ||
+			die "$undo: $(tail -1 "$W/err")"
 	done | sort -n | sed -n "$(((ROUNDS + 1) / 2))p" | awk '{ printf "%.1f", $1 / 1000 }'
 }
 
@@ -53,7 +54,8 @@ echo "   ($((BACKENDS * 4096)) points): wall time of the whole command, median o
 # shellcheck disable=SC2086
 {
 	add=$(median_ms "backend remove $VIP b256" backend add "$VIP" $B256) &&
-	ringlb backend add "$VIP" $B256 >/dev/null &&
+	{ ringlb backend add "$VIP" $B256 >/dev/null 2>"$W/err" ||
+		die "backend add $VIP $B256: $(tail -1 "$W/err")"; } &&
 	remove=$(median_ms "backend add $VIP $B256" backend remove "$VIP" b256) &&
 	ringlb backend remove "$VIP" b256 >/dev/null &&
 	weight=$(median_ms "backend weight $VIP b7 1" backend weight "$VIP" b7 2) &&
