@@ -440,7 +440,8 @@ struct lb_source_addr {
  * @shift: the leading bits the block shares, 0 .. 127: the block is the
  *         smallest aligned span of two addresses or more that holds every
  *         address from run 1's first to the one before the last run's first
- *         (the whole space when @count is 1)
+ *         (the whole space when @count is 1; with two runs, the smallest
+ *         aligned span with run 1's first address at its middle)
  * @bits: bits of the bucket index, 1 .. LB_SOURCE_INDEX_BITS: an address
  *        of the block is in bucket (its bits @shift .. @shift + @bits - 1)
  * @below: the verdict of every address before @first (the set's @verdict[0])

@@ -379,8 +379,9 @@ static void test_a_vip_takes_its_limit_of_prefixes(void **state)
  */
 /*
  * The head the program reads (map source_heads) changed behind the
- * controller's back, its set untouched: a read says the slot holds no set
- * the state makes, and a sync puts the right head back.
+ * controller's back, its set untouched (a verdict, then the 64-bit form):
+ * the program answers by it, a read says the slot holds no set the state
+ * makes, and a sync puts the right head back.
  */
 static void test_a_head_not_the_sets_own_is_seen_and_repaired(void **state)
 {
@@ -411,6 +412,20 @@ static void test_a_head_not_the_sets_own_is_seen_and_repaired(void **state)
 	      set->head.count);
 	check_eq(kernel_vip_sources_sync(maps, r.v), 0);
 	check_eq(syn_from(VIP_V4_TCP, "198.18.1.11"), XDP_TX);
+	/* Its 64-bit form too: every client in the block, in bucket 1 (denied, inside the /24). */
+	slot = LB_SOURCE_SET_SLOT(VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity);
+	assert_int_equal(bpf_map_lookup_elem(maps->source_heads, &slot, &head), 0);
+	check(head.fast_right != LB_SOURCE_NO_FAST, "an IPv4 head without the 64-bit form");
+	head.fast_right = 63;
+	head.fast_mask = 0;
+	head.first.hi = 0;
+	assert_int_equal(bpf_map_update_elem(maps->source_heads, &slot, &head, BPF_EXIST), 0);
+	check_eq(syn_from(VIP_V4_TCP, "198.18.1.12"), XDP_DROP);
+	check_eq(lb_source_set_read(maps, VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity, set), 0);
+	check(set->head.count == 0, "a read of a set under another 64-bit form: %u runs",
+	      set->head.count);
+	check_eq(kernel_vip_sources_sync(maps, r.v), 0);
+	check_eq(syn_from(VIP_V4_TCP, "198.18.1.13"), XDP_TX);
 	free(set);
 	state_free(&r.s);
 	ranges_clear(VIP_V4_TCP);

@@ -223,6 +223,10 @@ static void one_case(struct test_rng *rng, int family, size_t count, unsigned in
 	random_sources(rng, &v, count, family, min, max, within_text ? &within : NULL, deny_pct);
 	check_eq(source_set_build(set, v.sources, v.source_count), 0);
 	set_well_formed(set);
+	if (family == LB_FAMILY_IPV4)
+		check(set->head.fast_right != LB_SOURCE_NO_FAST,
+		      "an IPv4 set of %u runs without the 64-bit path (shift %u)", set->head.count,
+		      set->head.shift);
 	set_agrees(rng, &v, set, slow, family, within_text ? &within : NULL);
 	free(v.sources);
 	free(slow);
@@ -270,6 +274,55 @@ static void test_sets_answer_as_the_longest_match(void **state)
 				 cases[i].within, cases[i].deny_pct);
 }
 
+/*
+ * Sets of two runs (one cut: a prefix at the top of the space, or a half of
+ * it): the block has the cut at its middle, whole buckets either side, and
+ * an IPv4 set keeps the 64-bit path; each answers as the model.
+ */
+static void test_two_runs_keep_the_fast_path(void **state)
+{
+	static const struct {
+		const char *prefix;
+		int deny, family;
+		unsigned int shift;
+	} cases[] = {
+		{ "240.0.0.0/4", 1, LB_FAMILY_IPV4, 3 },
+		{ "255.255.255.255/32", 1, LB_FAMILY_IPV4, 31 },
+		{ "255.255.255.254/31", 0, LB_FAMILY_IPV4, 30 },
+		{ "0.0.0.0/1", 0, LB_FAMILY_IPV4, 0 },
+		{ "128.0.0.0/1", 1, LB_FAMILY_IPV4, 0 },
+		{ "ffff::/16", 1, LB_FAMILY_IPV6, 15 },
+		{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128", 1, LB_FAMILY_IPV6, 127 },
+	};
+	struct lb_source_set *set = malloc(sizeof(*set)), *slow = malloc(sizeof(*slow));
+	struct test_rng rng = { SEED };
+	struct state_vip v = { 0 };
+	struct state_source one;
+	const char *why = "";
+	size_t i;
+
+	(void)state;
+	assert_non_null(set);
+	assert_non_null(slow);
+	v.sources = &one;
+	v.source_count = 1;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		check(prefix_parse(cases[i].prefix, &one.prefix, &why) == 0, "%s: %s",
+		      cases[i].prefix, why);
+		one.deny = cases[i].deny;
+		check_eq(source_set_build(set, &one, 1), 0);
+		check_eq(set->head.count, 2);
+		check_eq(set->head.shift, cases[i].shift);
+		set_well_formed(set);
+		if (cases[i].family == LB_FAMILY_IPV4)
+			check(set->head.fast_right != LB_SOURCE_NO_FAST, "%s: no 64-bit path",
+			      cases[i].prefix);
+		set_agrees(&rng, &v, set, slow, cases[i].family, &one.prefix);
+	}
+	free(slow);
+	free(set);
+}
+
 /* The shape of a few sets by hand: merged neighbours, the whole space, the limit. */
 static void test_runs_merge_and_the_limit_is_refused(void **state)
 {
@@ -315,6 +368,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sets_answer_as_the_longest_match),
+		cmocka_unit_test(test_two_runs_keep_the_fast_path),
 		cmocka_unit_test(test_runs_merge_and_the_limit_is_refused),
 	};
 

@@ -73,18 +73,27 @@ static __u8 verdict_at(u128 at, const struct state_source *sources, const u128 *
  * The block and its bucket index (contract: lb_source_set): the smallest
  * aligned span (of two addresses at least) from run 1's first address to
  * the last run's first but one, so every address before it is in run 0 and
- * every one after it in the last.
+ * every one after it in the last. With two runs, the aligned span that has
+ * run 1's first address at its middle: both halves whole buckets, and an
+ * IPv4 set's block no narrower than its cut's prefix (the 64-bit path).
  */
 static void index_build(struct lb_source_set *set)
 {
 	u128 low = 0, diff = 0, base, host;
 	unsigned int shift = 0, bits, j, run = 0;
 
-	if (set->head.count > 1) {
+	if (set->head.count > 2) {
 		u128 high = get_addr(&set->start[set->head.count - 1]) - 1;
 
 		low = get_addr(&set->start[1]);
-		diff = low ^ (high < low ? low : high);
+		diff = low ^ high;
+	} else if (set->head.count == 2) {
+		/* Run 1 starts after 0: its lowest set bit and all below it. */
+		low = get_addr(&set->start[1]);
+		diff = low ^ (low - 1);
+	}
+	if (set->head.count > 1) {
+		/* diff 0 (a block of one address): the smallest span, two addresses. */
 		while (!(diff >> 127) && shift < 127) {
 			diff <<= 1;
 			shift++;
