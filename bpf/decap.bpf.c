@@ -131,8 +131,10 @@ static __always_inline int vip_of_host(__u8 family, const __u32 addr[4])
 		__u32 slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
 		struct lb_decap_vip *v = bpf_map_lookup_elem(&decap_vip, &slot);
 
-		if (v && v->family == family && v->addr[0] == addr[0] && v->addr[1] == addr[1] &&
-		    v->addr[2] == addr[2] && v->addr[3] == addr[3])
+		/* An IPv4 slot's other words are zero (contract): its first word decides. */
+		if (v && v->family == family && v->addr[0] == addr[0] &&
+		    (family == LB_FAMILY_IPV4 ||
+		     (v->addr[1] == addr[1] && v->addr[2] == addr[2] && v->addr[3] == addr[3])))
 			return 1;
 	}
 	return 0;
