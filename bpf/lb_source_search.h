@@ -35,7 +35,7 @@ static __always_inline int source_after(__u64 hi, __u64 lo, const struct lb_sour
  * @j: set to the address's bucket when it is in the set's block
  *
  * Before the set's block is run 0 and after it the last run, known from the
- * header's cache line; inside it the address's bucket class gives the
+ * header's first bytes; inside it the address's bucket class gives the
  * verdict itself when the bucket lies inside one run (most buckets). When
  * the block and its index bits lie in the address's first 64 bits (every
  * IPv4 set), that is one word's mask, compare and shift (@fast_right);

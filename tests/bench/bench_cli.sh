@@ -57,7 +57,8 @@ echo "   ($((BACKENDS * 4096)) points): wall time of the whole command, median o
 	{ ringlb backend add "$VIP" $B256 >/dev/null 2>"$W/err" ||
 		die "backend add $VIP $B256: $(tail -1 "$W/err")"; } &&
 	remove=$(median_ms "backend add $VIP $B256" backend remove "$VIP" b256) &&
-	ringlb backend remove "$VIP" b256 >/dev/null &&
+	{ ringlb backend remove "$VIP" b256 >/dev/null 2>"$W/err" ||
+		die "backend remove $VIP b256: $(tail -1 "$W/err")"; } &&
 	weight=$(median_ms "backend weight $VIP b7 1" backend weight "$VIP" b7 2) &&
 	drain=$(median_ms "" backend drain "$VIP" "b1@") &&
 	verify=$(median_ms "" verify)
