@@ -79,20 +79,16 @@ static __u8 verdict_at(u128 at, const struct state_source *sources, const u128 *
  */
 static void index_build(struct lb_source_set *set)
 {
-	u128 low = 0, diff = 0, base, host;
+	u128 low = 0, base, host;
 	unsigned int shift = 0, bits, j, run = 0;
 
-	if (set->head.count > 2) {
-		u128 high = get_addr(&set->start[set->head.count - 1]) - 1;
+	if (set->head.count > 1) {
+		u128 diff;
 
 		low = get_addr(&set->start[1]);
-		diff = low ^ high;
-	} else if (set->head.count == 2) {
-		/* Run 1 starts after 0: its lowest set bit and all below it. */
-		low = get_addr(&set->start[1]);
-		diff = low ^ (low - 1);
-	}
-	if (set->head.count > 1) {
+		/* Two runs: run 1 starts after 0, so its lowest set bit and all below it. */
+		diff = low ^ (set->head.count > 2 ? get_addr(&set->start[set->head.count - 1]) - 1 :
+						     low - 1);
 		/* diff 0 (a block of one address): the smallest span, two addresses. */
 		while (!(diff >> 127) && shift < 127) {
 			diff <<= 1;
