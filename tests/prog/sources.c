@@ -377,6 +377,33 @@ static void test_a_vip_takes_its_limit_of_prefixes(void **state)
  * changed behind the controller's back) refuses every client, counted as
  * drop_no_sources, until the set is written again: never served unchecked.
  */
+/* The slot of the VIP's serving source set, as the program finds it. */
+static __u32 serving_slot(void)
+{
+	return LB_SOURCE_SET_SLOT(VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity);
+}
+
+/*
+ * @head written over @r's VIP's serving head behind the controller's back:
+ * a SYN from @client gets @action by it, a read of the slot says it holds
+ * no set the state makes, and after a sync a SYN from @client_after gets
+ * @action_after, as the state says.
+ */
+static void head_tampered(const struct ranges *r, struct lb_source_set *set,
+			  const struct lb_source_head *head, const char *client, int action,
+			  const char *client_after, int action_after)
+{
+	__u32 slot = serving_slot();
+
+	assert_int_equal(bpf_map_update_elem(maps->source_heads, &slot, head, BPF_EXIST), 0);
+	check_eq(syn_from(VIP_V4_TCP, client), action);
+	check_eq(lb_source_set_read(maps, VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity, set), 0);
+	check(set->head.count == 0, "a read of a set under another head: %u runs",
+	      set->head.count);
+	check_eq(kernel_vip_sources_sync(maps, r->v), 0);
+	check_eq(syn_from(VIP_V4_TCP, client_after), action_after);
+}
+
 /*
  * The head the program reads (map source_heads) changed behind the
  * controller's back, its set untouched (a verdict, then the 64-bit form):
@@ -398,34 +425,25 @@ static void test_a_head_not_the_sets_own_is_seen_and_repaired(void **state)
 	flows_clear();
 	pool_install(&p, VIP_V4_TCP, ring_weighted(100, 2, NULL, "gone"));
 	ranges_make(&r, VIP_V4_TCP, NULL, deny);
-	slot = LB_SOURCE_SET_SLOT(VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity);
 	check_eq(syn_from(VIP_V4_TCP, "198.18.1.9"), XDP_TX);
 	check_eq(lb_source_set_read(maps, VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity, set), 0);
 	check(set->head.count == 3, "a read of the synced set: %u runs", set->head.count);
+	/* 198.18.1.10 is before the block (198.18.9.0/24): the head's verdict below it. */
+	slot = serving_slot();
 	assert_int_equal(bpf_map_lookup_elem(maps->source_heads, &slot, &head), 0);
 	head.below = LB_SOURCE_DENIED;
-	assert_int_equal(bpf_map_update_elem(maps->source_heads, &slot, &head, BPF_EXIST), 0);
-	/* 198.18.1.9 is before the block (198.18.9.0/24): the head's verdict below it. */
-	check_eq(syn_from(VIP_V4_TCP, "198.18.1.10"), XDP_DROP);
-	check_eq(lb_source_set_read(maps, VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity, set), 0);
-	check(set->head.count == 0, "a read of a set under another head: %u runs",
-	      set->head.count);
-	check_eq(kernel_vip_sources_sync(maps, r.v), 0);
-	check_eq(syn_from(VIP_V4_TCP, "198.18.1.11"), XDP_TX);
-	/* Its 64-bit form too: every client in the block, in bucket 1 (denied, inside the /24). */
-	slot = LB_SOURCE_SET_SLOT(VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity);
+	head_tampered(&r, set, &head, "198.18.1.10", XDP_DROP, "198.18.1.11", XDP_TX);
+	/*
+	 * Its 64-bit form: every client of the block now in bucket 1, whose
+	 * class says served. The 128-bit path would read 198.18.9.5's own
+	 * bucket, denied: the program must take the form it is given.
+	 */
+	slot = serving_slot();
 	assert_int_equal(bpf_map_lookup_elem(maps->source_heads, &slot, &head), 0);
 	check(head.fast_right != LB_SOURCE_NO_FAST, "an IPv4 head without the 64-bit form");
 	head.fast_right = 63;
-	head.fast_mask = 0;
-	head.first.hi = 0;
-	assert_int_equal(bpf_map_update_elem(maps->source_heads, &slot, &head, BPF_EXIST), 0);
-	check_eq(syn_from(VIP_V4_TCP, "198.18.1.12"), XDP_DROP);
-	check_eq(lb_source_set_read(maps, VIP_V4_TCP, vip_value(VIP_V4_TCP).source_parity, set), 0);
-	check(set->head.count == 0, "a read of a set under another 64-bit form: %u runs",
-	      set->head.count);
-	check_eq(kernel_vip_sources_sync(maps, r.v), 0);
-	check_eq(syn_from(VIP_V4_TCP, "198.18.1.13"), XDP_TX);
+	head.bucket[0] &= (__u8)~(3u << 2);
+	head_tampered(&r, set, &head, "198.18.9.5", XDP_TX, "198.18.9.6", XDP_DROP);
 	free(set);
 	state_free(&r.s);
 	ranges_clear(VIP_V4_TCP);
