@@ -22,6 +22,15 @@
 /** RING_SEARCH_BAD - ring_search() found a slot the map does not have. */
 #define RING_SEARCH_BAD (-1)
 
+/*
+ * ring_below() - all ones when @a < @b (unsigned), else zero, without a
+ * branch: the borrow of a - b, as Hacker's Delight 2-12 gives it.
+ */
+static __always_inline __u32 ring_below(__u64 a, __u64 b)
+{
+	return (__u32)0 - (__u32)(((~a & b) | ((~a | b) & (a - b))) >> 63);
+}
+
 /**
  * ring_search() - the owner of @hash: the backend of the first point at or
  * after @hash, going round the circle.
@@ -75,8 +84,7 @@ static __always_inline int ring_search(void *ring, __u32 bits, __u64 hash, __u32
 		probe = ring_slot(ring, at + base + half);
 		if (!probe)
 			return RING_SEARCH_BAD;
-		if (probe->entry < key)
-			base += half;
+		base += half & ring_below(probe->entry, key);
 		len -= half;
 	}
 	if (base >= count)

@@ -22,6 +22,14 @@
 #include "ringmap.h"
 #include "testutil.h"
 
+/* The search's own helpers, for test_below_is_the_unsigned_compare (it reads no slot). */
+static inline const union lb_ring_slot *ring_slot(void *ring, __u32 slot)
+{
+	return slot == 0 ? ring : NULL;
+}
+
+#include "lb_ring_search.h"
+
 #define SEED 0x72696e676d6170ULL
 #define NAME_LEN 24
 #define POOL_MAX 64
@@ -539,6 +547,35 @@ static void test_weight_change_edits_only_the_replicas_between(void **state)
 	free(edits);
 }
 
+static void below_agrees(__u64 a, __u64 b)
+{
+	__u32 got = ring_below(a, b), want = a < b ? UINT32_MAX : 0;
+
+	check(got == want, "ring_below(%#llx, %#llx) = %#x, want %#x", (unsigned long long)a,
+	      (unsigned long long)b, got, want);
+}
+
+/* ring_below(), the search's branch-free compare, on the edges of 64-bit values and at random. */
+static void test_below_is_the_unsigned_compare(void **state)
+{
+	static const __u64 values[] = {
+		0, 1, 2, 0x7fffffffffffffffull, 0x8000000000000000ull, 0x8000000000000001ull,
+		0xfffffffffffffffeull, UINT64_MAX, 0x00000000ffffffffull, 0x0000000100000000ull,
+	};
+	struct test_rng rng = { SEED };
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+		for (j = 0; j < sizeof(values) / sizeof(values[0]); j++)
+			below_agrees(values[i], values[j]);
+	for (i = 0; i < 100000; i++) {
+		__u64 a = test_rng_next(&rng), b = i & 1 ? test_rng_next(&rng) : a ^ (1ull << (i % 64));
+
+		below_agrees(a, b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -549,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_compare_and_digest_catch_any_changed_answer),
 		cmocka_unit_test(test_points_on_bucket_edges_answer_exactly),
 		cmocka_unit_test(test_weight_change_edits_only_the_replicas_between),
+		cmocka_unit_test(test_below_is_the_unsigned_compare),
 	};
 
 	return tests_run("test_ringmap", tests);

@@ -75,11 +75,32 @@ __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word)
 	return sum;
 }
 
+/*
+ * The verifier's work on a program just loaded, said, and held to
+ * HARNESS_VERIFIER_BUDGET: 0, or -1 (said) when over it or unreadable.
+ */
+static int verifier_budget(int prog_fd, const char *name)
+{
+	struct bpf_prog_info info = {};
+	__u32 info_len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &info_len)) {
+		fprintf(stderr, "%s: reading its program info: %s\n", name, strerror(errno));
+		return -1;
+	}
+	printf("verifier: %s loaded, %u instructions processed, %u xlated bytes\n", name,
+	       info.verified_insns, info.xlated_prog_len);
+	if (info.verified_insns > HARNESS_VERIFIER_BUDGET) {
+		fprintf(stderr, "%s: the verifier processed %u instructions, over the budget of %u\n",
+			name, info.verified_insns, HARNESS_VERIFIER_BUDGET);
+		return -1;
+	}
+	return 0;
+}
+
 int harness_load(const char *test, const __u64 key[2], const __u8 mac[6], struct lb_prog **out)
 {
 	struct lb_load_opts opts = { .secret = { key[0], key[1] } };
-	struct bpf_prog_info info = {};
-	__u32 info_len = sizeof(info);
 	int rule = root_rule(test), err;
 
 	if (rule)
@@ -90,9 +111,11 @@ int harness_load(const char *test, const __u64 key[2], const __u8 mac[6], struct
 		fprintf(stderr, "%s: loading the program: %s\n", test, strerror(-err));
 		return -1;
 	}
-	if (bpf_obj_get_info_by_fd(lb_prog_fd(*out), &info, &info_len) == 0)
-		printf("verifier: ringlb_xdp loaded, %u instructions processed, %u xlated bytes\n",
-		       info.verified_insns, info.xlated_prog_len);
+	if (verifier_budget(lb_prog_fd(*out), "ringlb_xdp")) {
+		lb_prog_close(*out);
+		*out = NULL;
+		return -1;
+	}
 	return 0;
 }
 
@@ -180,7 +203,8 @@ struct decap_bpf *harness_decap_open(void)
 		return NULL;
 	bpf_object__for_each_map(map, skel->obj)
 		bpf_map__set_pin_path(map, NULL);
-	if (decap_bpf__load(skel))
+	if (decap_bpf__load(skel) ||
+	    verifier_budget(bpf_program__fd(skel->progs.ringlb_decap), "ringlb_decap"))
 		goto fail;
 	pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_VIP4, vips[0].bytes);
 	pkt_addr(LB_FAMILY_IPV6, HARNESS_DECAP_VIP6, vips[1].bytes);

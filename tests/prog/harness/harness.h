@@ -47,6 +47,14 @@ void harness_cpu_unpin(void);
 /** harness_percpu_sum() - word @word of a per-CPU value of @words 64-bit words, summed. */
 __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word);
 
+/*
+ * HARNESS_VERIFIER_BUDGET - instructions the verifier may process for each
+ * data-path program (half the kernel's limit of 1,000,000): a change that
+ * grows its work past this fails the program tests long before a load fails
+ * (ringlb_xdp 312,208 and ringlb_decap 225,971 on 2026-12-05).
+ */
+#define HARNESS_VERIFIER_BUDGET 500000u
+
 /**
  * harness_load() - the data path with private maps, on @secret and with
  * @mac as its interface's MAC; the verifier's figures printed once.
