@@ -98,6 +98,19 @@ static void random_sources(struct test_rng *rng, struct state_vip *v, size_t cou
 }
 
 /*
+ * Do @set, @slow and the model of @v give @a one verdict? @got: the three,
+ * in that order. The model (a walk of every prefix) is asked once.
+ */
+static int verdicts_agree(const struct lb_source_set *set, const struct lb_source_set *slow,
+			  const struct state_vip *v, const struct addr *a, int got[3])
+{
+	got[0] = source_set_verdict(set, a);
+	got[1] = source_set_verdict(slow, a);
+	got[2] = model_verdict(v, a);
+	return got[0] == got[2] && got[1] == got[2];
+}
+
+/*
  * @set answers as the model on random clients and on each run's edges, and
  * so does @slow, the same set with its fast form off (the 128-bit path).
  */
@@ -106,7 +119,7 @@ static void set_agrees(struct test_rng *rng, const struct state_vip *v,
 		       const struct prefix *within)
 {
 	__u32 i;
-	int k;
+	int k, got[3];
 
 	memcpy(slow, set, sizeof(*slow));
 	slow->head.fast_right = LB_SOURCE_NO_FAST;
@@ -114,12 +127,9 @@ static void set_agrees(struct test_rng *rng, const struct state_vip *v,
 	for (i = 0; i < PROBES; i++) {
 		struct addr a = addr_random(rng, family, i & 1 ? within : NULL);
 
-		check(source_set_verdict(set, &a) == model_verdict(v, &a),
-		      "client %u: set says %d, the model %d", i, source_set_verdict(set, &a),
-		      model_verdict(v, &a));
-		check(source_set_verdict(slow, &a) == model_verdict(v, &a),
-		      "client %u: the 128-bit path says %d, the model %d", i,
-		      source_set_verdict(slow, &a), model_verdict(v, &a));
+		check(verdicts_agree(set, slow, v, &a, got),
+		      "client %u: set says %d, the 128-bit path %d, the model %d", i, got[0], got[1],
+		      got[2]);
 	}
 	for (i = 0; i < set->head.count; i++)
 		for (k = -1; k <= 1; k++) {
@@ -135,12 +145,9 @@ static void set_agrees(struct test_rng *rng, const struct state_vip *v,
 				n.hi += (__u64)(__int64_t)k << 32;
 				a = addr_at(family, &n, 0);
 			}
-			check(source_set_verdict(set, &a) == model_verdict(v, &a),
-			      "run %u of %u, edge %+d: set says %d, the model %d", i, set->head.count, k,
-			      source_set_verdict(set, &a), model_verdict(v, &a));
-			check(source_set_verdict(slow, &a) == model_verdict(v, &a),
-			      "run %u of %u, edge %+d: the 128-bit path says %d, the model %d", i,
-			      set->head.count, k, source_set_verdict(slow, &a), model_verdict(v, &a));
+			check(verdicts_agree(set, slow, v, &a, got),
+			      "run %u of %u, edge %+d: set says %d, the 128-bit path %d, the model %d",
+			      i, set->head.count, k, got[0], got[1], got[2]);
 		}
 }
 
