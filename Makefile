@@ -35,7 +35,10 @@ BPF_SYS_INCLUDES := $(shell $(BPF_CLANG) -v -E -x c /dev/null -o /dev/null 2>&1 
 	awk '/search starts here/ { on = 1; next } /End of search list/ { on = 0 } \
 	     on { printf "-idirafter %s ", $$1 }')
 # -ffreestanding: clang's own <stdint.h>, not glibc's (which wants gnu/stubs-32.h).
-BPF_CFLAGS := -g -O2 -target bpf -ffreestanding $(BPF_SYS_INCLUDES) -Ibpf -Iring $(WARNINGS)
+# -fno-strict-aliasing, as the kernel builds: the programs read headers and keys
+# through casts, and clang's type-based alias analysis may drop a store that it
+# judges no read of another type can see (docs/traps.md).
+BPF_CFLAGS := -g -O2 -fno-strict-aliasing -target bpf -ffreestanding $(BPF_SYS_INCLUDES) -Ibpf -Iring $(WARNINGS)
 
 # The controller's layers (docs/design.md): each sees its own headers and those
 # of the layers below it, never above, so an upward include does not compile.

@@ -51,7 +51,7 @@ __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word);
  * HARNESS_VERIFIER_BUDGET - instructions the verifier may process for each
  * data-path program (half the kernel's limit of 1,000,000): a change that
  * grows its work past this fails the program tests long before a load fails
- * (ringlb_xdp 312,208 and ringlb_decap 225,971 on 2026-12-05).
+ * (ringlb_xdp 272,648 and ringlb_decap 225,971 on 2026-12-05).
  */
 #define HARNESS_VERIFIER_BUDGET 500000u
 
