@@ -548,6 +548,9 @@ static void test_the_program_without_crypto_serves_plaintext(void **state)
 	memcpy(opts.iface_mac, iface_mac, sizeof(opts.iface_mac));
 	err = lb_prog_load(&plain, &opts);
 	check(err == 0, "the program without crypto does not load: %s", strerror(-err));
+	check(harness_verifier_budget(lb_prog_fd(plain), "ringlb_xdp without AES",
+				      HARNESS_BUDGET_XDP) == 0,
+	      "the program without crypto is over the verifier's budget");
 	prog = plain;
 	maps = lb_prog_maps(plain);
 	qvip_make(&q, &cfg, NULL, 3, NULL);

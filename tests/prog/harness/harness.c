@@ -75,11 +75,7 @@ __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word)
 	return sum;
 }
 
-/*
- * The verifier's work on a program just loaded, said, and held to
- * HARNESS_VERIFIER_BUDGET: 0, or -1 (said) when over it or unreadable.
- */
-static int verifier_budget(int prog_fd, const char *name)
+int harness_verifier_budget(int prog_fd, const char *name, __u32 budget)
 {
 	struct bpf_prog_info info = {};
 	__u32 info_len = sizeof(info);
@@ -90,9 +86,9 @@ static int verifier_budget(int prog_fd, const char *name)
 	}
 	printf("verifier: %s loaded, %u instructions processed, %u xlated bytes\n", name,
 	       info.verified_insns, info.xlated_prog_len);
-	if (info.verified_insns > HARNESS_VERIFIER_BUDGET) {
+	if (info.verified_insns > budget) {
 		fprintf(stderr, "%s: the verifier processed %u instructions, over the budget of %u\n",
-			name, info.verified_insns, HARNESS_VERIFIER_BUDGET);
+			name, info.verified_insns, budget);
 		return -1;
 	}
 	return 0;
@@ -111,7 +107,7 @@ int harness_load(const char *test, const __u64 key[2], const __u8 mac[6], struct
 		fprintf(stderr, "%s: loading the program: %s\n", test, strerror(-err));
 		return -1;
 	}
-	if (verifier_budget(lb_prog_fd(*out), "ringlb_xdp")) {
+	if (harness_verifier_budget(lb_prog_fd(*out), "ringlb_xdp", HARNESS_BUDGET_XDP)) {
 		lb_prog_close(*out);
 		*out = NULL;
 		return -1;
@@ -204,7 +200,8 @@ struct decap_bpf *harness_decap_open(void)
 	bpf_object__for_each_map(map, skel->obj)
 		bpf_map__set_pin_path(map, NULL);
 	if (decap_bpf__load(skel) ||
-	    verifier_budget(bpf_program__fd(skel->progs.ringlb_decap), "ringlb_decap"))
+	    harness_verifier_budget(bpf_program__fd(skel->progs.ringlb_decap), "ringlb_decap",
+				    HARNESS_BUDGET_DECAP))
 		goto fail;
 	pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_VIP4, vips[0].bytes);
 	pkt_addr(LB_FAMILY_IPV6, HARNESS_DECAP_VIP6, vips[1].bytes);
