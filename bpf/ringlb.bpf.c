@@ -172,9 +172,7 @@ static __always_inline __u64 clock_now(__u32 *now_s)
  */
 __noinline __u64 flow_hash_words(__u64 w0, __u64 w1, __u64 w2, __u64 w3, __u64 w4)
 {
-	uint64_t words[SIPHASH_FLOW_WORDS] = { w0, w1, w2, w3, w4 };
-
-	return siphash13_flow(words, flow_secret[0], flow_secret[1]);
+	return siphash13_words(w0, w1, w2, w3, w4, flow_secret[0], flow_secret[1]);
 }
 
 static __always_inline __u64 flow_hash(const struct lb_flow_key *key)
