@@ -31,6 +31,8 @@ trap cleanup EXIT
 topo_down "$P" "$W" # a previous run that was killed
 
 RINGLB=${RINGLB:-$ROOT/build/ringlb}
+# /slow's rate (scripts/topology.sh), in nginx's KiB.
+SLOW_RATE=${TOPO_SLOW_RATE:-16k}
 ringlb() { nsenter --net="/run/netns/${P}lb" "$RINGLB" --state "$W/state.json" --pin-dir "$PIN" "$@"; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
@@ -56,7 +58,7 @@ run ringlb show
 say "600 real HTTP connections from c1 (each a new flow)"
 distribution 600 1
 
-say "A slow download (256 KiB at 16 KiB/s) from c2, port 28000; ringlb lookup says where it goes"
+say "A slow download (256 KiB at ${SLOW_RATE%k} KiB/s) from c2, port 28000; ringlb lookup says where it goes"
 DRAINED=$(ringlb lookup "$VIP" "$(topo_client_addr4 2):28000")
 echo "   c2:28000 -> $DRAINED"
 ip netns exec "${P}c2" curl -s -m 60 --local-port 28000 "http://$TOPO_VIP4/slow" -o "$W/slow" \

@@ -12,7 +12,8 @@
 #   ${P}cJ   eth0 198.18.0.2J/24 2001:db8::2J/64, routes to the VIPs via the LB
 #
 # Backends run nginx answering "bI" on / and slow bodies of "I"s on /slow
-# (256 KiB) and /slower (1 MiB) at 16 KiB/s, so a connection can be held open
+# (256 KiB) and /slower (1 MiB) at 16 KiB/s (/slow's rate: TOPO_SLOW_RATE, in
+# nginx's words, 16k unless set), so a connection can be held open
 # across a drain or a run of changes; /held is /slower's body at full speed,
 # for a client that holds the connection open itself (tests/tools/heldget.py).
 # Run the controller in ${P}lb with: nsenter --net=/run/netns/${P}lb ringlb ...
@@ -71,7 +72,7 @@ http {
 	server {
 		listen 80 backlog=4096;
 		listen [::]:80 backlog=4096;
-		location = /slow { alias $dir/slow-b$i; limit_rate 16k; }
+		location = /slow { alias $dir/slow-b$i; limit_rate ${TOPO_SLOW_RATE:-16k}; }
 		location = /slower { alias $dir/slower-b$i; limit_rate 16k; }
 		location = /held { alias $dir/slower-b$i; }
 		location / { return 200 "b$i\n"; }
