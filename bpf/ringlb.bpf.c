@@ -164,23 +164,9 @@ static __always_inline __u64 clock_now(__u32 *now_s)
 	return c->now_ns;
 }
 
-/*
- * The ring position of the flow key whose five words these are. A global
- * function, verified once on its own: inlined, SipHash's 250 instructions
- * were walked again on each of the some 76 paths that reach a hash, for one
- * call a new flow.
- */
-__noinline __u64 flow_hash_words(__u64 w0, __u64 w1, __u64 w2, __u64 w3, __u64 w4)
-{
-	return siphash13_words(w0, w1, w2, w3, w4, flow_secret[0], flow_secret[1]);
-}
-
 static __always_inline __u64 flow_hash(const struct lb_flow_key *key)
 {
-	__u64 w[SIPHASH_FLOW_WORDS];
-
-	__builtin_memcpy(w, key, sizeof(w));
-	return flow_hash_words(w[0], w[1], w[2], w[3], w[4]);
+	return flow_hash_with(key, flow_secret[0], flow_secret[1]);
 }
 
 /* QUIC-LB's maps and quic_pick(), which hash connection IDs with flow_hash(). */

@@ -119,8 +119,9 @@ static inline uint64_t siphash_finish(struct siphash_state *s, uint64_t last,
  * @k0: first secret word
  * @k1: second secret word
  *
- * Return: what siphash13_flow() returns for those words, with no memory
- * read (the XDP program's flow_hash_words() keeps them in registers).
+ * Return: what siphash13_flow() returns for those words. Written out
+ * straight: the XDP program's verifier then keeps no state per word, as it
+ * did for a counted loop over them.
  */
 static inline uint64_t siphash13_words(uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
 				       uint64_t w4, uint64_t k0, uint64_t k1)

@@ -51,12 +51,12 @@ __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word);
  * HARNESS_BUDGET_XDP, HARNESS_BUDGET_DECAP - instructions the verifier may
  * process for the data path (with or without AES) and for the decap
  * program: about a fifth over what they took on 2026-12-05 (ringlb_xdp
- * 272,648, 267,760 without AES; ringlb_decap 225,971), so a change that
+ * 289,176, 276,544 without AES; ringlb_decap 225,971), so a change that
  * grows the verifier's work by more is seen here, long before the kernel's
  * limit of 1,000,000 refuses a load (docs/traps.md). Read from
  * bpf_prog_info.verified_insns (Linux 5.16 and later; 0 before).
  */
-#define HARNESS_BUDGET_XDP 330000u
+#define HARNESS_BUDGET_XDP 350000u
 #define HARNESS_BUDGET_DECAP 275000u
 
 /**
