@@ -60,7 +60,8 @@ inc_of = $(strip \
 	$(if $(filter user/cli/%,$(1)),$(CLI_INC),$(TEST_INC))))))))
 LDLIBS_RING := -lm
 LDLIBS_BPF := -lbpf -lelf -lz
-LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap -lmicrohttpd -lsystemd -lpthread -lcurl -lcrypto -linih
+# No -lcurl: libcurl is opened when a store needs it (user/change/curl_lib.c).
+LDLIBS_CLI := $(LDLIBS_BPF) -ljansson -lmnl -lcap -lmicrohttpd -lsystemd -lpthread -lcrypto -linih
 
 ifeq ($(V),1)
 	Q =
@@ -229,8 +230,11 @@ $(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(LAYER_LIBS) $(OUTPUT)/libring.a
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
 UNIT_TESTS := test_ring test_ringmap test_source_set test_state test_health test_picture test_change \
-	test_daemon test_status test_quic_lb
+	test_daemon test_status test_quic_lb test_curl_lib
 test_ring_SRCS := tests/unit/test_ring.c $(RING_SRCS)
+# libcurl opened at run time: nothing else of the change layer.
+test_curl_lib_SRCS := tests/unit/test_curl_lib.c user/change/curl_lib.c
+test_curl_lib_LIBS := -lcmocka
 test_ringmap_SRCS := tests/unit/test_ringmap.c user/kernel/ringmap.c $(RING_SRCS)
 test_source_set_SRCS := tests/unit/test_source_set.c user/kernel/source_set.c $(model_SRCS) \
 	$(RING_SRCS)
@@ -275,7 +279,7 @@ $(eval $(call program,quic_server,tests/tools/quic_server.c $(OUTPUT)/libringlb_
 # Source lines of a BPF program's JIT image, for scripts/profile.sh.
 $(eval $(call program,jit_lines,tests/tools/jit_lines.c,$(LDLIBS_BPF)))
 # The etcd client against a real etcd (tests/suites/store.sh starts one).
-$(eval $(call program,test_etcd,tests/unit/test_etcd.c user/change/etcd.c,-lcmocka -ljansson -lcurl -lcrypto))
+$(eval $(call program,test_etcd,tests/unit/test_etcd.c user/change/etcd.c user/change/curl_lib.c,-lcmocka -ljansson -lcrypto))
 $(eval $(call program,test_hostile,tests/prog/hostile/test_hostile.c $(HARNESS_SRCS) $(PROG_LIBS),\
 	-lcmocka $(LDLIBS_BPF) $(LDLIBS_HOST) $(LDLIBS_RING)))
 

@@ -100,7 +100,7 @@ t_lintian() {
 # --- install -----------------------------------------------------------------------------------
 # DEMO: the demo running on the installed binary, when its test runs.
 t_install() {
-	local commit
+	local commit store_err
 	export DEBIAN_FRONTEND=noninteractive
 	OURS=1
 	if apt-get install -y -q --no-install-recommends "$DEB" >"$W/install.log" 2>&1; then
@@ -123,6 +123,14 @@ t_install() {
 	ldd /usr/sbin/ringlb >"$W/ldd" && ! grep -q "not found" "$W/ldd" &&
 		pass "its $(wc -l <"$W/ldd") libraries resolve (the package's Depends: $(dpkg-query -W -f='${Depends}' ringlb | tr ',' '\n' | grep -c .) packages)" ||
 		fail "ldd: $(grep 'not found' "$W/ldd")"
+	# libcurl, opened only with a store: named in Depends, and opened by the installed
+	# binary (an etcd at a closed port is then a refused connection, not a missing library).
+	store_err=$(RINGLB_CONFIG=/dev/null /usr/sbin/ringlb --state "$W/state.json" \
+		--store etcd://127.0.0.1:9/ringlb-pkg show 2>&1)
+	dpkg-query -W -f='${Depends}' ringlb | grep -q "libcurl4" &&
+		[[ $store_err == *"127.0.0.1:9"* ]] && [[ $store_err != *"cannot load"* ]] &&
+		pass "libcurl4 in Depends, and the installed ringlb opens it: '$store_err'" ||
+		fail "libcurl: Depends '$(dpkg-query -W -f='${Depends}' ringlb)', a store command said '$store_err'"
 	# The demo, when its test runs, runs from here on in the background while the tests
 	# that only read the installation run.
 	if suite_will_run demo; then

@@ -23,6 +23,7 @@
 
 #include <curl/curl.h>
 
+#include "curl_lib.h"
 #include "etcd.h"
 
 /**
@@ -511,6 +512,11 @@ int store_etcd_open(const char *spec, const struct store_opts *opts, const char 
 
 	if (!e)
 		return fault_set(f, FAULT_STORE, -ENOMEM, "out of memory");
+	err = curl_lib_load(why, sizeof(why));
+	if (err) {
+		free(e);
+		return fault_set(f, FAULT_STORE, err, "--store '%s': %s (libcurl4)", spec, why);
+	}
 	if (etcd_spec_parse(spec, &parsed, &problem)) {
 		free(e);
 		return fault_set(f, FAULT_USAGE, -EINVAL, "--store '%s': %s", spec, problem);
