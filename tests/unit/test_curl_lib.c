@@ -33,7 +33,7 @@ static void test_a_missing_library_is_said(void **state)
 
 	(void)state;
 	check_eq(curl_lib_open("libringlb-absent.so.0", why, sizeof(why)), -ELIBACC);
-	check(strstr(why, "cannot load libringlb-absent.so.0: ") == why, "why: '%s'", why);
+	check(strstr(why, "libringlb-absent.so.0: ") == why, "why: '%s'", why);
 	check(!strchr(why, '\n'), "why is one line: '%s'", why);
 }
 

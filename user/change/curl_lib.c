@@ -40,27 +40,30 @@ static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 static int lib_loaded;
 static char lib_error[256];
 
-int curl_lib_open(const char *soname, char *why, size_t len)
+/* Open @soname and take every function into @fns: 0, or -ELIBACC / -ELIBBAD, said in @why. */
+static int lib_open(const char *soname, struct curl_fns *fns, void **handle, char *why, size_t len)
 {
 	static const char *const names[] = {
 		"curl_global_init", "curl_global_cleanup", "curl_easy_init", "curl_easy_setopt",
 		"curl_easy_perform", "curl_easy_getinfo", "curl_easy_cleanup",
 		"curl_easy_strerror", "curl_slist_append", "curl_slist_free_all",
 	};
-	struct curl_fns fns;
 	void **slots[] = {
-		(void **)&fns.global_init, (void **)&fns.global_cleanup, (void **)&fns.easy_init,
-		(void **)&fns.easy_setopt, (void **)&fns.easy_perform, (void **)&fns.easy_getinfo,
-		(void **)&fns.easy_cleanup, (void **)&fns.easy_strerror, (void **)&fns.slist_append,
-		(void **)&fns.slist_free_all,
+		(void **)&fns->global_init, (void **)&fns->global_cleanup, (void **)&fns->easy_init,
+		(void **)&fns->easy_setopt, (void **)&fns->easy_perform, (void **)&fns->easy_getinfo,
+		(void **)&fns->easy_cleanup, (void **)&fns->easy_strerror, (void **)&fns->slist_append,
+		(void **)&fns->slist_free_all,
 	};
 	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
 	size_t i;
 
 	_Static_assert(sizeof(names) / sizeof(names[0]) == sizeof(slots) / sizeof(slots[0]),
 		       "a name per function");
+	_Static_assert(sizeof(slots) / sizeof(slots[0]) * sizeof(void *) == sizeof(*fns),
+		       "a slot per function");
 	if (!h) {
-		snprintf(why, len, "cannot load %s: %s", soname, dlerror());
+		/* dlerror() names the library and says why. */
+		snprintf(why, len, "%s", dlerror());
 		return -ELIBACC;
 	}
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -72,16 +75,28 @@ int curl_lib_open(const char *soname, char *why, size_t len)
 			return -ELIBBAD;
 		}
 	}
-	_Static_assert(sizeof(slots) / sizeof(slots[0]) * sizeof(void *) == sizeof(fns),
-		       "a slot per function");
-	lib = fns;
-	/* Kept open for the process's life: libcurl's state is in it. */
+	*handle = h;
 	return 0;
+}
+
+int curl_lib_open(const char *soname, char *why, size_t len)
+{
+	struct curl_fns fns;
+	void *h;
+	int err = lib_open(soname, &fns, &h, why, len);
+
+	/* A check only: the process's own table is set once, by curl_lib_load(). */
+	if (!err)
+		dlclose(h);
+	return err;
 }
 
 static void lib_open_once(void)
 {
-	lib_loaded = curl_lib_open(CURL_LIB_SONAME, lib_error, sizeof(lib_error)) == 0;
+	void *h;
+
+	/* Kept open for the process's life: libcurl's state is in it. */
+	lib_loaded = lib_open(CURL_LIB_SONAME, &lib, &h, lib_error, sizeof(lib_error)) == 0;
 }
 
 int curl_lib_load(char *why, size_t len)
@@ -96,9 +111,8 @@ int curl_lib_load(char *why, size_t len)
 /* Loaded, or not: the forwarders below answer as libcurl does on a failure. */
 static int loaded(void)
 {
-	char why[8];
-
-	return curl_lib_load(why, sizeof(why)) == 0;
+	pthread_once(&lib_once, lib_open_once);
+	return lib_loaded;
 }
 
 /* The names are in parentheses: curl.h may define some as type-checking macros. */

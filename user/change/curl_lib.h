@@ -13,7 +13,7 @@
 
 /**
  * curl_lib_load() - open libcurl once for the process, if not yet done.
- * @why: where a failure is said ("cannot load libcurl.so.4: ...")
+ * @why: where a failure is said (dlerror()'s words: the library and why)
  * @len: its size
  *
  * Thread-safe; the first call decides for the process's life.
@@ -23,8 +23,9 @@
 int curl_lib_load(char *why, size_t len);
 
 /**
- * curl_lib_open() - open @soname and take libcurl's functions from it (what
- * curl_lib_load() does once with CURL_LIB_SONAME; the tests name others).
+ * curl_lib_open() - could @soname serve as libcurl: does it open, with every
+ * function ringlb calls? A check (the tests name other libraries): it
+ * changes nothing curl_lib_load() opened.
  * @soname: the library
  * @why: where a failure is said
  * @len: its size

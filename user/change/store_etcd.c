@@ -512,11 +512,6 @@ int store_etcd_open(const char *spec, const struct store_opts *opts, const char 
 
 	if (!e)
 		return fault_set(f, FAULT_STORE, -ENOMEM, "out of memory");
-	err = curl_lib_load(why, sizeof(why));
-	if (err) {
-		free(e);
-		return fault_set(f, FAULT_STORE, err, "--store '%s': %s (libcurl4)", spec, why);
-	}
 	if (etcd_spec_parse(spec, &parsed, &problem)) {
 		free(e);
 		return fault_set(f, FAULT_USAGE, -EINVAL, "--store '%s': %s", spec, problem);
@@ -525,6 +520,12 @@ int store_etcd_open(const char *spec, const struct store_opts *opts, const char 
 		free(e);
 		return fault_set(f, FAULT_USAGE, -EINVAL, "--store '%s': a prefix of at most %d bytes",
 				 spec, STATE_MEMBER_PREFIX_MAX - 1);
+	}
+	err = curl_lib_load(why, sizeof(why));
+	if (err) {
+		free(e);
+		return fault_set(f, FAULT_STORE, err, "--store '%s': cannot load libcurl (libcurl4): %s",
+				 spec, why);
 	}
 	err = etcd_open(&parsed, &eopts, &e->client, why);
 	if (err) {
