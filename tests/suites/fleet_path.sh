@@ -75,6 +75,13 @@ wait_log() {
 	for t in $(seq 1 100); do grep -qF "$2" "$W/lb$1/daemon.log" && return 0; sleep 0.1; done
 	return 1
 }
+# leads: what each daemon said of the health checks' lease, in one line (a failure's context).
+leads() {
+	local i
+	for i in 1 2; do
+		echo "lb$i: $(grep -E "health checks|lease" "$W/lb$i/daemon.log" | tail -3 | tr '\n' ' ')"
+	done | tr '\n' ' '
+}
 # within SECONDS CMD...: CMD succeeds within SECONDS (asked every 0.1 s).
 within() {
 	local end=$(($(date +%s%N) + $1 * 1000000000))
@@ -186,7 +193,7 @@ t_leader() {
 	wait_log 1 "its down verdicts are held" && wait_log 1 "VIP $VIP: no backend answers" &&
 		within 10 alone 2 &&
 		pass "lb1, the leader, cut from the backends: it withdrew, the router has lb2 alone ($(via))" ||
-		fail "leader cut: router via '$(via)'; $(tail -4 "$W/lb1/daemon.log")"
+		fail "leader cut: router via '$(via)'; $(tail -4 "$W/lb1/daemon.log"); who led: $(leads)"
 	# Past the fall (3 x 300 ms) and a hold: what a leader would have committed by now.
 	sleep 2
 	show=$(on 1 show)
@@ -194,7 +201,7 @@ t_leader() {
 	[ "$(downs)" = 0 ] && ! grep -q "down after" "$W/lb1/daemon.log" && [ "$got" = 30 ] &&
 		grep -q "its down verdicts are held" <<<"$show" &&
 		pass "its own path cut, the leader held its down verdicts (the store keeps both up, show: '$(grep -m1 held <<<"$show" | sed 's/^ *//')'); 30 of 30 answered through lb2" ||
-		fail "leader cut: $(downs) down, $got of 30; $(grep "down after" "$W/lb1/daemon.log" | head -2); show: $show"
+		fail "leader cut: $(downs) down, $got of 30; $(grep "down after" "$W/lb1/daemon.log" | head -2); who led: $(leads); show: $show"
 	from 1 2
 	within 10 both && wait_log 1 "VIP $VIP: this host's checks reach a backend again" && sleep 1 &&
 		[ "$(downs)" = 0 ] && [ "$(served 10)" = 10 ] &&
