@@ -372,11 +372,6 @@ static void test_a_vip_takes_its_limit_of_prefixes(void **state)
 	pool_release(&p);
 }
 
-/*
- * A VIP whose value says it has source ranges but whose set is gone (a map
- * changed behind the controller's back) refuses every client, counted as
- * drop_no_sources, until the set is written again: never served unchecked.
- */
 /* The slot of the VIP's serving source set, as the program finds it. */
 static __u32 serving_slot(void)
 {
@@ -450,6 +445,11 @@ static void test_a_head_not_the_sets_own_is_seen_and_repaired(void **state)
 	pool_release(&p);
 }
 
+/*
+ * A VIP whose value says it has source ranges but whose set is gone (a map
+ * changed behind the controller's back) refuses every client, counted as
+ * drop_no_sources, until the set is written again: never served unchecked.
+ */
 static void test_a_missing_set_refuses_every_client(void **state)
 {
 	static const char *const deny[] = { "198.18.9.0/24", NULL };
