@@ -12,8 +12,8 @@ set -eu
 # nginx-light as a real backend, curl as a real client, jq to read --json
 # output (the suites run its language through gojq, which starts in 2 ms
 # where jq 1.6 takes 23), netsniff-ng's trafgen as a packet generator,
-# valgrind for the CLI, python3-scapy to send a forged TCP reset, dnsmasq and dig as a real UDP
-# service and client. The daemon: libmicrohttpd for /metrics, libsystemd for
+# valgrind for the CLI, python3-scapy to send a forged TCP reset, dnsmasq
+# and dig as a real UDP service and client. The daemon: libmicrohttpd for /metrics, libsystemd for
 # sd_notify; its tests: prometheus (the server and promtool), systemd
 # (systemd-analyze), bc. The store: libcurl and libssl (base64) for etcd's
 # JSON gateway; its tests: etcd-server and etcd-client, openssl for their

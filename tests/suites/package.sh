@@ -125,7 +125,7 @@ t_install() {
 		fail "ldd: $(grep 'not found' "$W/ldd")"
 	# libcurl, opened only with a store: named in Depends, and opened by the installed
 	# binary (an etcd at a closed port is then a refused connection, not a missing library).
-	store_err=$(RINGLB_CONFIG=/dev/null /usr/sbin/ringlb --state "$W/state.json" \
+	store_err=$(/usr/sbin/ringlb --state "$W/state.json" \
 		--pin-dir "$W/pins" --store etcd://127.0.0.1:9/ringlb-pkg show 2>&1)
 	dpkg-query -W -f='${Depends}' ringlb | grep -q "libcurl4" &&
 		[[ $store_err == *"127.0.0.1:9"* ]] && [[ $store_err != *"cannot load"* ]] &&
