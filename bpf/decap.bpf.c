@@ -8,10 +8,12 @@
  * version 0 header (any private data, a GLB hop list included) or without
  * one (variant 1: the IP header right after UDP). Only from an outer source
  * inside a configured prefix (map "decap_from") and to an outer destination
- * that is one of the host's addresses (map "decap_local", filled by the
- * controller), and only with an inner destination that is one of the
- * host's VIPs (map "decap_vip", `decap attach --vip`: an array searched
- * from the address's home slot, struct lb_decap_vip). It removes the outer
+ * that is one of the host's addresses (map "decap_self", slots as
+ * "decap_vip" has, then the hash "decap_local" unless the slots hold them
+ * all; filled by the controller), and only with an inner destination that
+ * is one of the host's VIPs (map "decap_vip", `decap attach --vip`: an
+ * array searched from the address's home slot, struct lb_decap_vip). It
+ * removes the outer
  * headers, keeps the Ethernet header (and VLAN tag) with the inner
  * EtherType, and passes the inner packet to the host's stack, where the VIP
  * sits on loopback; or, for a GUE packet with a hop list that is not this
@@ -54,7 +56,7 @@ struct {
 	LB_PINNED;
 } decap_from SEC(".maps");
 
-/* The host's addresses, by family and address (the key's prefixlen unused: 0). */
+/* The host's addresses, by family and address (the key's prefixlen unused: 0): all of them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, DECAP_LOCAL_MAX);
@@ -71,6 +73,15 @@ struct {
 	__type(value, struct lb_decap_vip);
 	LB_PINNED;
 } decap_vip SEC(".maps");
+
+/* The host's addresses again, in slots, read first: those that fit (lb_contract.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LB_DECAP_SELF_SLOTS);
+	__type(key, __u32);
+	__type(value, struct lb_decap_vip);
+	LB_PINNED;
+} decap_self SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -122,30 +133,65 @@ static __always_inline int addr_in(void *map, int lpm, __u8 family, const void *
 	return bpf_map_lookup_elem(map, &key) != NULL;
 }
 
+/*
+ * Is @addr (4 words, an IPv4 address in the first, the rest zero) of
+ * @family in a slot of its window in @map, an array of 2^@bits struct
+ * lb_decap_vip? Without a branch on what the slots hold: a branch per probe
+ * left the verifier a state per outcome for the rest of the program
+ * (docs/traps.md). An IPv4 slot's other words are zero too (contract), so
+ * one difference of all five fields says equal or not.
+ */
+static __always_inline int in_slots(void *map, __u32 bits, __u8 family, const __u32 addr[4])
+{
+	__u32 home = lb_decap_home(family, addr, bits);
+	__u64 missed = 1;
+
+	for (__u32 i = 0; i < LB_DECAP_VIP_PROBES; i++) {
+		__u32 slot = (home + i) & ((1u << bits) - 1);
+		struct lb_decap_vip *v = bpf_map_lookup_elem(map, &slot);
+		__u64 d, neg;
+
+		if (!v)
+			return 0;
+		d = (__u64)((v->family ^ family) | (v->addr[0] ^ addr[0]) | (v->addr[1] ^ addr[1]) |
+			    (v->addr[2] ^ addr[2]) | (v->addr[3] ^ addr[3]));
+		/* Hidden from clang, which would make "d is not zero" a branch again. */
+		neg = -d;
+		__asm__ __volatile__("" : "+r"(neg));
+		missed &= (d | neg) >> 63;
+	}
+	return !missed;
+}
+
 /* Is @addr (4 words, an IPv4 address in the first) of @family one of the host's VIPs? */
 static __always_inline int vip_of_host(__u8 family, const __u32 addr[4])
 {
-	__u32 home = lb_decap_vip_home(family, addr);
-
-	for (__u32 i = 0; i < LB_DECAP_VIP_PROBES; i++) {
-		__u32 slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
-		struct lb_decap_vip *v = bpf_map_lookup_elem(&decap_vip, &slot);
-
-		/* An IPv4 slot's other words are zero (contract): its first word decides. */
-		if (v && v->family == family && v->addr[0] == addr[0] &&
-		    (family == LB_FAMILY_IPV4 ||
-		     (v->addr[1] == addr[1] && v->addr[2] == addr[2] && v->addr[3] == addr[3])))
-			return 1;
-	}
-	return 0;
+	return in_slots(&decap_vip, LB_DECAP_VIP_SLOT_BITS, family, addr);
 }
 
-/* Is @addr (of @family) inside a --from prefix, and is @dst one of the host's addresses? */
-static __always_inline __u32 trusted(__u8 family, const void *src, const void *dst, __u32 len)
+/*
+ * Is @addr (4 words) of @family one of the host's own addresses? Its slots
+ * first; the hash only when they miss and do not hold every address.
+ */
+static __always_inline int self_of_host(__u8 family, const __u32 addr[4])
+{
+	struct lb_decap_config *cfg;
+	__u32 zero = 0;
+
+	if (in_slots(&decap_self, LB_DECAP_SELF_SLOT_BITS, family, addr))
+		return 1;
+	cfg = bpf_map_lookup_elem(&decap_config, &zero);
+	if (cfg && (cfg->flags & LB_DECAP_SELF_WHOLE))
+		return 0;
+	return addr_in(&decap_local, 0, family, addr, family == LB_FAMILY_IPV4 ? 4 : 16);
+}
+
+/* Is @addr (of @family) inside a --from prefix, and is @dst (4 words) one of the host's addresses? */
+static __always_inline __u32 trusted(__u8 family, const void *src, const __u32 dst[4], __u32 len)
 {
 	if (!addr_in(&decap_from, 1, family, src, len))
 		return LB_DECAP_PASS_NOT_FROM;
-	if (!addr_in(&decap_local, 0, family, dst, len))
+	if (!self_of_host(family, dst))
 		return LB_DECAP_PASS_NOT_LOCAL;
 	return 0;
 }
@@ -337,8 +383,16 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l3, __u32 out
 	/* Only to a peer, never to this host. */
 	if (!addr_in(&decap_from, 1, family, hop, alen))
 		return HOP_NOT_PEER;
-	if (addr_in(&decap_local, 0, family, hop, alen))
-		return HOP_SELF;
+	{
+		__u32 a[4] = {};
+
+		if (alen == 4)
+			__builtin_memcpy(a, hop, 4);
+		else
+			__builtin_memcpy(a, hop, 16);
+		if (self_of_host(family, a))
+			return HOP_SELF;
+	}
 	/* GUE's next-hop index, in the 16-bit word it shares with hop_count. */
 	at = hops_at - 2;
 	/* A fresh offset, so the pointer is checked where it is written. */
@@ -444,7 +498,9 @@ int ringlb_decap(struct xdp_md *ctx)
 			return counted(LB_DECAP_PASS_NOT_ENCAP, bytes);
 		if (!ipv4_checksum_ok(ip, ihl, end))
 			return counted(LB_DECAP_PASS_BAD_OUTER, bytes);
-		reason = trusted(LB_FAMILY_IPV4, &ip->saddr, &ip->daddr, 4);
+		__u32 dst[4] = { ip->daddr };
+
+		reason = trusted(LB_FAMILY_IPV4, &ip->saddr, dst, 4);
 		if (reason)
 			return counted(reason, bytes);
 		outer = ihl;
@@ -460,7 +516,10 @@ int ringlb_decap(struct xdp_md *ctx)
 		proto = ip6->nexthdr;
 		if (proto != IPPROTO_IPIP && proto != IPPROTO_IPV6 && proto != IPPROTO_UDP)
 			return counted(LB_DECAP_PASS_NOT_ENCAP, bytes);
-		reason = trusted(LB_FAMILY_IPV6, &ip6->saddr, &ip6->daddr, 16);
+		__u32 dst[4];
+
+		__builtin_memcpy(dst, &ip6->daddr, 16);
+		reason = trusted(LB_FAMILY_IPV6, &ip6->saddr, dst, 16);
 		if (reason)
 			return counted(reason, bytes);
 		outer = sizeof(*ip6);

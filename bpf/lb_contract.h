@@ -1089,12 +1089,21 @@ struct lb_decap_from_key {
 /**
  * struct lb_decap_config - the decap program's settings (map "decap_config").
  * @gue_port: GUE's UDP port (__be16); 0: GUE not accepted
+ * @flags: LB_DECAP_SELF_WHOLE or not
  * @pad: zero
  */
 struct lb_decap_config {
 	__be16 gue_port;
-	__u8 pad[6];
+	__u8 flags;
+	__u8 pad[5];
 };
+
+/**
+ * LB_DECAP_SELF_WHOLE - struct lb_decap_config.flags: map "decap_self" holds
+ * every one of the host's addresses, so an address its slots miss is not
+ * the host's (map "decap_local" is not read).
+ */
+#define LB_DECAP_SELF_WHOLE (1u << 0)
 
 /** LB_DECAP_VIPS_MAX - VIP addresses one host's decap program takes (`decap attach --vip`). */
 #define LB_DECAP_VIPS_MAX 256
@@ -1111,11 +1120,25 @@ struct lb_decap_config {
 #define LB_DECAP_VIP_SLOT_BITS 12
 /** LB_DECAP_VIP_SLOTS - slots of map "decap_vip": 16 per VIP at most, so few collide. */
 #define LB_DECAP_VIP_SLOTS (1u << LB_DECAP_VIP_SLOT_BITS)
-/** LB_DECAP_VIP_PROBES - slots from its home one a VIP may sit in. */
+/** LB_DECAP_VIP_PROBES - slots from its home one address may sit in (either map). */
 #define LB_DECAP_VIP_PROBES 4
 
+/*
+ * Map "decap_self" holds the host's own addresses (the outer destinations
+ * it takes, the hops it refuses as itself) the same way, for the same
+ * reason: every frame asks. Those that find no slot in their window stay
+ * only in the hash "decap_local", which holds every one of them (the one
+ * set the decap programs of earlier builds read); the program reads it
+ * when the slots miss, unless LB_DECAP_SELF_WHOLE says the slots hold all.
+ */
+/** LB_DECAP_SELF_SLOT_BITS - log2 of LB_DECAP_SELF_SLOTS. */
+#define LB_DECAP_SELF_SLOT_BITS 10
+/** LB_DECAP_SELF_SLOTS - slots of map "decap_self". */
+#define LB_DECAP_SELF_SLOTS (1u << LB_DECAP_SELF_SLOT_BITS)
+
 /**
- * struct lb_decap_vip - a slot of map "decap_vip": one of the host's VIPs.
+ * struct lb_decap_vip - a slot of map "decap_vip" (one of the host's VIPs)
+ * or of map "decap_self" (one of its own addresses).
  * @family: enum lb_family; 0: an empty slot
  * @pad: zero
  * @addr: the address (__be, IPv4 in the first word, the rest zero)
@@ -1127,14 +1150,21 @@ struct lb_decap_vip {
 };
 
 /**
- * lb_decap_vip_home() - the home slot of VIP @addr (4 words as in struct
- * lb_decap_vip) of @family: the words folded, then Fibonacci hashing.
+ * lb_decap_home() - the home slot of address @addr (4 words as in struct
+ * lb_decap_vip) of @family in a map of 2^@bits slots: the words folded,
+ * then Fibonacci hashing.
  */
-static inline __u32 lb_decap_vip_home(__u8 family, const __u32 addr[4])
+static inline __u32 lb_decap_home(__u8 family, const __u32 addr[4], __u32 bits)
 {
 	__u32 x = addr[0] ^ addr[1] ^ addr[2] ^ addr[3] ^ family;
 
-	return (x * 0x9e3779b1u) >> (32 - LB_DECAP_VIP_SLOT_BITS);
+	return (x * 0x9e3779b1u) >> ((32 - bits) & 31);
+}
+
+/** lb_decap_vip_home() - the home slot of VIP @addr of @family in map "decap_vip". */
+static inline __u32 lb_decap_vip_home(__u8 family, const __u32 addr[4])
+{
+	return lb_decap_home(family, addr, LB_DECAP_VIP_SLOT_BITS);
 }
 
 /*

@@ -706,7 +706,8 @@ static void decap_key_add(struct bpf_object *obj, const char *map, int family, c
 
 /*
  * The settings both programs get: the balancer and the hop's subnet trusted
- * (the VIP: the program after has it from harness_decap_open()).
+ * (the VIP: the program after has it from harness_decap_open()), the host's
+ * address.
  */
 static void decap_bench_configure(struct bpf_object *obj)
 {
@@ -716,7 +717,16 @@ static void decap_bench_configure(struct bpf_object *obj)
 
 	decap_key_add(obj, "decap_from", LB_FAMILY_IPV4, HARNESS_SOURCE4, 32 + 32);
 	decap_key_add(obj, "decap_from", LB_FAMILY_IPV4, "198.18.13.0", 32 + 24);
-	decap_key_add(obj, "decap_local", LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, 0);
+	/*
+	 * The program after has its own addresses from harness_decap_open(), in
+	 * their slots as the controller puts them, and LB_DECAP_SELF_WHOLE set
+	 * (kept here); the program before has the hash alone.
+	 */
+	if (!bpf_object__find_map_by_name(obj, "decap_self"))
+		decap_key_add(obj, "decap_local", LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, 0);
+	else if (!m || bpf_map_lookup_elem(bpf_map__fd(m), &zero, &cfg))
+		die("the decap settings", -errno);
+	cfg.gue_port = htons(LB_GUE_PORT_DEFAULT);
 	if (!m || bpf_map_update_elem(bpf_map__fd(m), &zero, &cfg, BPF_ANY))
 		die("the decap settings", -errno);
 }

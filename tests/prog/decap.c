@@ -320,8 +320,136 @@ static void test_vip_slots_take_a_full_window_and_refuse_one_more(void **state)
 	check_eq(ipip_to(text[1]), XDP_DROP);
 }
 
+/* An IPIP frame from the balancer to outer destination @dst around a SYN to the VIP: taken? */
+static int taken_at(const char *dst)
+{
+	struct pkt_spec spec = { .family = V4, .protocol = IPPROTO_TCP, .src = "198.18.10.2",
+				 .dst = HARNESS_DECAP_VIP4, .sport = 40000, .dport = VIP_TCP_PORT };
+	struct pkt_encap e = { .family = V4, .src = BALANCER4, .dst = dst, .proto = 4 };
+	__u64 before = decap_reason(LB_DECAP_DECAP_IPIP), refused = decap_reason(LB_DECAP_PASS_NOT_LOCAL);
+	struct pkt in, frame;
+	unsigned char out[PKT_MAX];
+	size_t out_len;
+	__u32 verdict;
+
+	pkt_build(&in, &spec);
+	pkt_build_encap(&frame, &e, &in);
+	verdict = harness_run(bpf_program__fd(decap->progs.ringlb_decap), frame.data, frame.len, out,
+			      &out_len, 1, NULL);
+	if (verdict != XDP_PASS)
+		return -1;
+	if (decap_reason(LB_DECAP_DECAP_IPIP) - before == 1)
+		return 1;
+	return decap_reason(LB_DECAP_PASS_NOT_LOCAL) - refused == 1 ? 0 : -1;
+}
+
+/* Is LB_DECAP_SELF_WHOLE set, and how many addresses does the hash hold? */
+static int self_whole(size_t *in_hash)
+{
+	struct lb_decap_from_key key, next;
+	struct lb_decap_config cfg;
+	__u32 zero = 0;
+	int fd = bpf_map__fd(decap->maps.decap_local), more;
+
+	*in_hash = 0;
+	for (more = !bpf_map_get_next_key(fd, NULL, &next); more;
+	     more = !bpf_map_get_next_key(fd, &key, &next)) {
+		key = next;
+		(*in_hash)++;
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(decap->maps.decap_config), &zero, &cfg))
+		return -1;
+	return (cfg.flags & LB_DECAP_SELF_WHOLE) != 0;
+}
+
+static void test_host_addresses_in_slots_and_the_rest_in_the_hash(void **state)
+{
+	enum { SAME = LB_DECAP_VIP_PROBES + 2 };
+	struct decap_maps m;
+	struct addr same[SAME], many[DECAP_SELF_MAX + 1];
+	char text[SAME][32];
+	__u32 home = 0, k, n = 0, i;
+	size_t in_hash;
+
+	(void)state;
+	NEEDS_ROOT();
+	m = (struct decap_maps){ .from = bpf_map__fd(decap->maps.decap_from),
+				 .local = bpf_map__fd(decap->maps.decap_local),
+				 .self = bpf_map__fd(decap->maps.decap_self),
+				 .vip = bpf_map__fd(decap->maps.decap_vip),
+				 .config = bpf_map__fd(decap->maps.decap_config),
+				 .stats = bpf_map__fd(decap->maps.decap_stats) };
+	/* The harness's two addresses fit their slots: the slots are the whole set. */
+	check_eq(self_whole(&in_hash), 1);
+	check_eq(in_hash, 2);
+	check_eq(taken_at(HOST4), 1);
+	/* Addresses that share a home slot, found by trying 198.18.x.y in turn. */
+	for (k = 0; k < 65536 && n < SAME; k++) {
+		struct addr a = { .family = V4 };
+		__u32 w[4] = { 0 }, h;
+
+		snprintf(text[n], sizeof(text[n]), "198.18.%u.%u", 20 + (k >> 8), k & 255);
+		pkt_addr(V4, text[n], a.bytes);
+		memcpy(w, a.bytes, 4);
+		h = lb_decap_home(V4, w, LB_DECAP_SELF_SLOT_BITS);
+		if (n == 0)
+			home = h;
+		if (h == home)
+			same[n++] = a;
+	}
+	check_eq(n, SAME);
+	/* Two more than their window holds: those two in the hash alone, every one taken. */
+	check_eq(decap_self_set(&m, same, SAME), 0);
+	check_eq(self_whole(&in_hash), 0);
+	check_eq(in_hash, SAME);
+	for (i = 0; i < SAME; i++)
+		check(taken_at(text[i]) == 1, "host address %s of a full window not taken", text[i]);
+	check_eq(taken_at(HOST4), 0);
+	/* A set that fits: whole again, and the hash is not read (an entry put there alone is not taken). */
+	check_eq(decap_self_set(&m, same, LB_DECAP_VIP_PROBES), 0);
+	check_eq(self_whole(&in_hash), 1);
+	check_eq(in_hash, LB_DECAP_VIP_PROBES);
+	for (i = 0; i < LB_DECAP_VIP_PROBES; i++)
+		check(taken_at(text[i]) == 1, "host address %s not taken", text[i]);
+	check_eq(taken_at(text[SAME - 1]), 0);
+	{
+		struct lb_decap_from_key key = { .family = V4 };
+		__u8 one = 1;
+
+		memcpy(key.addr, same[SAME - 1].bytes, 4);
+		check_eq(bpf_map_update_elem(m.local, &key, &one, BPF_ANY), 0);
+		check_eq(taken_at(text[SAME - 1]), 0);
+	}
+	/* One left: it stays taken, the others are not. */
+	check_eq(decap_self_set(&m, &same[1], 1), 0);
+	check_eq(self_whole(&in_hash), 1);
+	check_eq(in_hash, 1);
+	check_eq(taken_at(text[1]), 1);
+	check_eq(taken_at(text[0]), 0);
+	check_eq(taken_at(text[2]), 0);
+	/* DECAP_SELF_MAX at most, and a refused set changes nothing. */
+	for (i = 0; i < DECAP_SELF_MAX + 1; i++) {
+		memset(&many[i], 0, sizeof(many[i]));
+		many[i].family = V6;
+		pkt_addr(V6, "2001:db8:31::", many[i].bytes);
+		many[i].bytes[14] = (__u8)(i >> 8);
+		many[i].bytes[15] = (__u8)i;
+	}
+	check_eq(decap_self_set(&m, many, DECAP_SELF_MAX + 1), -E2BIG);
+	check_eq(taken_at(text[1]), 1);
+	/* The hash takes a new set before the old leaves: a full one fits after none. */
+	check_eq(decap_self_set(&m, NULL, 0), 0);
+	check_eq(taken_at(text[1]), 0);
+	check_eq(decap_self_set(&m, many, DECAP_SELF_MAX), 0);
+	check(self_whole(&in_hash) >= 0, "the settings unread");
+	check_eq(in_hash, DECAP_SELF_MAX);
+	check_eq(taken_at(text[1]), 0);
+}
+
 HARNESS_GROUP(decap,
 	cmocka_unit_test_setup_teardown(test_decap_program_takes_what_is_ours_and_leaves_the_rest,
 					decap_setup, decap_teardown),
 	cmocka_unit_test_setup_teardown(test_vip_slots_take_a_full_window_and_refuse_one_more,
+					decap_setup, decap_teardown),
+	cmocka_unit_test_setup_teardown(test_host_addresses_in_slots_and_the_rest_in_the_hash,
 					decap_setup, decap_teardown));

@@ -166,7 +166,8 @@ static int peers_add(void)
 		{ LB_FAMILY_IPV4, "127.0.0.1" }, { LB_FAMILY_IPV4, GLB_VIP4 },
 		{ LB_FAMILY_IPV6, GLB_VIP6 },
 	};
-	struct bpf_map *from = decap->maps.decap_from, *local = decap->maps.decap_local;
+	static const char *const self[] = { HARNESS_DECAP_LOCAL4, HARNESS_DECAP_LOCAL6, GLB_PROXY };
+	struct bpf_map *from = decap->maps.decap_from;
 	struct addr vips[5];
 	size_t i;
 
@@ -180,7 +181,7 @@ static int peers_add(void)
 	       set_add(from, LB_FAMILY_IPV4, "198.18.11.0", 32 + 24) ||
 	       set_add(from, LB_FAMILY_IPV6, "2001:db8:13::", 32 + 64) ||
 	       set_add(from, LB_FAMILY_IPV4, "192.168.50.0", 32 + 24) ||
-	       set_add(local, LB_FAMILY_IPV4, GLB_PROXY, 0);
+	       harness_decap_self(decap, self, 3);
 }
 
 static int second_chance_setup(void **state)

@@ -2,10 +2,10 @@
 /*
  * The backend side's program and maps: see decap.h. Replacing the prefix
  * and address sets deletes what is no longer wanted only after adding what
- * is: a frame from a trusted source is never refused in between. The VIP
- * slots likewise: a VIP that stays keeps its slot, a new one takes a slot
- * of its window that holds no wanted VIP, and unwanted ones are cleared
- * last.
+ * is: a frame from a trusted source is never refused in between. The
+ * address slots likewise (the VIPs', the host's own): an address that stays
+ * keeps its slot, a new one takes a slot of its window that holds no wanted
+ * address, and unwanted ones are cleared last.
  */
 #include "decap.h"
 
@@ -23,9 +23,8 @@
 #include "decap.skel.h"
 #include "host.h"
 
-#define LOCAL_ADDRS_MAX 1024
 /* The maps struct decap_maps holds. */
-#define DECAP_MAPS 5
+#define DECAP_MAPS 6
 
 #define LB_DECAP_REASON_NAME(id, name, what) [LB_DECAP_##id] = name,
 const char *const decap_reason_names[LB_DECAP_REASON_COUNT] = {
@@ -54,9 +53,9 @@ int decap_load(const char *pin_dir)
 
 int decap_maps_open(struct decap_maps *m, const char *pin_dir)
 {
-	static const char *const names[] = { "decap_from", "decap_local", "decap_vip",
-					     "decap_config", "decap_stats" };
-	int *fds[] = { &m->from, &m->local, &m->vip, &m->config, &m->stats };
+	static const char *const names[] = { "decap_from", "decap_local", "decap_self",
+					     "decap_vip", "decap_config", "decap_stats" };
+	int *fds[] = { &m->from, &m->local, &m->self, &m->vip, &m->config, &m->stats };
 	char path[PATH_MAX];
 	size_t i;
 	int err;
@@ -66,6 +65,9 @@ int decap_maps_open(struct decap_maps *m, const char *pin_dir)
 	for (i = 0; i < DECAP_MAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, names[i]);
 		*fds[i] = bpf_obj_get(path);
+		/* A program of an earlier build has no slots of its own addresses. */
+		if (*fds[i] < 0 && errno == ENOENT && fds[i] == &m->self)
+			continue;
 		if (*fds[i] < 0) {
 			err = -errno;
 			decap_maps_close(m);
@@ -77,7 +79,7 @@ int decap_maps_open(struct decap_maps *m, const char *pin_dir)
 
 void decap_maps_close(struct decap_maps *m)
 {
-	int *fds[] = { &m->from, &m->local, &m->vip, &m->config, &m->stats };
+	int *fds[] = { &m->from, &m->local, &m->self, &m->vip, &m->config, &m->stats };
 	size_t i;
 
 	for (i = 0; i < DECAP_MAPS; i++) {
@@ -95,20 +97,25 @@ static void key_of(struct lb_decap_from_key *k, const struct addr *a, unsigned i
 	memcpy(k->addr, a->bytes, a->family == LB_FAMILY_IPV4 ? 4 : 16);
 }
 
-/*
- * Make the map hold exactly @keys: add them all, then delete what else it
- * holds. LPM tries iterate with get_next_key too.
- */
-static int set_replace(int fd, const struct lb_decap_from_key *keys, size_t count)
+/* Add every one of @keys to map @fd. */
+static int set_add(int fd, const struct lb_decap_from_key *keys, size_t count)
 {
-	struct lb_decap_from_key key, next, *stale = NULL;
-	size_t i, n = 0, cap = 0;
+	size_t i;
 	__u8 one = 1;
-	int err = 0;
 
 	for (i = 0; i < count; i++)
 		if (bpf_map_update_elem(fd, &keys[i], &one, BPF_ANY))
 			return -errno;
+	return 0;
+}
+
+/* Delete from map @fd every key that is not one of @keys. LPM tries iterate with get_next_key too. */
+static int set_prune(int fd, const struct lb_decap_from_key *keys, size_t count)
+{
+	struct lb_decap_from_key key, next, *stale = NULL;
+	size_t i, n = 0, cap = 0;
+	int err = 0;
+
 	if (bpf_map_get_next_key(fd, NULL, &next) == 0) {
 		do {
 			int wanted = 0;
@@ -139,89 +146,181 @@ static int set_replace(int fd, const struct lb_decap_from_key *keys, size_t coun
 	return err;
 }
 
-static void vip_of(struct lb_decap_vip *v, const struct addr *a)
+/* Make the map hold exactly @keys: add them all, then delete what else it holds. */
+static int set_replace(int fd, const struct lb_decap_from_key *keys, size_t count)
+{
+	return set_add(fd, keys, count) ?: set_prune(fd, keys, count);
+}
+
+static void slot_of(struct lb_decap_vip *v, const struct addr *a)
 {
 	memset(v, 0, sizeof(*v));
 	v->family = (__u8)a->family;
 	memcpy(v->addr, a->bytes, a->family == LB_FAMILY_IPV4 ? 4 : 16);
 }
 
-int decap_vips_set(int fd, const struct addr *vips, size_t count)
-{
-	struct lb_decap_vip *now, *want, empty = { 0 };
+/*
+ * struct slots - a map of 2^@bits address slots (struct lb_decap_vip) as it
+ * is (@now) and as it is wanted (@want), @kept the slots that hold the same
+ * address in both, @unplaced how many addresses found no slot in their window.
+ */
+struct slots {
+	int fd;
+	__u32 bits;
+	struct lb_decap_vip *now, *want;
 	unsigned char *kept;
-	__u32 slot, i, home, k;
+	size_t unplaced;
+};
+
+static void slots_free(struct slots *p)
+{
+	free(p->now);
+	free(p->want);
+	free(p->kept);
+}
+
+/*
+ * Plan map @fd's slots for the @count addresses of @addrs: those already in
+ * their window stay where they are, the others take a free slot of theirs.
+ */
+static int slots_plan(struct slots *p, int fd, __u32 bits, const struct addr *addrs, size_t count)
+{
+	__u32 n_slots = 1u << bits, mask = n_slots - 1, slot, i, home;
+	struct lb_decap_vip v;
 	size_t n;
 	int err = 0;
 
-	if (count > LB_DECAP_VIPS_MAX)
-		return -E2BIG;
-	now = calloc(LB_DECAP_VIP_SLOTS, sizeof(*now));
-	want = calloc(LB_DECAP_VIP_SLOTS, sizeof(*want));
-	kept = calloc(LB_DECAP_VIP_SLOTS, 1);
-	if (!now || !want || !kept) {
-		err = -ENOMEM;
-		goto out;
+	memset(p, 0, sizeof(*p));
+	p->fd = fd;
+	p->bits = bits;
+	p->now = calloc(n_slots, sizeof(*p->now));
+	p->want = calloc(n_slots, sizeof(*p->want));
+	p->kept = calloc(n_slots, 1);
+	if (!p->now || !p->want || !p->kept) {
+		slots_free(p);
+		return -ENOMEM;
 	}
-	for (slot = 0; slot < LB_DECAP_VIP_SLOTS && !err; slot++)
-		if (bpf_map_lookup_elem(fd, &slot, &now[slot]))
+	for (slot = 0; slot < n_slots && !err; slot++)
+		if (bpf_map_lookup_elem(fd, &slot, &p->now[slot]))
 			err = -errno;
-	/* Those that stay, where they are; then the others, each in a slot of its window. */
 	for (n = 0; n < count && !err; n++) {
-		struct lb_decap_vip v;
-
-		vip_of(&v, &vips[n]);
-		home = lb_decap_vip_home(v.family, v.addr);
+		slot_of(&v, &addrs[n]);
+		home = lb_decap_home(v.family, v.addr, bits);
 		for (i = 0; i < LB_DECAP_VIP_PROBES; i++) {
-			slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
-			if (!memcmp(&now[slot], &v, sizeof(v))) {
-				want[slot] = v;
-				kept[slot] = 1;
+			slot = (home + i) & mask;
+			if (!memcmp(&p->now[slot], &v, sizeof(v))) {
+				p->want[slot] = v;
+				p->kept[slot] = 1;
 				break;
 			}
 		}
 	}
 	for (n = 0; n < count && !err; n++) {
-		struct lb_decap_vip v;
 		int placed = 0;
 
-		vip_of(&v, &vips[n]);
-		home = lb_decap_vip_home(v.family, v.addr);
+		slot_of(&v, &addrs[n]);
+		home = lb_decap_home(v.family, v.addr, bits);
+		for (i = 0; i < LB_DECAP_VIP_PROBES && !placed; i++)
+			placed = !memcmp(&p->want[(home + i) & mask], &v, sizeof(v));
 		for (i = 0; i < LB_DECAP_VIP_PROBES && !placed; i++) {
-			slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
-			placed = !memcmp(&want[slot], &v, sizeof(v));
-		}
-		for (i = 0; i < LB_DECAP_VIP_PROBES && !placed; i++) {
-			slot = (home + i) & (LB_DECAP_VIP_SLOTS - 1);
-			if (!want[slot].family) {
-				want[slot] = v;
+			slot = (home + i) & mask;
+			if (!p->want[slot].family) {
+				p->want[slot] = v;
 				placed = 1;
 			}
 		}
-		if (!placed)
-			err = -ENOSPC;
+		p->unplaced += !placed;
 	}
-	for (k = 0; k < 2 && !err; k++)
-		for (slot = 0; slot < LB_DECAP_VIP_SLOTS && !err; slot++) {
-			/* First the wanted VIPs that are new, then the slots no longer wanted. */
-			int write = k == 0 ? want[slot].family && !kept[slot] :
-					     !want[slot].family && now[slot].family;
+	if (err)
+		slots_free(p);
+	return err;
+}
 
-			if (write && bpf_map_update_elem(fd, &slot, k == 0 ? &want[slot] : &empty,
-							 BPF_ANY))
-				err = -errno;
-		}
-out:
-	free(now);
-	free(want);
-	free(kept);
+/* Write the planned slots: the wanted addresses that are new (@clear 0), or clear the others (1). */
+static int slots_write(const struct slots *p, int clear)
+{
+	static const struct lb_decap_vip empty;
+	__u32 slot;
+
+	for (slot = 0; slot < 1u << p->bits; slot++) {
+		int write = !clear ? p->want[slot].family && !p->kept[slot] :
+				     !p->want[slot].family && p->now[slot].family;
+
+		if (write && bpf_map_update_elem(p->fd, &slot, clear ? &empty : &p->want[slot],
+						 BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+int decap_vips_set(int fd, const struct addr *vips, size_t count)
+{
+	struct slots p;
+	int err;
+
+	if (count > LB_DECAP_VIPS_MAX)
+		return -E2BIG;
+	err = slots_plan(&p, fd, LB_DECAP_VIP_SLOT_BITS, vips, count);
+	if (err)
+		return err;
+	err = p.unplaced ? -ENOSPC : slots_write(&p, 0) ?: slots_write(&p, 1);
+	slots_free(&p);
+	return err;
+}
+
+/* Set or clear LB_DECAP_SELF_WHOLE in map @fd's settings, the rest as they are. */
+static int self_whole_set(int fd, int whole)
+{
+	struct lb_decap_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(fd, &zero, &cfg))
+		return -errno;
+	cfg.flags = (__u8)(whole ? cfg.flags | LB_DECAP_SELF_WHOLE : cfg.flags & ~LB_DECAP_SELF_WHOLE);
+	return bpf_map_update_elem(fd, &zero, &cfg, BPF_ANY) ? -errno : 0;
+}
+
+int decap_self_set(const struct decap_maps *m, const struct addr *addrs, size_t count)
+{
+	struct lb_decap_from_key *keys;
+	struct slots p;
+	size_t i;
+	int err;
+
+	if (count > DECAP_SELF_MAX)
+		return -E2BIG;
+	keys = calloc(count + 1, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (i = 0; i < count; i++)
+		key_of(&keys[i], &addrs[i], 0);
+	if (m->self < 0) {
+		err = set_replace(m->local, keys, count);
+		free(keys);
+		return err;
+	}
+	err = slots_plan(&p, m->self, LB_DECAP_SELF_SLOT_BITS, addrs, count);
+	if (err) {
+		free(keys);
+		return err;
+	}
+	/*
+	 * The host's set is the slots, and the hash unless the slots are whole:
+	 * what joins is in it before anything leaves, so a frame to an address
+	 * that stays is never refused in between. The hash holds them all.
+	 */
+	err = (p.unplaced ? self_whole_set(m->config, 0) : 0) ?: slots_write(&p, 0) ?:
+	      set_add(m->local, keys, count) ?: slots_write(&p, 1) ?:
+	      set_prune(m->local, keys, count) ?: (p.unplaced ? 0 : self_whole_set(m->config, 1));
+	slots_free(&p);
+	free(keys);
 	return err;
 }
 
 int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefixes,
 		    size_t count, const struct addr *vips, size_t vip_count, __u16 gue_port)
 {
-	struct lb_decap_config cfg = { .gue_port = htons(gue_port) };
+	struct lb_decap_config cfg;
 	struct lb_decap_from_key *keys;
 	struct addr *addrs;
 	size_t i, n;
@@ -230,8 +329,8 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
 
 	if (vip_count > LB_DECAP_VIPS_MAX)
 		return -E2BIG;
-	keys = calloc(count + vip_count + LOCAL_ADDRS_MAX + 1, sizeof(*keys));
-	addrs = calloc(LOCAL_ADDRS_MAX, sizeof(*addrs));
+	keys = calloc(count + 1, sizeof(*keys));
+	addrs = calloc(DECAP_SELF_MAX, sizeof(*addrs));
 	if (!keys || !addrs) {
 		free(keys);
 		free(addrs);
@@ -244,14 +343,17 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
 	if (!err)
 		err = set_replace(m->from, keys, count);
 	if (!err)
-		err = host_addrs(addrs, LOCAL_ADDRS_MAX, &n);
-	if (!err) {
-		for (i = 0; i < n; i++)
-			key_of(&keys[i], &addrs[i], 0);
-		err = set_replace(m->local, keys, n);
-	}
-	if (!err && bpf_map_update_elem(m->config, &zero, &cfg, BPF_ANY))
+		err = host_addrs(addrs, DECAP_SELF_MAX, &n);
+	if (!err)
+		err = decap_self_set(m, addrs, n);
+	/* GUE's port, the flag decap_self_set() keeps as it is. */
+	if (!err && bpf_map_lookup_elem(m->config, &zero, &cfg))
 		err = -errno;
+	if (!err) {
+		cfg.gue_port = htons(gue_port);
+		if (bpf_map_update_elem(m->config, &zero, &cfg, BPF_ANY))
+			err = -errno;
+	}
 	free(keys);
 	free(addrs);
 	return err;

@@ -15,10 +15,17 @@
 #include "addr.h"
 #include "lb_contract.h"
 
-/** struct decap_maps - descriptors of the decap program's maps, -1 when closed. */
+/** DECAP_SELF_MAX - the host's addresses the decap program knows at most. */
+#define DECAP_SELF_MAX 1024
+
+/**
+ * struct decap_maps - descriptors of the decap program's maps, -1 when
+ * closed (@self also when the program pinned there predates map "decap_self").
+ */
 struct decap_maps {
 	int from;
 	int local;
+	int self;
 	int vip;
 	int config;
 	int stats;
@@ -65,6 +72,16 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
  * -errno.
  */
 int decap_vips_set(int fd, const struct addr *vips, size_t count);
+
+/**
+ * decap_self_set() - make the host's addresses exactly the @count of @addrs
+ * (at most DECAP_SELF_MAX): map "decap_local" holds them all, map
+ * "decap_self" each that finds a slot in its window (those there already
+ * stay), and the settings' LB_DECAP_SELF_WHOLE says whether that is all of
+ * them. No address that stays is refused in between. Return: 0, -E2BIG, or
+ * -errno.
+ */
+int decap_self_set(const struct decap_maps *m, const struct addr *addrs, size_t count);
 
 /** decap_counters() - packets and bytes of reason @r, summed over CPUs. */
 int decap_counters(const struct decap_maps *m, __u32 r, __u64 *packets, __u64 *bytes);

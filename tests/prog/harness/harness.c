@@ -186,14 +186,35 @@ static int decap_entry(int fd, int family, const char *text, __u32 len)
 	return bpf_map_update_elem(fd, &k, &one, BPF_ANY);
 }
 
+int harness_decap_self(struct decap_bpf *d, const char *const *texts, size_t count)
+{
+	struct decap_maps m = {
+		.from = bpf_map__fd(d->maps.decap_from), .local = bpf_map__fd(d->maps.decap_local),
+		.self = bpf_map__fd(d->maps.decap_self), .vip = bpf_map__fd(d->maps.decap_vip),
+		.config = bpf_map__fd(d->maps.decap_config), .stats = bpf_map__fd(d->maps.decap_stats),
+	};
+	struct addr addrs[8];
+	size_t i;
+
+	if (count > sizeof(addrs) / sizeof(addrs[0]))
+		return -E2BIG;
+	for (i = 0; i < count; i++) {
+		memset(&addrs[i], 0, sizeof(addrs[i]));
+		addrs[i].family = strchr(texts[i], ':') ? LB_FAMILY_IPV6 : LB_FAMILY_IPV4;
+		pkt_addr(addrs[i].family, texts[i], addrs[i].bytes);
+	}
+	return decap_self_set(&m, addrs, count);
+}
+
 struct decap_bpf *harness_decap_open(void)
 {
+	static const char *const self[] = { HARNESS_DECAP_LOCAL4, HARNESS_DECAP_LOCAL6 };
 	struct lb_decap_config cfg = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
 	struct decap_bpf *skel = decap_bpf__open();
 	struct addr vips[2] = { { .family = LB_FAMILY_IPV4 }, { .family = LB_FAMILY_IPV6 } };
 	struct bpf_map *map;
 	__u32 zero = 0;
-	int from, local;
+	int from;
 
 	if (!skel)
 		return NULL;
@@ -206,13 +227,11 @@ struct decap_bpf *harness_decap_open(void)
 	pkt_addr(LB_FAMILY_IPV4, HARNESS_DECAP_VIP4, vips[0].bytes);
 	pkt_addr(LB_FAMILY_IPV6, HARNESS_DECAP_VIP6, vips[1].bytes);
 	from = bpf_map__fd(skel->maps.decap_from);
-	local = bpf_map__fd(skel->maps.decap_local);
 	if (decap_entry(from, LB_FAMILY_IPV4, HARNESS_SOURCE4, 32 + 32) ||
 	    decap_entry(from, LB_FAMILY_IPV6, HARNESS_SOURCE6, 32 + 128) ||
-	    decap_entry(local, LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, 0) ||
-	    decap_entry(local, LB_FAMILY_IPV6, HARNESS_DECAP_LOCAL6, 0) ||
-	    decap_vips_set(bpf_map__fd(skel->maps.decap_vip), vips, 2) ||
-	    bpf_map_update_elem(bpf_map__fd(skel->maps.decap_config), &zero, &cfg, BPF_ANY))
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.decap_config), &zero, &cfg, BPF_ANY) ||
+	    harness_decap_self(skel, self, 2) ||
+	    decap_vips_set(bpf_map__fd(skel->maps.decap_vip), vips, 2))
 		goto fail;
 	return skel;
 fail:
