@@ -151,15 +151,21 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(BPF_CLANG) $(BPF_CFLAGS) -DRINGLB_BPF_VERSION='"$(BUILD_VERSION)"' $(DEPFLAGS) -c $< -o $@
 
-# The maps' layout: a digest of the kernel/user contract with its comments left out and
-# its spaces squeezed (gcc's preprocessor: clang has no -fpreprocessed), so that a change of any type or constant the pinned maps are made of is
-# another layout (ringlb upgrade refuses to swap programs across one).
-$(OUTPUT)/layout.h: bpf/lb_contract.h
+# The balancer's maps' layout: a digest of the kernel/user contract up to the decap
+# program's section (maps the balancer never opens), with its comments left out and its
+# spaces squeezed (gcc's preprocessor: clang has no -fpreprocessed), so that a change of
+# any type or constant the pinned maps are made of is another layout (ringlb upgrade
+# refuses to swap programs across one); and the earlier digests bpf/layouts names as the
+# same maps.
+DECAP_SECTION := ^\/\* --- the backend-side decap program
+$(OUTPUT)/layout.h: bpf/lb_contract.h bpf/layouts
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)gcc -fpreprocessed -dD -E -P $< | tr -s ' \t\n' ' ' > $@.text && [ -s $@.text ]
-	$(Q)printf '/* Generated from bpf/lb_contract.h. */\n#define LB_LAYOUT_DIGEST 0x%sull\n' \
-		"$$(sha256sum < $@.text | cut -c1-16)" > $@ && rm -f $@.text
+	$(Q)grep -q '$(DECAP_SECTION)' $< && sed '/$(DECAP_SECTION)/,$$d' $< | \
+		gcc -fpreprocessed -dD -E -P -x c - | tr -s ' \t\n' ' ' > $@.text && [ -s $@.text ]
+	$(Q)d=$$(sha256sum < $@.text | cut -c1-16) && rm -f $@.text && \
+		printf '/* Generated from bpf/lb_contract.h and bpf/layouts. */\n#define LB_LAYOUT_DIGEST 0x%sull\n#define LB_LAYOUT_EARLIER { %s0 }\n' \
+		"$$d" "$$(awk -v d="$$d" '!/^#/ && NF == 2 && $$2 == d { printf "0x%sull, ", $$1 }' bpf/layouts)" > $@
 
 # The data path for kernels without the BPF crypto kfuncs (before Linux 6.10): the same
 # source without AES, chosen by the loader where the kernel lacks them (user/kernel/lb.c).

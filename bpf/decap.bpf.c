@@ -38,7 +38,6 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define DECAP_PREFIXES_MAX 256
-#define DECAP_LOCAL_MAX 1024
 
 /* The ICMP errors that quote a packet of a connection (<linux/icmp.h> pulls in libc). */
 #define ICMP_DEST_UNREACH 3
@@ -59,7 +58,7 @@ struct {
 /* The host's addresses, by family and address (the key's prefixlen unused: 0): all of them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, DECAP_LOCAL_MAX);
+	__uint(max_entries, LB_DECAP_SELF_MAX);
 	__type(key, struct lb_decap_from_key);
 	__type(value, __u8);
 	LB_PINNED;

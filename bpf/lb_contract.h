@@ -1131,6 +1131,8 @@ struct lb_decap_config {
  * set the decap programs of earlier builds read); the program reads it
  * when the slots miss, unless LB_DECAP_SELF_WHOLE says the slots hold all.
  */
+/** LB_DECAP_SELF_MAX - the host's own addresses at most (map "decap_local"'s size). */
+#define LB_DECAP_SELF_MAX 1024
 /** LB_DECAP_SELF_SLOT_BITS - log2 of LB_DECAP_SELF_SLOTS. */
 #define LB_DECAP_SELF_SLOT_BITS 10
 /** LB_DECAP_SELF_SLOTS - slots of map "decap_self". */

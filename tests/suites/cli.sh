@@ -15,6 +15,8 @@
 #                  show's host line and health without a daemon
 #   interfaces     a missing interface, attach twice, detach of another one,
 #                  --flows on maps of another size (and verify of the size)
+#   lists          decap attach's lists of prefixes and VIPs; a host of more
+#                  addresses than the decap program knows is refused
 #   options        bad --flows, decap, check, daemon and lookup arguments;
 #                  unknown commands, verbs and options; missing arguments
 #   quic           bad --quic-lb configurations and key files, server ids,
@@ -205,7 +207,7 @@ t_day_two() {
 
 # decap attach takes --from and --vip as comma-separated lists; its synopsis shows both required.
 t_lists() {
-	local from synopsis
+	local from synopsis before k
 	synopsis=$(ringlb decap attach --help | head -1)
 	[[ $synopsis == *" --from PREFIX... --vip ADDR... [--mode native|generic]"* ]] &&
 		pass "decap attach --help: '${synopsis#  }'" || fail "decap attach --help: '$synopsis'"
@@ -214,6 +216,19 @@ t_lists() {
 		from=$(bpftool map dump pinned "$PIN/decap/decap_from" -j 2>/dev/null | jq length)
 		[ "$from" = 3 ] && pass "decap attach --from A,B --from C --vip X,Y: the program trusts 3 prefixes" ||
 			fail "decap attach with lists: the peers map holds '$from' entries, want 3"
+		# More addresses than the program can know as its own: refused, nothing changed.
+		before=$(bpftool map dump pinned "$PIN/decap/decap_from" -j | jq -c 'sort_by(.key)')
+		for k in $(seq 0 1024); do
+			echo "address add 198.19.$((k / 256)).$((k % 256))/32 dev lo"
+		done | ip -n "$NS" -batch -
+		refused "decap attach on a host of over 1,024 addresses" "more than 1024 addresses" -- \
+			ringlb decap attach eth1 --mode generic --from 198.18.13.0/24 --vip 198.18.0.101
+		[ "$(bpftool map dump pinned "$PIN/decap/decap_from" -j | jq -c 'sort_by(.key)')" = "$before" ] &&
+			pass "the refused attach left the trusted prefixes as they were" ||
+			fail "the refused attach changed the trusted prefixes"
+		for k in $(seq 0 1024); do
+			echo "address del 198.19.$((k / 256)).$((k % 256))/32 dev lo"
+		done | ip -n "$NS" -batch -
 		ringlb decap detach eth1 || fail "decap detach eth1"
 	else
 		fail "decap attach with lists: '$(cat "$W/err")'"

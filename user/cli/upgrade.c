@@ -58,7 +58,7 @@ static int upgrade_check(const struct cli *c, const char *name, const struct lb_
 				 "loses the pinned flows: ringlb detach each interface, rm -r %s, "
 				 "ringlb attach again", name, c->site.pin_dir);
 	lb_build_format(&info->build, runs, sizeof(runs));
-	if (info->build.layout != self->layout)
+	if (!lb_layout_same(info->build.layout))
 		return fault_set(f, FAULT_STATE, -EXDEV,
 				 "%s runs build %s, made for another layout of the maps (%016llx, this "
 				 "binary's %016llx): no swap is safe; the one safe way loses the pinned "

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The backend side's program and maps: see decap.h. Replacing the prefix
- * and address sets deletes what is no longer wanted only after adding what
- * is: a frame from a trusted source is never refused in between. The
- * address slots likewise (the VIPs', the host's own): an address that stays
- * keeps its slot, a new one takes a slot of its window that holds no wanted
- * address, and unwanted ones are cleared last.
+ * set deletes what is no longer wanted only after adding what is: a frame
+ * from a trusted source is never refused in between. The address slots
+ * likewise (the VIPs', the host's own): an address that stays keeps its
+ * slot, a new one takes a slot of its window that holds no wanted address,
+ * and unwanted ones are cleared last. The hash of the host's addresses is
+ * pruned first (decap_self_set()), an address that stays never leaving it.
  */
 #include "decap.h"
 
@@ -66,8 +67,10 @@ int decap_maps_open(struct decap_maps *m, const char *pin_dir)
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, names[i]);
 		*fds[i] = bpf_obj_get(path);
 		/* A program of an earlier build has no slots of its own addresses. */
-		if (*fds[i] < 0 && errno == ENOENT && fds[i] == &m->self)
+		if (*fds[i] < 0 && errno == ENOENT && fds[i] == &m->self) {
+			*fds[i] = -1;
 			continue;
+		}
 		if (*fds[i] < 0) {
 			err = -errno;
 			decap_maps_close(m);
@@ -305,13 +308,14 @@ int decap_self_set(const struct decap_maps *m, const struct addr *addrs, size_t 
 		return err;
 	}
 	/*
-	 * The host's set is the slots, and the hash unless the slots are whole:
-	 * what joins is in it before anything leaves, so a frame to an address
-	 * that stays is never refused in between. The hash holds them all.
+	 * The host's set is the slots, and the hash unless the slots are whole.
+	 * An address that stays is in both (or the hash) throughout, so a frame
+	 * to it is never refused in between. The hash, which holds them all, is
+	 * pruned before it takes the new ones, so a whole new set fits in it.
 	 */
 	err = (p.unplaced ? self_whole_set(m->config, 0) : 0) ?: slots_write(&p, 0) ?:
-	      set_add(m->local, keys, count) ?: slots_write(&p, 1) ?:
-	      set_prune(m->local, keys, count) ?: (p.unplaced ? 0 : self_whole_set(m->config, 1));
+	      set_prune(m->local, keys, count) ?: set_add(m->local, keys, count) ?:
+	      slots_write(&p, 1) ?: (p.unplaced ? 0 : self_whole_set(m->config, 1));
 	slots_free(&p);
 	free(keys);
 	return err;
@@ -338,12 +342,16 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
 	}
 	for (i = 0; i < count; i++)
 		key_of(&keys[i], &prefixes[i].addr, 32 + prefixes[i].len);
-	/* The VIPs first: a set that cannot be placed changes nothing. */
-	err = decap_vips_set(m->vip, vips, vip_count);
+	/*
+	 * The host's addresses read, then the VIPs placed, before anything is
+	 * written: a host of too many addresses, or a VIP set that cannot be
+	 * placed, changes nothing.
+	 */
+	err = host_addrs(addrs, DECAP_SELF_MAX, &n);
+	if (!err)
+		err = decap_vips_set(m->vip, vips, vip_count);
 	if (!err)
 		err = set_replace(m->from, keys, count);
-	if (!err)
-		err = host_addrs(addrs, DECAP_SELF_MAX, &n);
 	if (!err)
 		err = decap_self_set(m, addrs, n);
 	/* GUE's port, the flag decap_self_set() keeps as it is. */

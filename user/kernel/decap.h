@@ -16,7 +16,7 @@
 #include "lb_contract.h"
 
 /** DECAP_SELF_MAX - the host's addresses the decap program knows at most. */
-#define DECAP_SELF_MAX 1024
+#define DECAP_SELF_MAX LB_DECAP_SELF_MAX
 
 /**
  * struct decap_maps - descriptors of the decap program's maps, -1 when
@@ -58,7 +58,9 @@ void decap_maps_close(struct decap_maps *m);
  * prefix removed; hops of a hop list must lie in them too), inner packets to
  * the @vip_count addresses of @vips only (decap_vips_set()), GUE on
  * @gue_port (0: not at all), and the host's addresses as they are now as
- * outer destinations.
+ * outer destinations (decap_self_set()). Return: 0, -E2BIG when the host
+ * has more than DECAP_SELF_MAX addresses, -ENOSPC when the VIPs cannot be
+ * placed (nothing changed on either), or -errno.
  */
 int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefixes,
 		    size_t count, const struct addr *vips, size_t vip_count, __u16 gue_port);

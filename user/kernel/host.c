@@ -75,8 +75,13 @@ int host_addrs(struct addr *out, size_t max, size_t *count)
 	if (getifaddrs(&all))
 		return -errno;
 	for (i = all; i; i = i->ifa_next) {
-		if (!i->ifa_addr || *count == max)
+		if (!i->ifa_addr ||
+		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
 			continue;
+		if (*count == max) {
+			freeifaddrs(all);
+			return -E2BIG;
+		}
 		if (i->ifa_addr->sa_family == AF_INET) {
 			memset(&out[*count], 0, sizeof(out[0]));
 			out[*count].family = LB_FAMILY_IPV4;

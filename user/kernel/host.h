@@ -44,7 +44,7 @@ void host_neigh_provoke(const struct addr *a);
 /** host_iface_addr() - an interface's first address of @family (IPv6: global scope). */
 int host_iface_addr(const char *ifname, int family, struct addr *out);
 
-/** host_addrs() - every address of this host (at most @max). */
+/** host_addrs() - every address of this host; -E2BIG when it has more than @max. */
 int host_addrs(struct addr *out, size_t max, size_t *count);
 
 /**

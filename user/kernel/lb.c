@@ -221,6 +221,19 @@ int lb_build_self(struct lb_build *b)
 	return 0;
 }
 
+int lb_layout_same(__u64 layout)
+{
+	static const __u64 earlier[] = LB_LAYOUT_EARLIER;
+	size_t i;
+
+	if (layout == LB_LAYOUT_DIGEST)
+		return 1;
+	for (i = 0; i < sizeof(earlier) / sizeof(earlier[0]); i++)
+		if (earlier[i] && earlier[i] == layout)
+			return 1;
+	return 0;
+}
+
 void lb_build_format(const struct lb_build *b, char *out, size_t len)
 {
 	if (!b->digest)

@@ -472,6 +472,13 @@ struct lb_build {
 /** lb_build_self() - the build of the program this binary loads. Return: 0 or -errno. */
 int lb_build_self(struct lb_build *b);
 
+/**
+ * lb_layout_same() - are the maps of a program built for @layout (its
+ * recorded digest) the maps this binary's program reads: this build's layout,
+ * or an earlier digest of the same maps (bpf/layouts)? 0 when unknown (0).
+ */
+int lb_layout_same(__u64 layout);
+
 /** LB_BUILD_TEXT_MAX - bytes lb_build_format() may write. */
 #define LB_BUILD_TEXT_MAX (LB_BUILD_VERSION_MAX + 64)
 

@@ -59,7 +59,6 @@ static int link_sync(const char *name, const char *path, void *arg)
 	struct lb_load_opts opts = { .pin_dir = ls->pin_dir };
 	struct lb_link_info info;
 	struct lb_prog *prog;
-	struct lb_build self;
 	int err;
 
 	err = lb_link_read(path, &info);
@@ -75,7 +74,7 @@ static int link_sync(const char *name, const char *path, void *arg)
 	    (info.secret[0] == ls->secret[0] && info.secret[1] == ls->secret[1]))
 		return 0;
 	/* This binary's program would misread maps of another layout: the operator's call. */
-	if (lb_build_self(&self) == 0 && info.build.layout != self.layout)
+	if (!lb_layout_same(info.build.layout))
 		return kernel_fail(ls->f, -EXDEV, "re-keying %s: it runs a program made for another "
 				   "layout of the maps, which this build's would misread (ringlb "
 				   "upgrade %s says the safe way)", name, name);
