@@ -170,18 +170,21 @@ static __always_inline int vip_of_host(__u8 family, const __u32 addr[4])
 
 /*
  * Is @addr (4 words) of @family one of the host's own addresses? Its slots
- * first; the hash only when they miss and do not hold every address.
+ * first, when the settings say they are current; the hash when they are
+ * not, or miss and do not hold every address.
  */
 static __always_inline int self_of_host(__u8 family, const __u32 addr[4])
 {
 	struct lb_decap_config *cfg;
 	__u32 zero = 0;
 
-	if (in_slots(&decap_self, LB_DECAP_SELF_SLOT_BITS, family, addr))
-		return 1;
 	cfg = bpf_map_lookup_elem(&decap_config, &zero);
-	if (cfg && (cfg->flags & LB_DECAP_SELF_WHOLE))
-		return 0;
+	if (cfg && (cfg->flags & LB_DECAP_SELF_CURRENT)) {
+		if (in_slots(&decap_self, LB_DECAP_SELF_SLOT_BITS, family, addr))
+			return 1;
+		if (cfg->flags & LB_DECAP_SELF_WHOLE)
+			return 0;
+	}
 	return addr_in(&decap_local, 0, family, addr, family == LB_FAMILY_IPV4 ? 4 : 16);
 }
 

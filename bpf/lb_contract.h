@@ -1089,7 +1089,7 @@ struct lb_decap_from_key {
 /**
  * struct lb_decap_config - the decap program's settings (map "decap_config").
  * @gue_port: GUE's UDP port (__be16); 0: GUE not accepted
- * @flags: LB_DECAP_SELF_WHOLE or not
+ * @flags: LB_DECAP_SELF_CURRENT, with LB_DECAP_SELF_WHOLE or not; or 0
  * @pad: zero
  */
 struct lb_decap_config {
@@ -1101,9 +1101,16 @@ struct lb_decap_config {
 /**
  * LB_DECAP_SELF_WHOLE - struct lb_decap_config.flags: map "decap_self" holds
  * every one of the host's addresses, so an address its slots miss is not
- * the host's (map "decap_local" is not read).
+ * the host's (map "decap_local" is not read). Only with LB_DECAP_SELF_CURRENT.
  */
 #define LB_DECAP_SELF_WHOLE (1u << 0)
+/**
+ * LB_DECAP_SELF_CURRENT - struct lb_decap_config.flags: map "decap_self" is
+ * the controller's current word on the host's addresses, and read. The
+ * controller of an earlier build writes these settings whole with no flag
+ * and keeps only the hash: the slots it never cleared are then not read.
+ */
+#define LB_DECAP_SELF_CURRENT (1u << 1)
 
 /** LB_DECAP_VIPS_MAX - VIP addresses one host's decap program takes (`decap attach --vip`). */
 #define LB_DECAP_VIPS_MAX 256

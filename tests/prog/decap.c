@@ -346,7 +346,7 @@ static int taken_at(const char *dst)
 	return decap_reason(LB_DECAP_PASS_NOT_LOCAL) - refused == 1 ? 0 : -1;
 }
 
-/* Is LB_DECAP_SELF_WHOLE set, and how many addresses does the hash hold? */
+/* Are the slots current and whole, and how many addresses does the hash hold? */
 static int self_whole(size_t *in_hash)
 {
 	struct lb_decap_from_key key, next;
@@ -362,7 +362,8 @@ static int self_whole(size_t *in_hash)
 	}
 	if (bpf_map_lookup_elem(bpf_map__fd(decap->maps.decap_config), &zero, &cfg))
 		return -1;
-	return (cfg.flags & LB_DECAP_SELF_WHOLE) != 0;
+	return (cfg.flags & (LB_DECAP_SELF_CURRENT | LB_DECAP_SELF_WHOLE)) ==
+	       (LB_DECAP_SELF_CURRENT | LB_DECAP_SELF_WHOLE);
 }
 
 static void test_host_addresses_in_slots_and_the_rest_in_the_hash(void **state)
@@ -422,6 +423,29 @@ static void test_host_addresses_in_slots_and_the_rest_in_the_hash(void **state)
 		memcpy(key.addr, same[SAME - 1].bytes, 4);
 		check_eq(bpf_map_update_elem(m.local, &key, &one, BPF_ANY), 0);
 		check_eq(taken_at(text[SAME - 1]), 0);
+	}
+	/*
+	 * A controller of an earlier build: the settings written whole with no
+	 * flag, the hash alone replaced (by one address). The slots it left are
+	 * not read: what it dropped is not taken. Then this build's again.
+	 */
+	{
+		struct lb_decap_config old = { .gue_port = htons(LB_GUE_PORT_DEFAULT) };
+		struct lb_decap_from_key key = { .family = V4 }, next;
+		__u32 zero = 0;
+		__u8 one = 1;
+
+		check_eq(bpf_map_update_elem(m.config, &zero, &old, BPF_ANY), 0);
+		while (!bpf_map_get_next_key(m.local, NULL, &next))
+			check_eq(bpf_map_delete_elem(m.local, &next), 0);
+		memcpy(key.addr, same[2].bytes, 4);
+		check_eq(bpf_map_update_elem(m.local, &key, &one, BPF_ANY), 0);
+		check_eq(taken_at(text[2]), 1);
+		check_eq(taken_at(text[0]), 0);
+		check_eq(taken_at(text[1]), 0);
+		check_eq(decap_self_set(&m, same, LB_DECAP_VIP_PROBES), 0);
+		check_eq(self_whole(&in_hash), 1);
+		check_eq(taken_at(text[0]), 1);
 	}
 	/* One left: it stays taken, the others are not. */
 	check_eq(decap_self_set(&m, &same[1], 1), 0);

@@ -271,15 +271,15 @@ int decap_vips_set(int fd, const struct addr *vips, size_t count)
 	return err;
 }
 
-/* Set or clear LB_DECAP_SELF_WHOLE in map @fd's settings, the rest as they are. */
-static int self_whole_set(int fd, int whole)
+/* Set the flags @set and clear @clear in map @fd's settings, the rest as they are. */
+static int self_flags(int fd, __u8 set, __u8 clear)
 {
 	struct lb_decap_config cfg;
 	__u32 zero = 0;
 
 	if (bpf_map_lookup_elem(fd, &zero, &cfg))
 		return -errno;
-	cfg.flags = (__u8)(whole ? cfg.flags | LB_DECAP_SELF_WHOLE : cfg.flags & ~LB_DECAP_SELF_WHOLE);
+	cfg.flags = (__u8)((cfg.flags & ~clear) | set);
 	return bpf_map_update_elem(fd, &zero, &cfg, BPF_ANY) ? -errno : 0;
 }
 
@@ -298,7 +298,8 @@ int decap_self_set(const struct decap_maps *m, const struct addr *addrs, size_t 
 	for (i = 0; i < count; i++)
 		key_of(&keys[i], &addrs[i], 0);
 	if (m->self < 0) {
-		err = set_replace(m->local, keys, count);
+		err = self_flags(m->config, 0, LB_DECAP_SELF_CURRENT | LB_DECAP_SELF_WHOLE) ?:
+		      set_replace(m->local, keys, count);
 		free(keys);
 		return err;
 	}
@@ -308,14 +309,18 @@ int decap_self_set(const struct decap_maps *m, const struct addr *addrs, size_t 
 		return err;
 	}
 	/*
-	 * The host's set is the slots, and the hash unless the slots are whole.
-	 * An address that stays is in both (or the hash) throughout, so a frame
-	 * to it is never refused in between. The hash, which holds them all, is
-	 * pruned before it takes the new ones, so a whole new set fits in it.
+	 * The host's set is the slots (when LB_DECAP_SELF_CURRENT says they are
+	 * current), and the hash unless the slots are whole. An address that
+	 * stays is in both (or the hash) throughout, so a frame to it is never
+	 * refused in between. The hash, which holds them all, is pruned before
+	 * it takes the new ones, so a whole new set fits in it. Slots a
+	 * controller of an earlier build left (the flags clear) are made
+	 * current before they are read again.
 	 */
-	err = (p.unplaced ? self_whole_set(m->config, 0) : 0) ?: slots_write(&p, 0) ?:
-	      set_prune(m->local, keys, count) ?: set_add(m->local, keys, count) ?:
-	      slots_write(&p, 1) ?: (p.unplaced ? 0 : self_whole_set(m->config, 1));
+	err = (p.unplaced ? self_flags(m->config, 0, LB_DECAP_SELF_WHOLE) : 0) ?:
+	      slots_write(&p, 0) ?: set_prune(m->local, keys, count) ?:
+	      set_add(m->local, keys, count) ?: slots_write(&p, 1) ?:
+	      self_flags(m->config, LB_DECAP_SELF_CURRENT | (p.unplaced ? 0 : LB_DECAP_SELF_WHOLE), 0);
 	slots_free(&p);
 	free(keys);
 	return err;

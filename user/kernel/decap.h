@@ -79,9 +79,9 @@ int decap_vips_set(int fd, const struct addr *vips, size_t count);
  * decap_self_set() - make the host's addresses exactly the @count of @addrs
  * (at most DECAP_SELF_MAX): map "decap_local" holds them all, map
  * "decap_self" each that finds a slot in its window (those there already
- * stay), and the settings' LB_DECAP_SELF_WHOLE says whether that is all of
- * them. No address that stays is refused in between. Return: 0, -E2BIG, or
- * -errno.
+ * stay), and the settings say the slots are current (LB_DECAP_SELF_CURRENT)
+ * and whether they hold all (LB_DECAP_SELF_WHOLE). No address that stays is
+ * refused in between. Return: 0, -E2BIG, or -errno.
  */
 int decap_self_set(const struct decap_maps *m, const struct addr *addrs, size_t count);
 
