@@ -161,8 +161,12 @@ DECAP_SECTION := ^\/\* --- the backend-side decap program
 $(OUTPUT)/layout.h: bpf/lb_contract.h bpf/layouts
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)grep -q '$(DECAP_SECTION)' $< && sed '/$(DECAP_SECTION)/,$$d' $< | \
-		gcc -fpreprocessed -dD -E -P -x c - | tr -s ' \t\n' ' ' > $@.text && [ -s $@.text ]
+	$(Q)grep -q '$(DECAP_SECTION)' $< || { echo "$<: no decap program's section marker" >&2; exit 1; }
+	$(Q)if sed -n '/$(DECAP_SECTION)/,$$p' $< | grep -E '^(#[[:space:]]*define|struct|union|enum|typedef|static)' | \
+		grep -qvi decap; then \
+		echo "$<: a definition past the decap program's section marker that is not the decap program's (outside the layout digest)" >&2; exit 1; fi
+	$(Q)sed '/$(DECAP_SECTION)/,$$d' $< | \
+		gcc -fpreprocessed -dD -E -P -x c - | tr -s ' \t\n' ' ' > $@.text && [ -s $@.text ] || { rm -f $@.text; exit 1; }
 	$(Q)d=$$(sha256sum < $@.text | cut -c1-16) && rm -f $@.text && \
 		printf '/* Generated from bpf/lb_contract.h and bpf/layouts. */\n#define LB_LAYOUT_DIGEST 0x%sull\n#define LB_LAYOUT_EARLIER { %s0 }\n' \
 		"$$d" "$$(awk -v d="$$d" '!/^#/ && NF == 2 && $$2 == d { printf "0x%sull, ", $$1 }' bpf/layouts)" > $@

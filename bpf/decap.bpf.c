@@ -9,8 +9,9 @@
  * one (variant 1: the IP header right after UDP). Only from an outer source
  * inside a configured prefix (map "decap_from") and to an outer destination
  * that is one of the host's addresses (map "decap_self", slots as
- * "decap_vip" has, then the hash "decap_local" unless the slots hold them
- * all; filled by the controller), and only with an inner destination that
+ * "decap_vip" has, when the settings say they are current; then the hash
+ * "decap_local" unless the slots hold them all; filled by the controller),
+ * and only with an inner destination that
  * is one of the host's VIPs (map "decap_vip", `decap attach --vip`: an
  * array searched from the address's home slot, struct lb_decap_vip). It
  * removes the outer
@@ -73,7 +74,7 @@ struct {
 	LB_PINNED;
 } decap_vip SEC(".maps");
 
-/* The host's addresses again, in slots, read first: those that fit (lb_contract.h). */
+/* The host's addresses again, in slots, read first when current: those that fit (lb_contract.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LB_DECAP_SELF_SLOTS);

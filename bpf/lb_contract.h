@@ -9,6 +9,12 @@
  * order exactly as they appear on the wire (marked __be); everything else is
  * in host byte order. An IPv4 address occupies the first 4 bytes of a 16-byte
  * address field and the other 12 are zero.
+ *
+ * The balancer's layout digest (build/layout.h: `ringlb upgrade` swaps
+ * programs only across the same digest or one bpf/layouts names) covers this
+ * file up to the decap program's section, its last. Everything past that
+ * section's marker is the decap program's alone (the Makefile refuses any
+ * other definition there): a balancer definition goes above it.
  */
 #ifndef RINGLB_LB_CONTRACT_H
 #define RINGLB_LB_CONTRACT_H
@@ -1069,6 +1075,7 @@ LB_REASONS(LB_REASON_CLASS_CHECK)
 #undef LB_REASON_CLASS_CHECK
 
 /* --- the backend-side decap program (maps "decap_*") --------------------------- */
+/* Outside the balancer's layout digest from here on: the decap program's definitions only. */
 
 /**
  * struct lb_decap_from_key - a prefix outer sources may come from (map
@@ -1135,8 +1142,9 @@ struct lb_decap_config {
  * it takes, the hops it refuses as itself) the same way, for the same
  * reason: every frame asks. Those that find no slot in their window stay
  * only in the hash "decap_local", which holds every one of them (the one
- * set the decap programs of earlier builds read); the program reads it
- * when the slots miss, unless LB_DECAP_SELF_WHOLE says the slots hold all.
+ * set the decap programs of earlier builds read). The program reads the
+ * slots when LB_DECAP_SELF_CURRENT says they are current, and the hash when
+ * they are not, or miss and LB_DECAP_SELF_WHOLE does not say they hold all.
  */
 /** LB_DECAP_SELF_MAX - the host's own addresses at most (map "decap_local"'s size). */
 #define LB_DECAP_SELF_MAX 1024

@@ -719,8 +719,9 @@ static void decap_bench_configure(struct bpf_object *obj)
 	decap_key_add(obj, "decap_from", LB_FAMILY_IPV4, "198.18.13.0", 32 + 24);
 	/*
 	 * The program after has its own addresses from harness_decap_open(), in
-	 * their slots as the controller puts them, and LB_DECAP_SELF_WHOLE set
-	 * (kept here); the program before has the hash alone.
+	 * their slots as the controller puts them, and LB_DECAP_SELF_CURRENT and
+	 * LB_DECAP_SELF_WHOLE set (kept here); the program before has the hash
+	 * alone.
 	 */
 	if (!bpf_object__find_map_by_name(obj, "decap_self"))
 		decap_key_add(obj, "decap_local", LB_FAMILY_IPV4, HARNESS_DECAP_LOCAL4, 0);

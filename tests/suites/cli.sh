@@ -205,6 +205,12 @@ t_day_two() {
 		fail "show: b1's health '$(backend_field "$VIP" b1 health)' with no daemon"
 }
 
+# decap_sets: the decap program's trusted prefixes and VIP slots, as bpftool dumps them.
+decap_sets() {
+	bpftool map dump pinned "$PIN/decap/decap_from" -j | jq -c 'sort_by(.key)'
+	bpftool map dump pinned "$PIN/decap/decap_vip" -j | jq -c 'sort_by(.key)'
+}
+
 # decap attach takes --from and --vip as comma-separated lists; its synopsis shows both required.
 t_lists() {
 	local from synopsis before k
@@ -217,18 +223,18 @@ t_lists() {
 		[ "$from" = 3 ] && pass "decap attach --from A,B --from C --vip X,Y: the program trusts 3 prefixes" ||
 			fail "decap attach with lists: the peers map holds '$from' entries, want 3"
 		# More addresses than the program can know as its own: refused, nothing changed.
-		before=$(bpftool map dump pinned "$PIN/decap/decap_from" -j | jq -c 'sort_by(.key)')
+		before=$(decap_sets)
 		for k in $(seq 0 1024); do
 			echo "address add 198.19.$((k / 256)).$((k % 256))/32 dev lo"
-		done | ip -n "$NS" -batch -
+		done | ip -n "$NS" -batch - || fail "adding 1,025 addresses to lo"
 		refused "decap attach on a host of over 1,024 addresses" "more than 1024 addresses" -- \
 			ringlb decap attach eth1 --mode generic --from 198.18.13.0/24 --vip 198.18.0.101
-		[ "$(bpftool map dump pinned "$PIN/decap/decap_from" -j | jq -c 'sort_by(.key)')" = "$before" ] &&
-			pass "the refused attach left the trusted prefixes as they were" ||
-			fail "the refused attach changed the trusted prefixes"
+		[ "$(decap_sets)" = "$before" ] &&
+			pass "the refused attach left the trusted prefixes and the VIPs as they were" ||
+			fail "the refused attach changed the trusted prefixes or the VIPs"
 		for k in $(seq 0 1024); do
 			echo "address del 198.19.$((k / 256)).$((k % 256))/32 dev lo"
-		done | ip -n "$NS" -batch -
+		done | ip -n "$NS" -batch - || fail "removing the 1,025 addresses from lo"
 		ringlb decap detach eth1 || fail "decap detach eth1"
 	else
 		fail "decap attach with lists: '$(cat "$W/err")'"

@@ -17,6 +17,9 @@
 #            flow table keeps every pinned flow (same count, same backends),
 #            verify exits 0 and show names this build
 #   again    upgrade on this build: says so, exit 0, nothing swapped
+#   earlier  (after layout) a build of the other layout whose bpf/layouts names
+#            this layout as the same maps upgrades over it; this binary,
+#            whose list does not name the other, refuses to come back
 #   layout   a build of this tree with another contract (one constant more in
 #            bpf/lb_contract.h, before the decap program's section: another
 #            layout of the maps) refuses to
@@ -57,12 +60,14 @@ copy() {
 # made by this Makefile.
 builds() {
 	local log=$W/builds.log
+	local now other
 	copy "$W/old-src"
 	copy "$W/src"
-	printf '\n/* upgrade.sh: the decap program'"'"'s part only. */\n#define LB_UPGRADE_TEST_DECAP 1\n' \
-		>>"$W/old-src/bpf/lb_contract.h"
+	sed -i 's|^#endif /\* RINGLB_LB_CONTRACT_H \*/|#define LB_UPGRADE_TEST_DECAP 1\n&|' \
+		"$W/old-src/bpf/lb_contract.h"
 	sed -i 's|^/\* --- the backend-side decap program|/* upgrade.sh: another layout. */\n#define LB_UPGRADE_TEST_LAYOUT 1\n\n&|' \
 		"$W/src/bpf/lb_contract.h"
+	grep -q LB_UPGRADE_TEST_DECAP "$W/old-src/bpf/lb_contract.h" || die "the old build's contract"
 	grep -q LB_UPGRADE_TEST_LAYOUT "$W/src/bpf/lb_contract.h" || die "the other layout's contract"
 	# Their own makes, not the one running this suite (its jobs, -k, variables).
 	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -C "$W/old-src" --no-print-directory \
@@ -71,9 +76,20 @@ builds() {
 	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -C "$W/src" --no-print-directory \
 		OUTPUT="$W/src/build" BUILD_VERSION=0.0.2-layout "$W/src/build/ringlb" >>"$log" 2>&1 ||
 		die "the other layout's build: $(tail -5 "$log")"
+	# The other layout again, its bpf/layouts naming this one as the same maps.
+	now=$(sed -n 's/^#define LB_LAYOUT_DIGEST 0x\([0-9a-f]\{16\}\)ull$/\1/p' "$ROOT/build/layout.h")
+	other=$(sed -n 's/^#define LB_LAYOUT_DIGEST 0x\([0-9a-f]\{16\}\)ull$/\1/p' "$W/src/build/layout.h")
+	[ -n "$now" ] && [ -n "$other" ] && [ "$now" != "$other" ] ||
+		die "the layouts: this one '$now', the other '$other'"
+	copy "$W/earlier-src"
+	cp "$W/src/bpf/lb_contract.h" "$W/earlier-src/bpf/lb_contract.h"
+	echo "$now $other" >>"$W/earlier-src/bpf/layouts"
+	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -C "$W/earlier-src" --no-print-directory \
+		OUTPUT="$W/earlier" BUILD_VERSION=0.0.3-earlier "$W/earlier/ringlb" >>"$log" 2>&1 ||
+		die "the build that names this layout as an earlier one: $(tail -5 "$log")"
 	wait "$old" || die "the old build: $(tail -5 "$log")"
 	cmp -s "$W/old/layout.h" "$ROOT/build/layout.h" || die "the old build has another layout"
-	cmp -s "$W/src/build/layout.h" "$ROOT/build/layout.h" && die "the other layout's build has this one"
+	grep -q "0x${now}ull" "$W/earlier/layout.h" || die "the earlier layout not listed: $(cat "$W/earlier/layout.h")"
 }
 
 setup() {
@@ -193,8 +209,26 @@ t_layout() {
 		fail "another layout: exit $rc, '$out', program $show0 -> $show1"
 }
 
+# earlier: a build of another layout whose bpf/layouts names this one as the same maps
+# (an "EARLIER NOW" line) upgrades over it; this binary, whose list does not name
+# that layout, then refuses to come back.
+t_earlier() {
+	local out rc
+	out=$(with "$W/earlier/ringlb" upgrade eth0 2>&1)
+	rc=$?
+	[ $rc = 0 ] && [[ $out == "eth0: upgraded from build $(cat "$ROOT/VERSION"), program "*" to 0.0.3-earlier, program "* ]] &&
+		pass "upgrade to a layout that names this one as earlier: '$out'" ||
+		fail "upgrade to a layout naming this one: exit $rc, '$out'"
+	out=$(ringlb upgrade eth0 2>&1)
+	rc=$?
+	[ $rc != 0 ] && [[ $out == *"made for another layout of the maps"* ]] &&
+		pass "and back, to a binary whose list does not name it: refused, exit $rc" ||
+		fail "back to this binary: exit $rc, '$out'"
+}
+
 suite_test before
 suite_test swap before
 suite_test again swap
 suite_test layout swap
+suite_test earlier layout
 suite_main "$@"

@@ -299,7 +299,7 @@ int decap_self_set(const struct decap_maps *m, const struct addr *addrs, size_t 
 		key_of(&keys[i], &addrs[i], 0);
 	if (m->self < 0) {
 		err = self_flags(m->config, 0, LB_DECAP_SELF_CURRENT | LB_DECAP_SELF_WHOLE) ?:
-		      set_replace(m->local, keys, count);
+		      set_prune(m->local, keys, count) ?: set_add(m->local, keys, count);
 		free(keys);
 		return err;
 	}

@@ -75,24 +75,30 @@ int host_addrs(struct addr *out, size_t max, size_t *count)
 	if (getifaddrs(&all))
 		return -errno;
 	for (i = all; i; i = i->ifa_next) {
-		if (!i->ifa_addr ||
-		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+		struct addr a = { 0 };
+		size_t k;
+
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			a.family = LB_FAMILY_IPV4;
+			memcpy(a.bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			a.family = LB_FAMILY_IPV6;
+			memcpy(a.bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		} else {
+			continue;
+		}
+		/* An address on two interfaces is one address. */
+		for (k = 0; k < *count && memcmp(&out[k], &a, sizeof(a)); k++)
+			;
+		if (k < *count)
 			continue;
 		if (*count == max) {
 			freeifaddrs(all);
 			return -E2BIG;
 		}
-		if (i->ifa_addr->sa_family == AF_INET) {
-			memset(&out[*count], 0, sizeof(out[0]));
-			out[*count].family = LB_FAMILY_IPV4;
-			memcpy(out[*count].bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-			(*count)++;
-		} else if (i->ifa_addr->sa_family == AF_INET6) {
-			memset(&out[*count], 0, sizeof(out[0]));
-			out[*count].family = LB_FAMILY_IPV6;
-			memcpy(out[*count].bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-			(*count)++;
-		}
+		out[(*count)++] = a;
 	}
 	freeifaddrs(all);
 	return 0;

@@ -226,6 +226,8 @@ int lb_layout_same(__u64 layout)
 	static const __u64 earlier[] = LB_LAYOUT_EARLIER;
 	size_t i;
 
+	if (!layout)
+		return 0;
 	if (layout == LB_LAYOUT_DIGEST)
 		return 1;
 	for (i = 0; i < sizeof(earlier) / sizeof(earlier[0]); i++)
