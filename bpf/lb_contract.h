@@ -1127,7 +1127,7 @@ struct lb_decap_config {
  * a hash: the check runs on every frame, and an array lookup is inlined to a
  * few instructions where a hash lookup cost the program ~30 ns more per
  * packet (make bench, 1e). A VIP sits in one of the LB_DECAP_VIP_PROBES
- * slots from its home slot (lb_decap_vip_home()) on, each checked in turn;
+ * slots from its home slot (lb_decap_home()) on, all of them read;
  * the controller refuses a set it cannot place so.
  */
 /** LB_DECAP_VIP_SLOT_BITS - log2 of LB_DECAP_VIP_SLOTS. */
@@ -1176,12 +1176,6 @@ static inline __u32 lb_decap_home(__u8 family, const __u32 addr[4], __u32 bits)
 	__u32 x = addr[0] ^ addr[1] ^ addr[2] ^ addr[3] ^ family;
 
 	return (x * 0x9e3779b1u) >> ((32 - bits) & 31);
-}
-
-/** lb_decap_vip_home() - the home slot of VIP @addr of @family in map "decap_vip". */
-static inline __u32 lb_decap_vip_home(__u8 family, const __u32 addr[4])
-{
-	return lb_decap_home(family, addr, LB_DECAP_VIP_SLOT_BITS);
 }
 
 /*

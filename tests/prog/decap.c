@@ -256,12 +256,12 @@ static void test_decap_program_takes_what_is_ours_and_leaves_the_rest(void **sta
 	       sizeof(cases) / sizeof(cases[0]));
 }
 
-/* An IPIP frame from the balancer to this host around a SYN to @dst: its verdict. */
-static __u32 ipip_to(const char *dst)
+/* An IPIP frame from the balancer to outer destination @outer around a SYN to @inner: its verdict. */
+static __u32 ipip_run(const char *outer, const char *inner)
 {
 	struct pkt_spec spec = { .family = V4, .protocol = IPPROTO_TCP, .src = "198.18.10.2",
-				 .dst = dst, .sport = 40000, .dport = VIP_TCP_PORT };
-	struct pkt_encap e = { .family = V4, .src = BALANCER4, .dst = HOST4, .proto = 4 };
+				 .dst = inner, .sport = 40000, .dport = VIP_TCP_PORT };
+	struct pkt_encap e = { .family = V4, .src = BALANCER4, .dst = outer, .proto = 4 };
 	struct pkt in, frame;
 	unsigned char out[PKT_MAX];
 	size_t out_len;
@@ -272,31 +272,62 @@ static __u32 ipip_to(const char *dst)
 			   &out_len, 1, NULL);
 }
 
+/* An IPIP frame from the balancer to this host around a SYN to @dst: its verdict. */
+static __u32 ipip_to(const char *dst)
+{
+	return ipip_run(HOST4, dst);
+}
+
+/*
+ * @n IPv4 addresses 198.18.@third.0 on that share a home slot in a map of
+ * 2^@bits slots (tried in turn), in @out and, as text, in @text.
+ */
+static __u32 same_home(__u32 bits, __u32 third, __u32 n, struct addr *out, char (*text)[32])
+{
+	__u32 home = 0, k, found = 0;
+
+	for (k = 0; k < 65536 && found < n; k++) {
+		struct addr a = { .family = V4 };
+		__u32 w[4] = { 0 }, h;
+
+		snprintf(text[found], sizeof(text[found]), "198.18.%u.%u", third + (k >> 8), k & 255);
+		pkt_addr(V4, text[found], a.bytes);
+		memcpy(w, a.bytes, 4);
+		h = lb_decap_home(V4, w, bits);
+		if (found == 0)
+			home = h;
+		if (h == home)
+			out[found++] = a;
+	}
+	return found;
+}
+
+/* @n IPv6 addresses @prefix with 0, 1, ... in their last 16 bits, in @out. */
+static void numbered_v6(struct addr *out, __u32 n, const char *prefix)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].family = V6;
+		pkt_addr(V6, prefix, out[i].bytes);
+		out[i].bytes[14] = (__u8)(i >> 8);
+		out[i].bytes[15] = (__u8)i;
+	}
+}
+
 static void test_vip_slots_take_a_full_window_and_refuse_one_more(void **state)
 {
 	struct addr same[LB_DECAP_VIP_PROBES + 1], many[LB_DECAP_VIPS_MAX + 1];
 	char text[LB_DECAP_VIP_PROBES + 1][32];
-	__u32 home = 0, k, n = 0, i;
+	__u32 i;
 	int fd;
 
 	(void)state;
 	NEEDS_ROOT();
 	fd = bpf_map__fd(decap->maps.decap_vip);
-	/* Addresses that share a home slot, found by trying 198.18.x.y in turn. */
-	for (k = 0; k < 65536 && n < LB_DECAP_VIP_PROBES + 1; k++) {
-		struct addr a = { .family = V4 };
-		__u32 w[4] = { 0 }, h;
-
-		snprintf(text[n], sizeof(text[n]), "198.18.%u.%u", k >> 8, k & 255);
-		pkt_addr(V4, text[n], a.bytes);
-		memcpy(w, a.bytes, 4);
-		h = lb_decap_vip_home(V4, w);
-		if (n == 0)
-			home = h;
-		if (h == home)
-			same[n++] = a;
-	}
-	check_eq(n, LB_DECAP_VIP_PROBES + 1);
+	check_eq(same_home(LB_DECAP_VIP_SLOT_BITS, 0, LB_DECAP_VIP_PROBES + 1, same, text),
+		 LB_DECAP_VIP_PROBES + 1);
 	check_eq(decap_vips_set(fd, same, LB_DECAP_VIP_PROBES), 0);
 	for (i = 0; i < LB_DECAP_VIP_PROBES; i++)
 		check(ipip_to(text[i]) == XDP_PASS, "VIP %s of a full window not taken", text[i]);
@@ -311,13 +342,7 @@ static void test_vip_slots_take_a_full_window_and_refuse_one_more(void **state)
 	check_eq(ipip_to(text[0]), XDP_DROP);
 	check_eq(ipip_to(text[2]), XDP_DROP);
 	/* LB_DECAP_VIPS_MAX at most. */
-	for (i = 0; i < LB_DECAP_VIPS_MAX + 1; i++) {
-		memset(&many[i], 0, sizeof(many[i]));
-		many[i].family = V6;
-		pkt_addr(V6, "2001:db8:30::", many[i].bytes);
-		many[i].bytes[14] = (__u8)(i >> 8);
-		many[i].bytes[15] = (__u8)i;
-	}
+	numbered_v6(many, LB_DECAP_VIPS_MAX + 1, "2001:db8:30::");
 	check_eq(decap_vips_set(fd, many, LB_DECAP_VIPS_MAX + 1), -E2BIG);
 	check_eq(decap_vips_set(fd, many, LB_DECAP_VIPS_MAX), 0);
 	check_eq(ipip_to(text[1]), XDP_DROP);
@@ -326,20 +351,9 @@ static void test_vip_slots_take_a_full_window_and_refuse_one_more(void **state)
 /* An IPIP frame from the balancer to outer destination @dst around a SYN to the VIP: taken? */
 static int taken_at(const char *dst)
 {
-	struct pkt_spec spec = { .family = V4, .protocol = IPPROTO_TCP, .src = "198.18.10.2",
-				 .dst = HARNESS_DECAP_VIP4, .sport = 40000, .dport = VIP_TCP_PORT };
-	struct pkt_encap e = { .family = V4, .src = BALANCER4, .dst = dst, .proto = 4 };
 	__u64 before = decap_reason(LB_DECAP_DECAP_IPIP), refused = decap_reason(LB_DECAP_PASS_NOT_LOCAL);
-	struct pkt in, frame;
-	unsigned char out[PKT_MAX];
-	size_t out_len;
-	__u32 verdict;
 
-	pkt_build(&in, &spec);
-	pkt_build_encap(&frame, &e, &in);
-	verdict = harness_run(bpf_program__fd(decap->progs.ringlb_decap), frame.data, frame.len, out,
-			      &out_len, 1, NULL);
-	if (verdict != XDP_PASS)
+	if (ipip_run(dst, HARNESS_DECAP_VIP4) != XDP_PASS)
 		return -1;
 	if (decap_reason(LB_DECAP_DECAP_IPIP) - before == 1)
 		return 1;
@@ -372,36 +386,18 @@ static void test_host_addresses_in_slots_and_the_rest_in_the_hash(void **state)
 	struct decap_maps m;
 	struct addr same[SAME], many[DECAP_SELF_MAX + 1];
 	char text[SAME][32];
-	__u32 home = 0, k, n = 0, i;
+	__u32 i;
 	size_t in_hash;
 
 	(void)state;
 	NEEDS_ROOT();
-	m = (struct decap_maps){ .from = bpf_map__fd(decap->maps.decap_from),
-				 .local = bpf_map__fd(decap->maps.decap_local),
-				 .self = bpf_map__fd(decap->maps.decap_self),
-				 .vip = bpf_map__fd(decap->maps.decap_vip),
-				 .config = bpf_map__fd(decap->maps.decap_config),
-				 .stats = bpf_map__fd(decap->maps.decap_stats) };
+	m = harness_decap_maps(decap);
 	/* The harness's two addresses fit their slots: the slots are the whole set. */
 	check_eq(self_whole(&in_hash), 1);
 	check_eq(in_hash, 2);
 	check_eq(taken_at(HOST4), 1);
-	/* Addresses that share a home slot, found by trying 198.18.x.y in turn. */
-	for (k = 0; k < 65536 && n < SAME; k++) {
-		struct addr a = { .family = V4 };
-		__u32 w[4] = { 0 }, h;
-
-		snprintf(text[n], sizeof(text[n]), "198.18.%u.%u", 20 + (k >> 8), k & 255);
-		pkt_addr(V4, text[n], a.bytes);
-		memcpy(w, a.bytes, 4);
-		h = lb_decap_home(V4, w, LB_DECAP_SELF_SLOT_BITS);
-		if (n == 0)
-			home = h;
-		if (h == home)
-			same[n++] = a;
-	}
-	check_eq(n, SAME);
+	/* Addresses that share a home slot (from 198.18.20.0: none the harness's). */
+	check_eq(same_home(LB_DECAP_SELF_SLOT_BITS, 20, SAME, same, text), SAME);
 	/* Two more than their window holds: those two in the hash alone, every one taken. */
 	check_eq(decap_self_set(&m, same, SAME), 0);
 	check_eq(self_whole(&in_hash), 0);
@@ -455,13 +451,7 @@ static void test_host_addresses_in_slots_and_the_rest_in_the_hash(void **state)
 	check_eq(taken_at(text[0]), 0);
 	check_eq(taken_at(text[2]), 0);
 	/* DECAP_SELF_MAX at most, and a refused set changes nothing. */
-	for (i = 0; i < DECAP_SELF_MAX + 1; i++) {
-		memset(&many[i], 0, sizeof(many[i]));
-		many[i].family = V6;
-		pkt_addr(V6, "2001:db8:31::", many[i].bytes);
-		many[i].bytes[14] = (__u8)(i >> 8);
-		many[i].bytes[15] = (__u8)i;
-	}
+	numbered_v6(many, DECAP_SELF_MAX + 1, "2001:db8:31::");
 	check_eq(decap_self_set(&m, many, DECAP_SELF_MAX + 1), -E2BIG);
 	check_eq(taken_at(text[1]), 1);
 	/* A whole set of others in place of one: the hash is pruned before it takes them. */

@@ -186,13 +186,18 @@ static int decap_entry(int fd, int family, const char *text, __u32 len)
 	return bpf_map_update_elem(fd, &k, &one, BPF_ANY);
 }
 
-int harness_decap_self(struct decap_bpf *d, const char *const *texts, size_t count)
+struct decap_maps harness_decap_maps(struct decap_bpf *d)
 {
-	struct decap_maps m = {
+	return (struct decap_maps){
 		.from = bpf_map__fd(d->maps.decap_from), .local = bpf_map__fd(d->maps.decap_local),
 		.self = bpf_map__fd(d->maps.decap_self), .vip = bpf_map__fd(d->maps.decap_vip),
 		.config = bpf_map__fd(d->maps.decap_config), .stats = bpf_map__fd(d->maps.decap_stats),
 	};
+}
+
+int harness_decap_self(struct decap_bpf *d, const char *const *texts, size_t count)
+{
+	struct decap_maps m = harness_decap_maps(d);
 	struct addr addrs[8];
 	size_t i;
 

@@ -16,6 +16,7 @@
 #include <linux/types.h>
 
 #include "check.h"
+#include "decap.h"
 #include "lb.h"
 #include "packets.h"
 #include "ring.h"
@@ -113,6 +114,9 @@ struct decap_bpf;
  * packets to HARNESS_DECAP_VIP4/6, GUE on LB_GUE_PORT_DEFAULT. NULL on failure. Free with decap_bpf__destroy().
  */
 struct decap_bpf *harness_decap_open(void);
+
+/** harness_decap_maps() - the descriptors of decap program @d's maps, as decap.h holds them. */
+struct decap_maps harness_decap_maps(struct decap_bpf *d);
 
 /**
  * harness_decap_self() - make the @count addresses in @texts (IPv4 or IPv6,
