@@ -1652,8 +1652,10 @@ static double forward_pps(int ifindex, int prog_fd, int counter_fd, __u32 key, s
 	if (bpf_xdp_attach(ifindex, prog_fd, XDP_FLAGS_DRV_MODE, NULL))
 		die("attach for the forwarding test", -errno);
 	before = harness_percpu_sum(counter_fd, key, words, word);
+	/* trafgen makes its scratch file in its working directory: the config's, not the tree. */
 	snprintf(cmd, sizeof(cmd), "ip netns exec " FORWARD_PREFIX "c1 timeout -s INT %d "
-		 "trafgen -o eth0 -c %s --cpus 1 -q >/dev/null 2>&1", FORWARD_SECONDS, trafgen_conf);
+		 "env -C \"$(dirname %s)\" trafgen -o eth0 -c %s --cpus 1 -q >/dev/null 2>&1",
+		 FORWARD_SECONDS, trafgen_conf, trafgen_conf);
 	t0 = now_ms();
 	if (system(cmd) < 0)
 		die("trafgen", -errno);

@@ -143,14 +143,16 @@ be() {
 client() { ip netns exec "${P}c1" "$@"; }
 
 # syn_flood ADDR SECONDS: spoofed SYNs from random sources and ports to ADDR:80,
-# as fast as trafgen sends them from the routed network's client.
+# as fast as trafgen sends them from the routed network's client. trafgen makes a
+# scratch file (.tmp_mmap.*) in its working directory: every suite runs it in $W, never
+# in the tree (upgrade.sh copies the tree while other suites run).
 syn_flood() {
 	local r1mac c1mac
 	r1mac=$(ip -n "${P}r1" -j link show eth0 | jq -r '.[0].address')
 	c1mac=$(ip -n "${P}c1" -j link show eth0 | jq -r '.[0].address')
 	printf '{ eth(da=%s, sa=%s, type=0x0800),\n  ipv4(sa=drnd(), da=%s, ttl=64),\n  tcp(sp=drnd(), dp=80, syn) }\n' \
 		"$r1mac" "$c1mac" "$1" >"$W/syn.trafgen"
-	client timeout "$2" trafgen -o eth0 -c "$W/syn.trafgen" --cpus 1 -q >/dev/null 2>&1
+	client timeout "$2" env -C "$W" trafgen -o eth0 -c "$W/syn.trafgen" --cpus 1 -q >/dev/null 2>&1
 }
 
 # veth_session PREFIX: a private network namespace NS with one veth pair

@@ -110,7 +110,7 @@ EOF
 	(
 		bursts=0
 		while [ -e "$W/streaming" ]; do
-			ip netns exec "${P}c1" trafgen -o eth0 -c "$W/udp.trafgen" --cpus 1 -n $BURST -t 50us \
+			ip netns exec "${P}c1" env -C "$W" trafgen -o eth0 -c "$W/udp.trafgen" --cpus 1 -n $BURST -t 50us \
 				-q >/dev/null 2>&1 && bursts=$((bursts + 1))
 		done
 		echo $bursts >"$W/bursts"

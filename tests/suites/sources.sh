@@ -93,7 +93,7 @@ syns() {
   ipv4(sa=$1, da=$2, ttl=64)" ;;
 	esac
 	printf '{ %s,\n  tcp(sp=drnd(), dp=80, syn) }\n' "$head" >"$W/syn.trafgen"
-	on_client 1 trafgen -o eth0 -c "$W/syn.trafgen" -n "$3" --cpus 1 -q >/dev/null 2>&1
+	on_client 1 env -C "$W" trafgen -o eth0 -c "$W/syn.trafgen" -n "$3" --cpus 1 -q >/dev/null 2>&1
 }
 
 # range_check VIP ADDR IN OUT REASON: IN served, OUT refused (curl, lookup, counted SYNs).

@@ -189,7 +189,7 @@ t_drops() {
 	printf '{ eth(da=%s, sa=%s, type=0x0800),\n  ipv4(sa=%s, da=%s, ttl=64),\n  tcp(sp=drnd(), dp=81, syn) }\n' \
 		"$TOPO_LB_MAC" "$c1mac" "$(topo_client_addr4 1)" "$TOPO_VIP4" >"$W/syn.trafgen"
 	# The page is read while the SYNs still come: its last rate is theirs.
-	on_client 1 timeout 8 trafgen -o eth0 -c "$W/syn.trafgen" -n 6000 -t 1ms --cpus 1 -q \
+	on_client 1 timeout 8 env -C "$W" trafgen -o eth0 -c "$W/syn.trafgen" -n 6000 -t 1ms --cpus 1 -q \
 		>/dev/null 2>&1 &
 	sleep 3
 	snapshot drops || { fail "screenshot: $(tail -2 "$W/drops.chromium")"; return; }
