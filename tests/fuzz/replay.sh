@@ -13,7 +13,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 for f in "$@"; do
 	log=$build/checks/fuzz_$f.log
 	mkdir -p "$build/checks"
-	if ! "$build/fuzz_$f" -runs=0 "$root/tests/fuzz/corpus/$f" >"$log" 2>&1; then
+	# A faulting input is written under the build, never into the tree (-artifact_prefix).
+	if ! "$build/fuzz_$f" -runs=0 -artifact_prefix="$build/checks/fuzz_$f-" \
+		"$root/tests/fuzz/corpus/$f" >"$log" 2>&1; then
 		tail -40 "$log"
 		exit 1
 	fi

@@ -35,7 +35,7 @@ require_root faultproxy_selftest
 
 TEST_NAME=faultproxy_selftest
 NS=rfp$$
-W=$(mktemp -d)
+scratch_dir
 ETCD_AT=127.0.0.1:23790
 PROXY=127.0.0.1:23791
 CTL=127.0.0.1:23792

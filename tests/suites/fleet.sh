@@ -36,7 +36,7 @@ require_root fleet
 
 TEST_NAME=fleet
 P=rfl$$
-W=$(mktemp -d)
+scratch_dir
 PIN=/sys/fs/bpf/ringlb-$P
 trap 'kill $(jobs -p) 2>/dev/null; fleet_down "$P" "$W"; rm -rf "$PIN"-* "$W"' EXIT
 STORE="etcd://198.18.20.5:2379/ringlb-fleet"

@@ -53,7 +53,7 @@ require_root fleet_faults
 
 TEST_NAME=fleet_faults
 P=rff$$
-W=$(mktemp -d)
+scratch_dir
 PIN=/sys/fs/bpf/ringlb-$P
 trap 'kill $(jobs -p) 2>/dev/null; fleet_down "$P" "$W"; rm -rf "$PIN"-* "$W"' EXIT
 # The hosts reach etcd through the proxy; the tests rewrite etcd directly.

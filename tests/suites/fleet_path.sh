@@ -34,7 +34,7 @@ require_root fleet_path
 
 TEST_NAME=fleet_path
 P=rfp$$
-W=$(mktemp -d)
+scratch_dir
 PIN=/sys/fs/bpf/ringlb-$P
 trap 'kill $(jobs -p) 2>/dev/null; fleet_down "$P" "$W"; rm -rf "$PIN"-* "$W"' EXIT
 STORE="etcd://198.18.20.5:2379/ringlb-path"

@@ -117,11 +117,18 @@ topo_session() {
 	trap 'topo_down "$P" "$W"; rm -rf "$PIN" "$W"' EXIT
 }
 
+# scratch_dir: W, a new scratch directory, made the working directory: a tool that
+# writes beside itself (trafgen's .tmp_mmap.*, a core file) writes there, never in
+# the tree, which upgrade.sh copies while other suites run.
+scratch_dir() {
+	W=$(mktemp -d) && cd "$W"
+}
+
 # session_names NAME PREFIX: TEST_NAME, P, W, PIN and RINGLB_NS of a session.
 session_names() {
 	TEST_NAME=$1
 	P=$2$$
-	W=$(mktemp -d)
+	scratch_dir
 	PIN=/sys/fs/bpf/ringlb-$P
 	RINGLB_NS=${P}lb
 }
@@ -143,16 +150,22 @@ be() {
 client() { ip netns exec "${P}c1" "$@"; }
 
 # syn_flood ADDR SECONDS: spoofed SYNs from random sources and ports to ADDR:80,
-# as fast as trafgen sends them from the routed network's client. trafgen makes a
-# scratch file (.tmp_mmap.*) in its working directory: every suite runs it in $W, never
-# in the tree (upgrade.sh copies the tree while other suites run).
+# as fast as trafgen sends them from the routed network's client, for SECONDS:
+# trafgen stops early now and then ("Flushing TX_RING failed", exit 1), and is
+# started again until the time is up. It makes a scratch file (.tmp_mmap.*) in its
+# working directory: every suite runs it in $W, never in the tree (upgrade.sh copies
+# the tree while other suites run).
 syn_flood() {
-	local r1mac c1mac
+	local r1mac c1mac left end=$((SECONDS + $2))
 	r1mac=$(ip -n "${P}r1" -j link show eth0 | jq -r '.[0].address')
 	c1mac=$(ip -n "${P}c1" -j link show eth0 | jq -r '.[0].address')
 	printf '{ eth(da=%s, sa=%s, type=0x0800),\n  ipv4(sa=drnd(), da=%s, ttl=64),\n  tcp(sp=drnd(), dp=80, syn) }\n' \
 		"$r1mac" "$c1mac" "$1" >"$W/syn.trafgen"
-	client timeout "$2" env -C "$W" trafgen -o eth0 -c "$W/syn.trafgen" --cpus 1 -q >/dev/null 2>&1
+	# timeout 0 would be no timeout at all: the seconds left are counted first.
+	while left=$((end - SECONDS)) && [ "$left" -gt 0 ]; do
+		client timeout "$left" env -C "$W" trafgen -o eth0 -c "$W/syn.trafgen" --cpus 1 -q \
+			>/dev/null 2>&1
+	done
 }
 
 # veth_session PREFIX: a private network namespace NS with one veth pair
@@ -161,7 +174,7 @@ syn_flood() {
 # ringlb() run in NS against them. Needs ROOT.
 veth_session() {
 	NS=$1$$
-	W=$(mktemp -d)
+	scratch_dir
 	PIN=/sys/fs/bpf/ringlb-$NS
 	RINGLB_NS=$NS
 	trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$PIN" "$W"' EXIT

@@ -22,7 +22,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/suites/lib.sh"
 
 PAGES="ringlb.8 ringlb-daemon.8 ringlb-state.5"
-W=$(mktemp -d)
+scratch_dir
 trap 'rm -rf "$W"' EXIT
 
 setup() {

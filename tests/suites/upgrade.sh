@@ -49,11 +49,12 @@ with() {
 
 # copy DIR: this tree, without its builds, in DIR. Other suites run beside this one:
 # a file made or removed in the tree meanwhile (a tool's scratch file) makes tar say
-# "file changed as we read it" and exit 1, which is not a failed copy; 2 is.
+# "file changed as we read it" or "File removed before we read it" and exit 1, which
+# is not a failed copy (its line stays in the log, naming the file); 2 is.
 copy() {
 	local made took
 	mkdir -p "$1"
-	tar -c -C "$ROOT" --warning=no-file-changed --exclude=./build --exclude=./.git . |
+	tar -c -C "$ROOT" --exclude=./build --exclude=./.git . |
 		tar -x -C "$1"
 	made=${PIPESTATUS[0]} took=${PIPESTATUS[1]}
 	[ "$made" -le 1 ] && [ "$took" -eq 0 ] && [ -f "$1/bpf/lb_contract.h" ] ||
