@@ -1675,10 +1675,13 @@ static double forward_pps(int ifindex, int prog_fd, int counter_fd, __u32 key, s
 		t1 = now_ms();
 		if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 124)
 			break;
-		if (tries == FORWARD_TRIES) {
-			fprintf(stderr, "bench: trafgen stopped before its %d s %d times (last: %s %d)\n",
-				FORWARD_SECONDS, tries, rc != -1 && WIFEXITED(rc) ? "exit" : "status",
-				rc);
+		if (rc == -1)
+			die("running trafgen", -errno);
+		/* Interrupted (^C): stop, do not try again. */
+		if (tries == FORWARD_TRIES || (WIFSIGNALED(rc) && WTERMSIG(rc) == SIGINT)) {
+			fprintf(stderr, "bench: trafgen stopped before its %d s, %d times (last: %s %d)\n",
+				FORWARD_SECONDS, tries, WIFEXITED(rc) ? "exit" : "signal",
+				WIFEXITED(rc) ? WEXITSTATUS(rc) : WTERMSIG(rc));
 			die("trafgen", -EIO);
 		}
 		forward_retried++;
@@ -1861,11 +1864,11 @@ static void forwarding(void)
 	       ring_flood[FORWARD_ROUNDS / 2] / floor_flood[FORWARD_ROUNDS / 2], ">= 0.80");
 	printf("   (flood: %llu new flows not pinned, past %u per CPU per second)\n",
 	       (unsigned long long)refused, LB_NEW_FLOWS_MAX_DEFAULT);
-	printf("   (trafgen runs that stopped early and were run again: %u)\n", forward_retried);
 	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor flood pps",
 	       "stateless pps", "ratio", "goal", floor_flood[FORWARD_ROUNDS / 2],
 	       gue_flood[FORWARD_ROUNDS / 2],
 	       gue_flood[FORWARD_ROUNDS / 2] / floor_flood[FORWARD_ROUNDS / 2], ">= 0.80");
+	printf("   (trafgen runs that stopped early and were run again: %u)\n", forward_retried);
 	ring_free(r);
 	lb_prog_close(shipped);
 	bench_xdp_bpf__destroy(skel);

@@ -121,7 +121,10 @@ topo_session() {
 # writes beside itself (trafgen's .tmp_mmap.*, a core file) writes there, never in
 # the tree, which upgrade.sh copies while other suites run.
 scratch_dir() {
-	W=$(mktemp -d) && cd "$W"
+	W=$(mktemp -d) && cd "$W" || {
+		echo "${TEST_NAME:-$(basename "$0" .sh)}: no scratch directory" >&2
+		exit 1
+	}
 }
 
 # session_names NAME PREFIX: TEST_NAME, P, W, PIN and RINGLB_NS of a session.
@@ -152,11 +155,12 @@ client() { ip netns exec "${P}c1" "$@"; }
 # syn_flood ADDR SECONDS: spoofed SYNs from random sources and ports to ADDR:80,
 # as fast as trafgen sends them from the routed network's client, for SECONDS:
 # trafgen stops early now and then ("Flushing TX_RING failed", exit 1), and is
-# started again until the time is up. It makes a scratch file (.tmp_mmap.*) in its
-# working directory: every suite runs it in $W, never in the tree (upgrade.sh copies
-# the tree while other suites run).
+# started again until the time is up (a pause after each early stop, and their
+# count said). It makes a scratch file (.tmp_mmap.*) in its working directory:
+# every suite runs it in $W, never in the tree (upgrade.sh copies the tree while
+# other suites run).
 syn_flood() {
-	local r1mac c1mac left end=$((SECONDS + $2))
+	local r1mac c1mac left end=$((SECONDS + $2)) early=0
 	r1mac=$(ip -n "${P}r1" -j link show eth0 | jq -r '.[0].address')
 	c1mac=$(ip -n "${P}c1" -j link show eth0 | jq -r '.[0].address')
 	printf '{ eth(da=%s, sa=%s, type=0x0800),\n  ipv4(sa=drnd(), da=%s, ttl=64),\n  tcp(sp=drnd(), dp=80, syn) }\n' \
@@ -164,8 +168,12 @@ syn_flood() {
 	# timeout 0 would be no timeout at all: the seconds left are counted first.
 	while left=$((end - SECONDS)) && [ "$left" -gt 0 ]; do
 		client timeout "$left" env -C "$W" trafgen -o eth0 -c "$W/syn.trafgen" --cpus 1 -q \
-			>/dev/null 2>&1
+			>/dev/null 2>&1 && continue
+		[ $? -eq 124 ] && continue
+		early=$((early + 1))
+		sleep 0.2
 	done
+	[ "$early" -eq 0 ] || echo "     (the flood's trafgen stopped early $early times and was started again)"
 }
 
 # veth_session PREFIX: a private network namespace NS with one veth pair

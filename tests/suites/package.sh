@@ -45,7 +45,7 @@ require_root package
 
 TEST_NAME=package
 VERSION=$(cat "$ROOT/VERSION")
-W=$(mktemp -d)
+scratch_dir
 OURS=0 # 1 while the package this test installed is on the machine
 NS=rpkg$$
 PIN=/sys/fs/bpf/ringlb-$NS

@@ -35,6 +35,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 require_root status
 
+# The suite works in its scratch directory: a relative KEEP is the caller's.
+[ -z "${KEEP:-}" ] || KEEP=$(realpath -m -- "$KEEP")
 topo_session status rsp
 trap '[ -n "${KEEP:-}" ] && cp "$W"/*.html "$W"/*.png "$KEEP"
 	kill $(jobs -p) 2>/dev/null; topo_down "$P" "$W"; rm -rf "$PIN" "$W"' EXIT
