@@ -155,10 +155,13 @@ static __always_inline int in_slots(void *map, __u32 bits, __u8 family, const __
 			return 0;
 		d = (__u64)((v->family ^ family) | (v->addr[0] ^ addr[0]) | (v->addr[1] ^ addr[1]) |
 			    (v->addr[2] ^ addr[2]) | (v->addr[3] ^ addr[3]));
-		/* Hidden from clang, which would make "d is not zero" a branch again. */
+		/*
+		 * d is below 2^32, so -d has its top bit set exactly when d is not
+		 * zero. Hidden from clang, which would make that a branch again.
+		 */
 		neg = -d;
 		__asm__ __volatile__("" : "+r"(neg));
-		missed &= (d | neg) >> 63;
+		missed &= neg >> 63;
 	}
 	return !missed;
 }

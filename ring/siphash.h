@@ -110,50 +110,32 @@ static inline uint64_t siphash_finish(struct siphash_state *s, uint64_t last,
 }
 
 /**
- * siphash13_words() - SipHash-1-3 of a 40-byte flow key given as its words.
- * @w0: the key's first native (little-endian) 64-bit word
- * @w1: the second
- * @w2: the third
- * @w3: the fourth
- * @w4: the fifth
- * @k0: first secret word
- * @k1: second secret word
- *
- * Return: what siphash13_flow() returns for those words. Written out
- * straight: the XDP program's verifier then keeps no state per word, as it
- * did for a counted loop over them.
- */
-static inline uint64_t siphash13_words(uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3,
-				       uint64_t w4, uint64_t k0, uint64_t k1)
-{
-	struct siphash_state s;
-
-	_Static_assert(SIPHASH_FLOW_WORDS == 5, "five words");
-	siphash_init(&s, k0, k1);
-	siphash_compress(&s, w0, 1);
-	siphash_compress(&s, w1, 1);
-	siphash_compress(&s, w2, 1);
-	siphash_compress(&s, w3, 1);
-	siphash_compress(&s, w4, 1);
-	/* A 40-byte message leaves no tail bytes: the last block is the length. */
-	return siphash_finish(&s, (uint64_t)(SIPHASH_FLOW_WORDS * 8) << 56, 1, 3);
-}
-
-/**
  * siphash13_flow() - SipHash-1-3 of a 40-byte flow key.
  * @words: the flow key as five native (little-endian) 64-bit words
  * @k0: first secret word
  * @k1: second secret word
  *
  * Equal to SipHash-1-3 of the key's 40 bytes under the 16-byte secret whose
- * little-endian halves are @k0 and @k1.
+ * little-endian halves are @k0 and @k1. Written out straight: the XDP
+ * program's verifier then keeps no state per word, as it did for a counted
+ * loop over them.
  *
  * Return: the flow's position on the ring.
  */
 static inline uint64_t siphash13_flow(const uint64_t words[SIPHASH_FLOW_WORDS],
 				      uint64_t k0, uint64_t k1)
 {
-	return siphash13_words(words[0], words[1], words[2], words[3], words[4], k0, k1);
+	struct siphash_state s;
+
+	_Static_assert(SIPHASH_FLOW_WORDS == 5, "five words");
+	siphash_init(&s, k0, k1);
+	siphash_compress(&s, words[0], 1);
+	siphash_compress(&s, words[1], 1);
+	siphash_compress(&s, words[2], 1);
+	siphash_compress(&s, words[3], 1);
+	siphash_compress(&s, words[4], 1);
+	/* A 40-byte message leaves no tail bytes: the last block is the length. */
+	return siphash_finish(&s, (uint64_t)(SIPHASH_FLOW_WORDS * 8) << 56, 1, 3);
 }
 
 #endif /* RINGLB_SIPHASH_H */

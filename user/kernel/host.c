@@ -90,7 +90,7 @@ int host_addrs(struct addr *out, size_t max, size_t *count)
 			continue;
 		}
 		/* An address on two interfaces is one address. */
-		for (k = 0; k < *count && memcmp(&out[k], &a, sizeof(a)); k++)
+		for (k = 0; k < *count && !addr_equal(&out[k], &a); k++)
 			;
 		if (k < *count)
 			continue;

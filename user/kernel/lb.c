@@ -231,7 +231,7 @@ int lb_layout_same(__u64 layout)
 	if (layout == LB_LAYOUT_DIGEST)
 		return 1;
 	for (i = 0; i < sizeof(earlier) / sizeof(earlier[0]); i++)
-		if (earlier[i] && earlier[i] == layout)
+		if (earlier[i] == layout)
 			return 1;
 	return 0;
 }
