@@ -165,6 +165,9 @@ $(OUTPUT)/layout.h: bpf/lb_contract.h bpf/layouts
 	$(Q)if sed -n '/$(DECAP_SECTION)/,$$p' $< | grep -E '^(#[[:space:]]*define|struct|union|enum|typedef|static)' | \
 		grep -qvi decap; then \
 		echo "$<: a definition past the decap program's section marker that is not the decap program's (outside the layout digest)" >&2; exit 1; fi
+	$(Q)awk '!/^#/ && NF && !(NF == 2 && length($$1) == 16 && length($$2) == 16 && \
+		$$1 $$2 !~ /[^0-9a-f]/) { print "bpf/layouts:" NR ": not EARLIER NOW (16 lowercase hex digits each): " $$0 > "/dev/stderr"; bad = 1 } \
+		END { exit bad }' bpf/layouts
 	$(Q)sed '/$(DECAP_SECTION)/,$$d' $< | \
 		gcc -fpreprocessed -dD -E -P -x c - | tr -s ' \t\n' ' ' > $@.text && [ -s $@.text ] || { rm -f $@.text; exit 1; }
 	$(Q)d=$$(sha256sum < $@.text | cut -c1-16) && rm -f $@.text && \

@@ -128,10 +128,10 @@ static int decap_attach_run(struct cli *c, const void *args)
 				      (size_t)a->vip_count, (__u16)a->gue_port);
 		decap_maps_close(&maps);
 	}
-	if (err == -E2BIG) {
+	if (err == -EOVERFLOW) {
 		close(prog_fd);
 		return cli_report(c, "this host has more than %d addresses, more than the decap "
-				  "program can know as its own; nothing changed", DECAP_SELF_MAX);
+				  "program can know as its own; nothing changed", LB_DECAP_SELF_MAX);
 	}
 	if (err == -ENOSPC) {
 		close(prog_fd);

@@ -279,7 +279,14 @@ static int self_flags(int fd, __u8 set, __u8 clear)
 
 	if (bpf_map_lookup_elem(fd, &zero, &cfg))
 		return -errno;
-	cfg.flags = (__u8)((cfg.flags & ~clear) | set);
+	/*
+	 * Only the flags this build keeps true survive: one a later build set
+	 * would vouch for maps this build does not keep (as an earlier build's
+	 * whole write clears LB_DECAP_SELF_CURRENT).
+	 */
+	cfg.flags = (__u8)(((cfg.flags & ~clear) | set) &
+			   (LB_DECAP_SELF_CURRENT | LB_DECAP_SELF_WHOLE));
+	memset(cfg.pad, 0, sizeof(cfg.pad));
 	return bpf_map_update_elem(fd, &zero, &cfg, BPF_ANY) ? -errno : 0;
 }
 
@@ -290,19 +297,16 @@ int decap_self_set(const struct decap_maps *m, const struct addr *addrs, size_t 
 	size_t i;
 	int err;
 
-	if (count > DECAP_SELF_MAX)
+	if (count > LB_DECAP_SELF_MAX)
 		return -E2BIG;
+	/* decap_load() pins decap_self: only decap status opens a directory without it. */
+	if (m->self < 0)
+		return -ENOENT;
 	keys = calloc(count + 1, sizeof(*keys));
 	if (!keys)
 		return -ENOMEM;
 	for (i = 0; i < count; i++)
 		key_of(&keys[i], &addrs[i], 0);
-	if (m->self < 0) {
-		err = self_flags(m->config, 0, LB_DECAP_SELF_CURRENT | LB_DECAP_SELF_WHOLE) ?:
-		      set_prune(m->local, keys, count) ?: set_add(m->local, keys, count);
-		free(keys);
-		return err;
-	}
 	err = slots_plan(&p, m->self, LB_DECAP_SELF_SLOT_BITS, addrs, count);
 	if (err) {
 		free(keys);
@@ -339,7 +343,7 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
 	if (vip_count > LB_DECAP_VIPS_MAX)
 		return -E2BIG;
 	keys = calloc(count + 1, sizeof(*keys));
-	addrs = calloc(DECAP_SELF_MAX, sizeof(*addrs));
+	addrs = calloc(LB_DECAP_SELF_MAX, sizeof(*addrs));
 	if (!keys || !addrs) {
 		free(keys);
 		free(addrs);
@@ -352,7 +356,10 @@ int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefi
 	 * written: a host of too many addresses, or a VIP set that cannot be
 	 * placed, changes nothing.
 	 */
-	err = host_addrs(addrs, DECAP_SELF_MAX, &n);
+	err = host_addrs(addrs, LB_DECAP_SELF_MAX, &n);
+	/* The host's own count, told apart from a full map's E2BIG. */
+	if (err == -E2BIG)
+		err = -EOVERFLOW;
 	if (!err)
 		err = decap_vips_set(m->vip, vips, vip_count);
 	if (!err)

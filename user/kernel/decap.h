@@ -15,9 +15,6 @@
 #include "addr.h"
 #include "lb_contract.h"
 
-/** DECAP_SELF_MAX - the host's addresses the decap program knows at most. */
-#define DECAP_SELF_MAX LB_DECAP_SELF_MAX
-
 /**
  * struct decap_maps - descriptors of the decap program's maps, -1 when
  * closed (@self also when the program pinned there predates map "decap_self").
@@ -58,8 +55,8 @@ void decap_maps_close(struct decap_maps *m);
  * prefix removed; hops of a hop list must lie in them too), inner packets to
  * the @vip_count addresses of @vips only (decap_vips_set()), GUE on
  * @gue_port (0: not at all), and the host's addresses as they are now as
- * outer destinations (decap_self_set()). Return: 0, -E2BIG when the host
- * has more than DECAP_SELF_MAX addresses, -ENOSPC when the VIPs cannot be
+ * outer destinations (decap_self_set()). Return: 0, -EOVERFLOW when the host
+ * has more than LB_DECAP_SELF_MAX addresses, -ENOSPC when the VIPs cannot be
  * placed (nothing changed on either), or -errno.
  */
 int decap_configure(const struct decap_maps *m, const struct decap_prefix *prefixes,
@@ -77,11 +74,12 @@ int decap_vips_set(int fd, const struct addr *vips, size_t count);
 
 /**
  * decap_self_set() - make the host's addresses exactly the @count of @addrs
- * (at most DECAP_SELF_MAX): map "decap_local" holds them all, map
+ * (at most LB_DECAP_SELF_MAX): map "decap_local" holds them all, map
  * "decap_self" each that finds a slot in its window (those there already
  * stay), and the settings say the slots are current (LB_DECAP_SELF_CURRENT)
  * and whether they hold all (LB_DECAP_SELF_WHOLE). No address that stays is
- * refused in between. Return: 0, -E2BIG, or -errno.
+ * refused in between. Return: 0, -E2BIG, -ENOENT without map "decap_self",
+ * or -errno.
  */
 int decap_self_set(const struct decap_maps *m, const struct addr *addrs, size_t count);
 
