@@ -243,8 +243,11 @@ $(OUTPUT)/ringlb: $(call obj,$(CLI_SRCS)) $(LAYER_LIBS) $(OUTPUT)/libring.a
 
 # --- unit tests: plain and under AddressSanitizer + UBSan -------------------
 UNIT_TESTS := test_ring test_ringmap test_source_set test_state test_health test_picture test_change \
-	test_daemon test_status test_quic_lb test_curl_lib
+	test_daemon test_status test_quic_lb test_curl_lib test_flow_table
 test_ring_SRCS := tests/unit/test_ring.c $(RING_SRCS)
+# The flow table's sets (bpf/lb_flow_table.h), the program's own functions.
+test_flow_table_SRCS := tests/unit/test_flow_table.c
+test_flow_table_LIBS := -lcmocka
 # libcurl opened at run time: nothing else of the change layer.
 test_curl_lib_SRCS := tests/unit/test_curl_lib.c user/change/curl_lib.c
 test_curl_lib_LIBS := -lcmocka

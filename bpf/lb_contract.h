@@ -28,7 +28,7 @@
 /** LB_BACKENDS_MAX - backend ids are 1 .. LB_BACKENDS_MAX - 1; 0 means none. */
 #define LB_BACKENDS_MAX 4096
 #define LB_BACKEND_NONE 0
-/** LB_FLOWS_DEFAULT - flow table entries unless the loader says otherwise. */
+/** LB_FLOWS_DEFAULT - flow table entries (ways) unless the loader says otherwise. */
 #define LB_FLOWS_DEFAULT 65536
 /** LB_RING_POINTS_MAX - points in one ring (RING_POINTS_MAX of ring.h). */
 #define LB_RING_POINTS_MAX (1u << 20)
@@ -157,6 +157,79 @@ static inline __u32 lb_flow_pinned(__u32 pinned_s, __u32 flags)
 
 /** LB_FLOW_TOUCH_NS - a flow's last_seen_s is refreshed at most once a second. */
 #define LB_FLOW_TOUCH_NS 1000000000ull
+
+/* --- the flow table (maps "flows", sets of ways, and "flow_table") ------------ */
+
+/*
+ * The flow table is an array of sets, each of LB_FLOW_WAYS ways, with no
+ * lock and no allocation: a flow lives in the set its table hash (a keyed
+ * hash of its key under the table's own key, struct lb_flow_table) names, in
+ * any of its ways. A new flow takes an empty way, else the way least recently
+ * seen (by seconds; the lowest of equals). The set's first cache line holds
+ * each way's tag and last-seen second, so a flow not in the table costs one
+ * line read, and one that is, two. bpf/lb_flow_table.h reads and writes it,
+ * for the program and the controller alike.
+ *
+ * Every CPU reads and writes the same sets, and a way is written in several
+ * stores: a reader may see a way half rewritten. A way is taken only when its
+ * key is the flow's and its check binds the flow's 64-bit table hash to the
+ * backend it holds (lb_flow_check()), so a torn way is a miss, never another
+ * flow's backend, unless two keys' table hashes collide (2^-32 for keys
+ * chosen without the table's key) and a read tears between them; the check
+ * is one store.
+ */
+
+/** LB_FLOW_WAYS - ways a set holds: its tags and seconds fill one cache line. */
+#define LB_FLOW_WAYS 8
+
+/**
+ * struct lb_flow_way - one flow of a set, 64 octets.
+ * @key: the flow
+ * @flow: where it goes
+ * @check: lb_flow_check() of the key's table hash and @flow.backend
+ */
+struct lb_flow_way {
+	struct lb_flow_key key;
+	struct lb_flow flow;
+	__u64 check;
+};
+
+/**
+ * struct lb_flow_set - a set of the flow table (an element of map "flows").
+ * @tag: per way, lb_flow_tag() of its flow's table hash; 0: the way is empty
+ * @seen: per way, its flow's last_seen_s, read to choose a way for a new flow
+ * @way: the flows
+ */
+struct lb_flow_set {
+	__u32 tag[LB_FLOW_WAYS];
+	__u32 seen[LB_FLOW_WAYS];
+	struct lb_flow_way way[LB_FLOW_WAYS];
+};
+
+_Static_assert(sizeof(struct lb_flow_way) == 64, "a way is a cache line");
+_Static_assert(sizeof(struct lb_flow_set) == 64 * (LB_FLOW_WAYS + 1),
+	       "a set is its head's cache line and a line a way");
+
+/** LB_FLOW_TABLE_KEY_WORDS - 64-bit words of the table hash's key. */
+#define LB_FLOW_TABLE_KEY_WORDS 6
+
+/**
+ * struct lb_flow_table - the flow table's own settings (map "flow_table",
+ * one element), written once when the table is made.
+ * @key: the key of the table hash (lb_flow_table_hash()), random; not the
+ *       deployment's secret, which a key rotation changes while the pins
+ *       must stay findable
+ * @sets: the sets map "flows" has; 0: not made yet (nothing is pinned)
+ * @pad: zero
+ */
+struct lb_flow_table {
+	__u64 key[LB_FLOW_TABLE_KEY_WORDS];
+	__u32 sets;
+	__u32 pad;
+};
+
+/** LB_FLOW_SETS() - the sets of a table of @entries flows (ways), rounded up. */
+#define LB_FLOW_SETS(entries) (((entries) + LB_FLOW_WAYS - 1) / LB_FLOW_WAYS)
 
 /* --- VIPs (map "vips", hash) ------------------------------------------------- */
 

@@ -21,6 +21,7 @@
  * when the hash is at or before its first point, else halve the bucket's run.
  */
 #include "lb_flow_hash.h"
+#include "lb_flow_table.h"
 #include "lb_parse.h"
 #include "lb_ring.h"
 #include "lb_sources.h"
@@ -50,13 +51,28 @@ const char build_version[LB_BUILD_VERSION_MAX] = RINGLB_BPF_VERSION;
 
 /* vips, backends and rings_0 .. rings_3 come with lb_ring.h. */
 
+/*
+ * The flow table: sets of ways (bpf/lb_flow_table.h), every CPU's. Its size
+ * is the loader's (LB_FLOW_SETS() of the flows it is asked for); its memory
+ * is mapped by the controller, which walks, counts and expires it there.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_FLOWS_DEFAULT);
-	__type(key, struct lb_flow_key);
-	__type(value, struct lb_flow);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LB_FLOW_SETS(LB_FLOWS_DEFAULT));
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct lb_flow_set);
 	LB_PINNED;
 } flows SEC(".maps");
+
+/* The table's hash key and size: written once, by the loader that makes the table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb_flow_table);
+	LB_PINNED;
+} flow_table SEC(".maps");
 
 /* The controller's record of what the maps hold; the program never reads it. */
 struct {
@@ -179,12 +195,14 @@ static __always_inline struct lb_backend *backend_slot(__u32 id)
 }
 
 /*
- * One more packet of a pinned flow: its marks, and its last-seen time at
- * most once a second. Only what changes is written (the entry's cache line
- * is shared by every CPU the flow's packets land on).
+ * One more packet of the flow pinned in way @i of set @s: its marks, and its
+ * last-seen time at most once a second. Only what changes is written (the
+ * set's lines are shared by every CPU its flows' packets land on).
  */
-static __always_inline void flow_touch(struct lb_flow *flow, __u32 now_s, __u8 tcp_flags)
+static __always_inline void flow_touch(struct lb_flow_set *s, __u32 i, __u32 now_s,
+				       __u8 tcp_flags)
 {
+	struct lb_flow *flow = &s->way[i & (LB_FLOW_WAYS - 1)].flow;
 	__u32 flags = lb_flow_flags(flow);
 	__u32 pinned_s = lb_flow_pinned_s(flow), pinned;
 
@@ -202,9 +220,7 @@ static __always_inline void flow_touch(struct lb_flow *flow, __u32 now_s, __u8 t
 	pinned = lb_flow_pinned(pinned_s, flags);
 	if (pinned != flow->pinned)
 		flow->pinned = pinned;
-	/* Not !=: another CPU's clock may be a tick behind this one's. */
-	if (now_s > flow->last_seen_s)
-		flow->last_seen_s = now_s;
+	lb_flow_seen(s, i, now_s);
 }
 
 /*
@@ -266,24 +282,49 @@ static __always_inline __u64 hops_of(__u32 vip_id, __u64 hash, __u32 first, __u8
 }
 
 /*
- * Does pin @flow take a packet with @tcp_flags of VIP @vip_id
- * (lb_pin_holds())? Then @out and @out_id are its backend, and the flow is
- * touched unless @follow_only.
+ * Does the pin in way @i of set @s take a packet with @tcp_flags of VIP
+ * @vip_id (lb_pin_holds())? Then @out and @out_id are its backend, and the
+ * flow is touched unless @follow_only.
  */
-static __always_inline int pin_takes(struct lb_flow *flow, __u32 vip_id, __u8 tcp_flags,
-				     int follow_only, __u32 now_s, struct lb_backend **out,
-				     __u32 *out_id)
+static __always_inline int pin_takes(struct lb_flow_set *s, __u32 i, __u32 vip_id,
+				     __u8 tcp_flags, int follow_only, __u32 now_s,
+				     struct lb_backend **out, __u32 *out_id)
 {
+	struct lb_flow *flow = &s->way[i & (LB_FLOW_WAYS - 1)].flow;
 	__u32 id = lb_flow_slot(flow);
 	struct lb_backend *b = backend_slot(id);
 
 	if (!lb_pin_holds(flow, b, vip_id, tcp_flags))
 		return 0;
 	if (!follow_only)
-		flow_touch(flow, now_s, tcp_flags);
+		flow_touch(s, i, now_s, tcp_flags);
 	*out = b;
 	*out_id = id;
 	return 1;
+}
+
+/*
+ * flow_find_rest() - lb_flow_find_from() for the ways of mask @rest of set
+ * @s: a second flow of the flow's 32-bit tag in its set, about one lookup in
+ * 2^29. A global function, verified once: its loop inlined would be walked
+ * with the rest of the program once per way it can return.
+ */
+__noinline int flow_find_rest(const struct lb_flow_set *s, __u32 rest,
+			      const struct lb_flow_key *key, __u64 h)
+{
+	if (!s || !key)
+		return -1;
+	LB_FLOW_KEY_WORDS(kw, key);
+	return lb_flow_find_from(s, rest, kw, h);
+}
+
+/* The flow table's settings (NULL until the loader has made the table). */
+static __always_inline const struct lb_flow_table *flow_table_get(void)
+{
+	__u32 zero = 0;
+	const struct lb_flow_table *t = bpf_map_lookup_elem(&flow_table, &zero);
+
+	return t && t->sets ? t : NULL;
 }
 
 /*
@@ -305,32 +346,51 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 					  __u64 *hops, __u64 *now_out)
 {
 	int syn = lb_new_connection(tcp_flags) && !follow_only;
-	struct lb_flow *flow = NULL;
+	const struct lb_flow_table *table = NULL;
+	struct lb_flow_set *set = NULL;
 	struct lb_flow_rate *rate;
 	__u32 vip_id = vip->vip_id;
-	__u32 now_s;
+	__u32 now_s, set_id;
 	__u64 now = clock_now(&now_s);
 	struct lb_backend_counters *bc;
 	struct lb_backend *b;
 	struct lb_flow fresh;
-	__u64 hash;
+	__u64 hash, table_hash = 0;
 	__u32 id = 0;
-	int err, retried = 0, room;
+	int err, retried = 0, room, way = -1;
+	__u32 rest, at;
+
+	LB_FLOW_KEY_WORDS(kw, key);
 
 	*hops = 0;
 	*now_out = now;
-	/* A SYN reads the table only when its tuple turns out to have a pin (below). */
-	if (lb_vip_pins(vip) && !syn)
-		flow = bpf_map_lookup_elem(&flows, key);
-	if (flow && pin_takes(flow, vip_id, tcp_flags, follow_only, now_s, out, out_id))
-		return 0;
+	/*
+	 * The flow's set, and its way there if it has one: a SYN too, whose
+	 * pin, while it holds, takes it (a retransmitted SYN, or a tuple reused,
+	 * stays where its connection lives).
+	 */
+	if (lb_vip_pins(vip))
+		table = flow_table_get();
+	if (table) {
+		table_hash = lb_flow_table_hash(kw, table->key);
+		set_id = lb_flow_set_of(table_hash, table->sets);
+		set = bpf_map_lookup_elem(&flows, &set_id);
+	}
+	if (set) {
+		way = lb_flow_find_first(set, kw, table_hash, &rest);
+		if (rest)
+			way = flow_find_rest(set, rest, key, table_hash);
+		if (way >= 0 && pin_takes(set, (__u32)way, vip_id, tcp_flags, follow_only, now_s,
+					  out, out_id))
+			return 0;
+	}
 	/*
 	 * The VIP value read earlier may have been replaced since: its slot may
 	 * be empty or hold a newer ring, or its ring may name a backend the
 	 * controller freed right after the swap. Read the VIP again, once: the
 	 * second read sees the new ring, which names only installed backends.
 	 */
-	hash = flow_hash(key);
+	hash = siphash13_flow(kw, flow_secret[0], flow_secret[1]);
 	/*
 	 * A goto, not a loop: the verifier then sees one copy of the four
 	 * inlined searches and prunes the second pass, where a counted loop
@@ -339,7 +399,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 again:
 	err = ring_choose(vip, hash, &id);
 	if (err < 0)
-		goto unplaced;
+		return err;
 	/* Only the ring's answer counts here, never a pinned slot's occupant. */
 	b = err == 0 ? backend_slot(id) : NULL;
 	b = lb_backend_serves(b, vip_id) ? b : NULL;
@@ -350,12 +410,10 @@ again:
 			return PARSE_FAIL(LB_REASON_DROP_NO_RING);
 		goto again;
 	}
-	if (!b) {
-		err = err == RING_MISSING ? PARSE_FAIL(LB_REASON_DROP_NO_RING) :
-		      err == RING_STALE ? PARSE_FAIL(LB_REASON_DROP_BAD_RING) :
-					  PARSE_FAIL(LB_REASON_DROP_BACKEND_GONE);
-		goto unplaced;
-	}
+	if (!b)
+		return err == RING_MISSING ? PARSE_FAIL(LB_REASON_DROP_NO_RING) :
+		       err == RING_STALE ? PARSE_FAIL(LB_REASON_DROP_BAD_RING) :
+					   PARSE_FAIL(LB_REASON_DROP_BACKEND_GONE);
 	*out = b;
 	*out_id = id;
 	/* An ICMP error about a TCP flow goes where that flow's packets go: the hops too. */
@@ -363,51 +421,34 @@ again:
 		*hops = hops_of(vip_id, hash, id, b->family);
 	if (follow_only)
 		return 0;
-	if (lb_pins_new(vip, *hops, tcp_flags)) {
-		rate = flow_rate_room(now_s, &room);
-		fresh.backend = lb_flow_backend(id, b->cookie);
-		fresh.last_seen_s = now_s;
-		fresh.pinned = lb_flow_pinned(now_s, tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0);
+	if (set && lb_pins_new(vip, *hops, tcp_flags)) {
 		/*
-		 * A SYN: pinned where the ring puts it when its tuple has no pin
-		 * (the insert is the only table access a new tuple costs). A pin
-		 * there already takes it while it holds, as before (a
-		 * retransmitted SYN, or a tuple reused, stays where its
-		 * connection lives), and makes nothing; one that does not hold is
-		 * replaced, or, past the rate of new flows, deleted: a stale pin
-		 * never takes the next packets of a connection its SYN did not go
-		 * with.
+		 * Pinned where the ring puts it, in the way of the tuple's pin
+		 * that did not hold, else in a free or the least recently seen
+		 * way. Past the rate of new flows nothing is made, and a SYN's
+		 * stale pin is emptied: a stale pin never takes the next packets
+		 * of a connection its SYN did not go with.
 		 */
-		if (syn && room && bpf_map_update_elem(&flows, key, &fresh, BPF_NOEXIST) == 0) {
+		rate = flow_rate_room(now_s, &room);
+		if (room) {
+			fresh.backend = lb_flow_backend(id, b->cookie);
+			fresh.last_seen_s = now_s;
+			fresh.pinned = lb_flow_pinned(now_s, tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0);
+			/* The tuple's way, else the victim, chosen without a branch. */
+			at = (__u32)way >> 31;
+			at = ((__u32)way & (at - 1)) | (lb_flow_victim(set) & -at);
+			lb_flow_put(set, at, kw, table_hash, &fresh);
 			flow_rate_charge(rate);
 		} else {
-			if (syn) {
-				flow = bpf_map_lookup_elem(&flows, key);
-				if (flow && pin_takes(flow, vip_id, tcp_flags, 0, now_s, out, out_id))
-					return 0;
-				if (flow && !room)
-					bpf_map_delete_elem(&flows, key);
-			}
-			if (room) {
-				bpf_map_update_elem(&flows, key, &fresh, BPF_ANY);
-				flow_rate_charge(rate);
-			} else {
-				flow_rate_refuse(rate);
-			}
+			if (syn && way >= 0)
+				set->tag[way & (LB_FLOW_WAYS - 1)] = 0;
+			flow_rate_refuse(rate);
 		}
 	}
 	bc = bpf_map_lookup_elem(&backend_stats, &id);
 	if (bc)
 		bc->new_flows++;
 	return 0;
-unplaced:
-	/* A SYN the ring cannot place: a pin of its tuple that holds takes it, as before any ring read. */
-	if (syn && lb_vip_pins(vip)) {
-		flow = bpf_map_lookup_elem(&flows, key);
-		if (flow && pin_takes(flow, vip_id, tcp_flags, 0, now_s, out, out_id))
-			return 0;
-	}
-	return err;
 }
 
 /*

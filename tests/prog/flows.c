@@ -22,6 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "kernel.h"
 #include "prog.h"
 
 
@@ -214,14 +215,14 @@ static void test_fin_marks_the_flow_closing_and_a_new_connection_clears_it(void 
 	pool_install(&pool, VIP_V4_TCP, ring_weighted(10, 3, NULL, "fin"));
 	key_of_spec(&spec, &key);
 	send_flow(7, TCP_SYN);
-	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0, "SYN did not pin the flow");
+	check(kernel_flow_get(maps, &key, &flow) == 0, "SYN did not pin the flow");
 	check(!(lb_flow_flags(&flow) & LB_FLOW_FIN), "a fresh flow is marked closing");
 	send_flow(7, TCP_FIN_ACK);
-	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && (lb_flow_flags(&flow) & LB_FLOW_FIN),
+	check(kernel_flow_get(maps, &key, &flow) == 0 && (lb_flow_flags(&flow) & LB_FLOW_FIN),
 	      "FIN did not mark the flow closing");
 	/* The client opens a new connection from the same address and port. */
 	send_flow(7, TCP_SYN);
-	check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && !(lb_flow_flags(&flow) & LB_FLOW_FIN),
+	check(kernel_flow_get(maps, &key, &flow) == 0 && !(lb_flow_flags(&flow) & LB_FLOW_FIN),
 	      "a new connection on a tuple whose last connection sent FIN still counts as closing "
 	      "(flags %#x)", lb_flow_flags(&flow));
 	pool_release(&pool);
@@ -326,7 +327,7 @@ static void test_a_syn_past_the_rate_leaves_no_stale_pin_behind(void **state)
 			struct lb_flow flow;
 
 			key_of_spec(&spec, &key);
-			check(bpf_map_lookup_elem(maps->flows, &key, &flow) != 0,
+			check(kernel_flow_get(maps, &key, &flow) != 0,
 			      "flow %d: past the rate the SYN left a pin of its tuple", i);
 		}
 		check(send_flow(i, TCP_ACK) == want,
@@ -390,7 +391,7 @@ static void test_retransmitted_syns_spend_none_of_the_rate(void **state)
 			struct lb_flow flow;
 
 			key_of_spec(&spec, &key);
-			pinned += bpf_map_lookup_elem(maps->flows, &key, &flow) == 0;
+			pinned += kernel_flow_get(maps, &key, &flow) == 0;
 		}
 		if (after.second == before.second)
 			break;
@@ -438,7 +439,7 @@ static void test_reset_goes_to_the_pinned_backend_and_keeps_the_pin(void **state
 		check(got == drained, "flow %d: a SYN|RST went to %u, not its pinned backend %u", i,
 		      got, drained);
 		key_of_spec(&spec, &key);
-		check(bpf_map_lookup_elem(maps->flows, &key, &flow) == 0 && lb_flow_slot(&flow) == drained,
+		check(kernel_flow_get(maps, &key, &flow) == 0 && lb_flow_slot(&flow) == drained,
 		      "flow %d: a RST unpinned the flow", i);
 		got = send_flow(i, TCP_ACK);
 		check(got == drained, "flow %d: after a RST its next packet went to %u, not %u", i,
@@ -455,7 +456,7 @@ static void test_reset_goes_to_the_pinned_backend_and_keeps_the_pin(void **state
 		check(send_flow(5 * RESYN_FLOWS, TCP_RST) == expected_backend(&after, &spec),
 		      "a RST of an unknown flow did not go where the ring says");
 		key_of_spec(&spec, &key);
-		check(bpf_map_lookup_elem(maps->flows, &key, &flow) != 0,
+		check(kernel_flow_get(maps, &key, &flow) != 0,
 		      "a RST of an unknown flow pinned it");
 	}
 	ring_free(after.ring);
@@ -490,7 +491,7 @@ static void test_pin_to_a_reused_slot_never_reaches_the_new_occupant(void **stat
 	check(lb_backend_install(maps, id, &first) == 0, "install the first backend");
 	key_of_spec(&spec, &key);
 	pin.backend = lb_flow_backend(id, first.cookie);
-	check(bpf_map_update_elem(maps->flows, &key, &pin, BPF_ANY) == 0, "pin the flow");
+	check(kernel_flow_put(maps, &key, &pin) == 0, "pin the flow");
 	/* The slot is given to another backend of the same VIP. */
 	second.cookie = 0x2222;
 	second.mac[5] = 0x02;
@@ -503,7 +504,7 @@ static void test_pin_to_a_reused_slot_never_reaches_the_new_occupant(void **stat
 	check(verdict == XDP_DROP && after[LB_REASON_DROP_NO_RING] - before[LB_REASON_DROP_NO_RING] == 1,
 	      "a flow pinned to a reused slot got verdict %u (sent to %02x:%02x), not a drop for "
 	      "its missing ring", verdict, out[4], out[5]);
-	check(bpf_map_lookup_elem(maps->flows, &key, &now) == 0 &&
+	check(kernel_flow_get(maps, &key, &now) == 0 &&
 	      lb_flow_cookie_is(&now, first.cookie),
 	      "the flow was pinned to the slot's new occupant");
 	lb_backend_set_state(maps, id, LB_BACKEND_UNUSED);
@@ -528,12 +529,12 @@ static void test_icmp_error_does_not_refresh_its_flow(void **state)
 	pkt_build(&pkt, &spec);
 	backend = forward(&pkt);
 	key_of_spec(&spec, &key);
-	assert_int_equal(bpf_map_lookup_elem(maps->flows, &key, &flow), 0);
+	assert_int_equal(kernel_flow_get(maps, &key, &flow), 0);
 	flow.last_seen_s = 1; /* long idle */
-	assert_int_equal(bpf_map_update_elem(maps->flows, &key, &flow, BPF_EXIST), 0);
+	assert_int_equal(kernel_flow_put(maps, &key, &flow), 0);
 	icmp_frag_needed_for_vip_flow(&icmp);
 	check(forward(&icmp) == backend, "the ICMP error did not follow its flow");
-	assert_int_equal(bpf_map_lookup_elem(maps->flows, &key, &flow), 0);
+	assert_int_equal(kernel_flow_get(maps, &key, &flow), 0);
 	check(flow.last_seen_s == 1, "an ICMP error made an idle flow look live (last seen %u s)",
 	      flow.last_seen_s);
 	pool_release(&pool);
@@ -601,7 +602,7 @@ static void test_a_flood_of_new_flows_is_forwarded_but_not_pinned(void **state)
 			struct lb_flow flow;
 
 			key_of_spec(&spec, &key);
-			pinned += bpf_map_lookup_elem(maps->flows, &key, &flow) == 0;
+			pinned += kernel_flow_get(maps, &key, &flow) == 0;
 		}
 		if (after.second == before.second || tries == 1)
 			break;

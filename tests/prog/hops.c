@@ -262,7 +262,7 @@ static int pinned(const struct pkt_spec *spec)
 	struct lb_flow flow;
 
 	key_of_spec(spec, &key);
-	return bpf_map_lookup_elem(maps->flows, &key, &flow) == 0;
+	return kernel_flow_get(maps, &key, &flow) == 0;
 }
 
 /* A random flow of the VIP, its packet an ACK (not a SYN: one a hop list is for). */

@@ -64,7 +64,16 @@ static void test_instances_share_pinned_maps(void **state)
 	check(map_id(pinned.backends) == map_id(lb_prog_maps(first)->backends),
 	      "pinned backends map is not the loaded one");
 	check(bpf_obj_get_info_by_fd(pinned.flows, &info, &info_len) == 0, "flow table info");
-	check_eq(info.max_entries, 4096);
+	check_eq(info.max_entries * LB_FLOW_WAYS, 4096);
+	{
+		struct lb_flow_table t;
+		__u32 zero = 0;
+
+		/* Made once, by the first: the second kept its key. */
+		check_eq(bpf_map_lookup_elem(pinned.flow_table, &zero, &t), 0);
+		check_eq(t.sets, info.max_entries);
+		check(t.key[0] || t.key[1], "the flow table has no key of its own");
+	}
 	lb_maps_close(&pinned);
 	lb_prog_close(first);
 	lb_prog_close(second);
@@ -109,7 +118,7 @@ static void test_maps_are_pinned_by_name_and_only_when_asked(void **state)
 	check(err == 0, "load with a pin directory: %s", strerror(-err));
 	lb_prog_close(p);
 	pins_list(dir, names, sizeof(names));
-	check(strcmp(names, "backend_stats backends config control flow_rate flows history icmp_budget "
+	check(strcmp(names, "backend_stats backends config control flow_rate flow_table flows history icmp_budget "
 			    "next_hop_stats quic_ciphers quic_servers reason_stats rings_0 rings_1 rings_2 rings_3 "
 			    "source_heads source_sets "
 			    "vip_refused vip_stats vips") == 0,

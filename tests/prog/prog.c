@@ -23,6 +23,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "kernel.h"
 #include "prog.h"
 
 /* --- the program tests ---------------------------------------------------------------------- */
@@ -140,12 +141,19 @@ __u32 run_frame(const unsigned char *in, size_t len, unsigned char *out, size_t 
 
 void flows_clear(void)
 {
-	struct lb_flow_key key, next;
+	check_eq(kernel_flows_clear(maps), 0);
+}
 
-	while (bpf_map_get_next_key(maps->flows, NULL, &next) == 0) {
-		key = next;
-		bpf_map_delete_elem(maps->flows, &key);
-	}
+size_t flows_count(__u8 protocol)
+{
+	struct kernel_flow *all = NULL;
+	size_t count = 0, n, of = 0;
+
+	check_eq(kernel_flows_read(maps, &all, &count), 0);
+	for (n = 0; n < count; n++)
+		of += !protocol || all[n].key.protocol == protocol;
+	free(all);
+	return of;
 }
 
 void mac_of_backend(__u32 id, __u8 mac[6])

@@ -77,6 +77,8 @@ __u64 reason_total(__u32 reason);
 void reasons_snapshot(__u64 *counts);
 __u32 run_frame(const unsigned char *in, size_t len, unsigned char *out, size_t *out_len);
 void flows_clear(void);
+/* Flows in the flow table, of @protocol (0: all). */
+size_t flows_count(__u8 protocol);
 void mac_of_backend(__u32 id, __u8 mac[6]);
 
 /* A VIP's backends: a ring of members and the backend id of each member. */

@@ -160,10 +160,10 @@ static int attach_apply(const struct change_ctx *ctx, const void *args, struct s
 	 * committed state. The flow table keeps the size it was made with: the
 	 * state records that one, and --flows of another size is refused.
 	 */
-	if (ctx->dry_run || lb_pinned_max_entries(ctx->site->pin_dir, "flows", &have)) {
+	if (ctx->dry_run || lb_pinned_flow_entries(ctx->site->pin_dir, &have)) {
 		if (a->flows)
-			want->host.flow_entries = a->flows;
-	} else if (a->flows && a->flows != have) {
+			want->host.flow_entries = LB_FLOW_SETS(a->flows) * LB_FLOW_WAYS;
+	} else if (a->flows && LB_FLOW_SETS(a->flows) * LB_FLOW_WAYS != have) {
 		return fault_set(f, FAULT_USAGE, -EEXIST,
 				 "the flow table has %u entries already, and --flows %u sizes only "
 				 "one being made: to resize it, replace the maps (README, "
@@ -199,7 +199,8 @@ static const struct cli_option attach_options[] = {
 	CLI_OPT_ENUM("mode", "native|generic", "where the program runs (default native)",
 		     struct attach_args, mode, cli_modes),
 	CLI_OPT_U32("flows", "N", "flow table entries, when the maps are created (default\n"
-		    "                               65536); refused on maps of another size",
+		    "                               65536; rounded up to a multiple of 8, its sets'\n"
+		    "                               ways); refused on maps of another size",
 		    struct attach_args, flows, FLOW_ENTRIES_MIN, FLOW_ENTRIES_MAX),
 	CLI_OPT_CUSTOM("source", "ADDR", "outer source for encapsulation, one per family (default: "
 		       "the\n                               first interface's address of that family)",

@@ -2,8 +2,12 @@
 /*
  * The flow table: counted per backend (live and closing flows within an
  * idle time, only for the backend each flow was pinned to), read whole for
- * `ringlb flows`, entries deleted, and idle entries expired (the daemon's
- * sweep, so the table's occupancy is the flows that are live).
+ * `ringlb flows`, entries looked up, written (tests), deleted, and idle
+ * entries expired (the daemon's sweep, so the table's occupancy is the flows
+ * that are live). The controller maps the table's sets and reads and writes
+ * them in place with the program's own functions (bpf/lb_flow_table.h): a
+ * way is read whole only when its tag, key and check agree, and emptied only
+ * while it still has the tag it was read with.
  */
 #include "kernel.h"
 
@@ -12,56 +16,126 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
 #include "image.h"
+#include "lb_flow_table.h"
 #include "ring.h"
 
+/* Flows a read of the whole table makes room for first. */
+#define FLOW_READ_FIRST 4096
 
-/* Flow table entries read per batch call. */
-#define FLOW_BATCH 4096
 
 /*
- * Call @fn for every entry of the flow table, a batch of at most FLOW_BATCH
- * at a time. A batch walk, by hash bucket: a key-by-key walk restarts from
- * the first key when the program evicts the key it stands on, and may never
- * end on a busy table. @fn returns 0 to go on, or -errno to stop.
+ * The flow table's sets, mapped: read and written in place, as the program
+ * does (bpf/lb_flow_table.h), while it runs.
+ */
+struct flow_view {
+	struct lb_flow_set *sets;
+	size_t len;
+	__u32 count;
+	__u64 key[LB_FLOW_TABLE_KEY_WORDS];
+};
+
+static int flow_view_open(const struct lb_maps *maps, struct flow_view *v)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), zero = 0;
+	struct lb_flow_table t;
+	long page = sysconf(_SC_PAGESIZE);
+	void *at;
+
+	memset(v, 0, sizeof(*v));
+	if (bpf_obj_get_info_by_fd(maps->flows, &info, &len) ||
+	    bpf_map_lookup_elem(maps->flow_table, &zero, &t))
+		return -errno;
+	/* Not made by a loader of this layout, or made for other sets: not ours to read. */
+	if (info.value_size != sizeof(struct lb_flow_set) || !t.sets || t.sets != info.max_entries)
+		return -EPROTO;
+	v->len = ((size_t)t.sets * sizeof(struct lb_flow_set) + (size_t)page - 1) /
+		 (size_t)page * (size_t)page;
+	at = mmap(NULL, v->len, PROT_READ | PROT_WRITE, MAP_SHARED, maps->flows, 0);
+	if (at == MAP_FAILED)
+		return -errno;
+	v->sets = at;
+	v->count = t.sets;
+	memcpy(v->key, t.key, sizeof(v->key));
+	return 0;
+}
+
+static void flow_view_close(struct flow_view *v)
+{
+	if (v->sets)
+		munmap(v->sets, v->len);
+	v->sets = NULL;
+}
+
+/* A way's tag as the program last wrote it: one load. */
+static __u32 flow_tag_read(const struct lb_flow_set *s, __u32 i)
+{
+	return __atomic_load_n(&s->tag[i], __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Empty way @i of set @s if it still has tag @tag: a flow the program wrote
+ * there meanwhile (another tag) keeps it. Return: 1 when emptied.
+ */
+static int flow_tag_clear(struct lb_flow_set *s, __u32 i, __u32 tag)
+{
+	return __atomic_compare_exchange_n(&s->tag[i], &tag, 0, 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Way @i of set @set_id, copied into @out when it holds a flow whole: its tag
+ * and check agree with its key, and its key belongs in this set. A way being
+ * written as it is read, or emptied, is skipped. Return: its tag, or 0.
+ */
+static __u32 flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
+			   struct lb_flow_way *out)
+{
+	const struct lb_flow_set *s = &v->sets[set_id];
+	__u32 tag = flow_tag_read(s, i);
+	uint64_t kw[SIPHASH_FLOW_WORDS];
+	__u64 h;
+
+	if (!tag)
+		return 0;
+	memcpy(out, (const void *)&s->way[i], sizeof(*out));
+	lb_flow_words(&out->key, kw);
+	h = lb_flow_table_hash(kw, v->key);
+	if (lb_flow_tag(h) != tag || lb_flow_set_of(h, v->count) != set_id ||
+	    lb_flow_way_differs(out, kw, h))
+		return 0;
+	return tag;
+}
+
+/*
+ * Call @fn for every flow of the table, with where it is (set, way, tag), in
+ * the order of the sets; a flow made or evicted meanwhile may or may not be
+ * seen. @fn returns 0 to go on, or -errno to stop.
  */
 static int flows_walk(const struct lb_maps *maps,
-		      int (*fn)(const struct lb_flow_key *keys, const struct lb_flow *values,
-				__u32 count, void *arg),
+		      int (*fn)(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
+				const struct lb_flow_way *w, void *arg),
 		      void *arg)
 {
-	struct lb_flow_key *keys = calloc(FLOW_BATCH, sizeof(*keys));
-	struct lb_flow *values = calloc(FLOW_BATCH, sizeof(*values));
-	__u32 in_batch = 0, out_batch = 0, count;
-	int err = 0, first = 1, last;
+	struct flow_view v;
+	struct lb_flow_way w;
+	__u32 set_id, i, tag;
+	int err = flow_view_open(maps, &v);
 
-	if (!keys || !values) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts);
-
-		count = FLOW_BATCH;
-		last = bpf_map_lookup_batch(maps->flows, first ? NULL : &in_batch, &out_batch, keys,
-					    values, &count, &opts);
-		if (last && errno != ENOENT) {
-			err = -errno;
-			break;
+	for (set_id = 0; !err && set_id < v.count; set_id++)
+		for (i = 0; !err && i < LB_FLOW_WAYS; i++) {
+			tag = flow_way_copy(&v, set_id, i, &w);
+			if (tag)
+				err = fn(&v, set_id, i, tag, &w, arg);
 		}
-		err = fn(keys, values, count, arg);
-		if (err || last) /* last: ENOENT, the walk is over */
-			break;
-		in_batch = out_batch;
-		first = 0;
-	}
-out:
-	free(keys);
-	free(values);
+	flow_view_close(&v);
 	return err;
 }
 
@@ -86,29 +160,24 @@ struct tally_walk {
 	struct kernel_tally *t;
 };
 
-static int tally_batch(const struct lb_flow_key *keys, const struct lb_flow *values, __u32 count,
-		       void *arg)
+static int tally_one(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
+		     const struct lb_flow_way *way, void *arg)
 {
 	struct tally_walk *w = arg;
-	__u32 n;
+	const struct lb_flow *f = &way->flow;
+	__u32 id = lb_flow_slot(f);
 
-	(void)keys;
-	w->t->entries += count;
-	for (n = 0; n < count; n++) {
-		const struct lb_flow *f = &values[n];
-		__u32 id = lb_flow_slot(f);
-
-		/* Only the backend it was pinned to; cookies are never 0. */
-		if (id >= LB_BACKENDS_MAX || !w->cookie_of[id] ||
-		    !lb_flow_cookie_is(f, w->cookie_of[id]))
-			continue;
-		/* Touched at most once a second, so allow that much slack. */
-		if (w->now_ns > flow_last_seen_ns(f) + w->idle_ns + LB_FLOW_TOUCH_NS)
-			continue;
-		w->t->live[id]++;
-		if (lb_flow_flags(f) & (LB_FLOW_FIN | LB_FLOW_RST))
-			w->t->closing[id]++;
-	}
+	(void)v, (void)set_id, (void)i, (void)tag;
+	w->t->entries++;
+	/* Only the backend it was pinned to; cookies are never 0. */
+	if (id >= LB_BACKENDS_MAX || !w->cookie_of[id] || !lb_flow_cookie_is(f, w->cookie_of[id]))
+		return 0;
+	/* Touched at most once a second, so allow that much slack. */
+	if (w->now_ns > flow_last_seen_ns(f) + w->idle_ns + LB_FLOW_TOUCH_NS)
+		return 0;
+	w->t->live[id]++;
+	if (lb_flow_flags(f) & (LB_FLOW_FIN | LB_FLOW_RST))
+		w->t->closing[id]++;
 	return 0;
 }
 
@@ -127,7 +196,7 @@ int kernel_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 i
 	for (i = 0; i < s->fleet.vip_count; i++)
 		for (j = 0; j < s->fleet.vips[i].backend_count; j++)
 			cookie_of[s->fleet.vips[i].backends[j].id] = s->fleet.vips[i].backends[j].cookie;
-	err = flows_walk(maps, tally_batch, &w);
+	err = flows_walk(maps, tally_one, &w);
 	free(cookie_of);
 	return err;
 }
@@ -137,35 +206,31 @@ struct read_walk {
 	size_t count, room;
 };
 
-static int read_batch(const struct lb_flow_key *keys, const struct lb_flow *values, __u32 count,
-		      void *arg)
+static int read_one(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
+		    const struct lb_flow_way *way, void *arg)
 {
 	struct read_walk *w = arg;
 	struct kernel_flow *grown;
-	__u32 n;
+	size_t room;
 
-	if (w->count + count > w->room) {
-		size_t room = w->room ? w->room : FLOW_BATCH;
-
-		while (room < w->count + count)
-			room *= 2;
+	(void)v, (void)set_id, (void)i, (void)tag;
+	if (w->count == w->room) {
+		room = w->room ? 2 * w->room : FLOW_READ_FIRST;
 		grown = realloc(w->all, room * sizeof(*grown));
 		if (!grown)
 			return -ENOMEM;
 		w->all = grown;
 		w->room = room;
 	}
-	for (n = 0; n < count; n++) {
-		w->all[w->count].key = keys[n];
-		w->all[w->count++].value = values[n];
-	}
+	w->all[w->count].key = way->key;
+	w->all[w->count++].value = way->flow;
 	return 0;
 }
 
 int kernel_flows_read(const struct lb_maps *maps, struct kernel_flow **out, size_t *count)
 {
 	struct read_walk w = { 0 };
-	int err = flows_walk(maps, read_batch, &w);
+	int err = flows_walk(maps, read_one, &w);
 
 	if (err) {
 		free(w.all);
@@ -176,70 +241,123 @@ int kernel_flows_read(const struct lb_maps *maps, struct kernel_flow **out, size
 	return 0;
 }
 
+/* The way of set @set_id of @v that holds flow @key, or -1; @h its table hash. */
+static int flow_view_find(const struct flow_view *v, const struct lb_flow_key *key,
+			  __u32 *set_id, __u64 *h)
+{
+	uint64_t kw[SIPHASH_FLOW_WORDS];
+
+	lb_flow_words(key, kw);
+	*h = lb_flow_table_hash(kw, v->key);
+	*set_id = lb_flow_set_of(*h, v->count);
+	return lb_flow_find(&v->sets[*set_id], kw, *h);
+}
+
+int kernel_flow_get(const struct lb_maps *maps, const struct lb_flow_key *key,
+		    struct lb_flow *out)
+{
+	struct flow_view v;
+	struct lb_flow_way w;
+	__u32 set_id;
+	__u64 h;
+	int err = flow_view_open(maps, &v), i;
+
+	if (err)
+		return err;
+	i = flow_view_find(&v, key, &set_id, &h);
+	/* Found, then copied: whole only if the copy still holds the flow. */
+	err = i >= 0 && flow_way_copy(&v, set_id, (__u32)i, &w) &&
+	      !memcmp(&w.key, key, sizeof(*key)) ? 0 : -ENOENT;
+	if (!err)
+		*out = w.flow;
+	flow_view_close(&v);
+	return err;
+}
+
+int kernel_flow_put(const struct lb_maps *maps, const struct lb_flow_key *key,
+		    const struct lb_flow *f)
+{
+	uint64_t kw[SIPHASH_FLOW_WORDS];
+	struct flow_view v;
+	__u32 set_id;
+	__u64 h;
+	int err = flow_view_open(maps, &v), i;
+
+	if (err)
+		return err;
+	i = flow_view_find(&v, key, &set_id, &h);
+	lb_flow_words(key, kw);
+	lb_flow_put(&v.sets[set_id], i >= 0 ? (__u32)i : lb_flow_victim(&v.sets[set_id]), kw, h,
+		    f);
+	flow_view_close(&v);
+	return 0;
+}
+
 int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *keys, size_t count,
 			size_t *deleted)
 {
-	size_t i;
+	struct flow_view v;
+	__u32 set_id;
+	__u64 h;
+	size_t n;
+	int err = flow_view_open(maps, &v), i;
 
 	*deleted = 0;
-	/* One by one: a batch delete stops at the first key a packet's eviction took. */
-	for (i = 0; i < count; i++) {
-		if (bpf_map_delete_elem(maps->flows, &keys[i]) == 0)
-			(*deleted)++;
-		else if (errno != ENOENT)
-			return -errno;
+	if (err)
+		return err;
+	for (n = 0; n < count; n++) {
+		i = flow_view_find(&v, &keys[n], &set_id, &h);
+		if (i >= 0)
+			*deleted += (size_t)flow_tag_clear(&v.sets[set_id], (__u32)i, lb_flow_tag(h));
 	}
+	flow_view_close(&v);
+	return 0;
+}
+
+int kernel_flows_clear(const struct lb_maps *maps)
+{
+	struct flow_view v;
+	__u32 set_id, i;
+	int err = flow_view_open(maps, &v);
+
+	if (err)
+		return err;
+	for (set_id = 0; set_id < v.count; set_id++)
+		for (i = 0; i < LB_FLOW_WAYS; i++)
+			__atomic_store_n(&v.sets[set_id].tag[i], 0, __ATOMIC_RELEASE);
+	flow_view_close(&v);
 	return 0;
 }
 
 struct expire_walk {
-	const struct lb_maps *maps;
 	__u64 now_ns, open_ns, closed_ns;
-	struct lb_flow_key *doomed;
-	size_t doomed_count, doomed_room;
-	size_t seen;
+	size_t seen, removed;
 };
 
-static int expire_batch(const struct lb_flow_key *keys, const struct lb_flow *values, __u32 count,
-			void *arg)
+static int expire_one(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
+		      const struct lb_flow_way *way, void *arg)
 {
 	struct expire_walk *w = arg;
-	struct lb_flow_key *grown;
-	__u32 n;
+	const struct lb_flow *f = &way->flow;
+	__u64 timeout = lb_flow_flags(f) & (LB_FLOW_FIN | LB_FLOW_RST) ? w->closed_ns : w->open_ns;
 
-	w->seen += count;
-	for (n = 0; n < count; n++) {
-		const struct lb_flow *f = &values[n];
-		__u64 timeout = lb_flow_flags(f) & (LB_FLOW_FIN | LB_FLOW_RST) ? w->closed_ns :
-										 w->open_ns;
-
-		/* Touched at most once a second, so allow that much slack. */
-		if (w->now_ns <= flow_last_seen_ns(f) + timeout + LB_FLOW_TOUCH_NS)
-			continue;
-		if (w->doomed_count == w->doomed_room) {
-			w->doomed_room = w->doomed_room ? 2 * w->doomed_room : FLOW_BATCH;
-			grown = realloc(w->doomed, w->doomed_room * sizeof(*grown));
-			if (!grown)
-				return -ENOMEM;
-			w->doomed = grown;
-		}
-		w->doomed[w->doomed_count++] = keys[n];
-	}
+	w->seen++;
+	/* Touched at most once a second, so allow that much slack. */
+	if (w->now_ns <= flow_last_seen_ns(f) + timeout + LB_FLOW_TOUCH_NS)
+		return 0;
+	w->removed += (size_t)flow_tag_clear(&v->sets[set_id], i, tag);
 	return 0;
 }
 
 int kernel_flows_expire(const struct lb_maps *maps, __u64 open_ns, __u64 closed_ns,
 			struct kernel_expiry *x)
 {
-	struct expire_walk w = { maps, kernel_now_ns(), open_ns, closed_ns, NULL, 0, 0, 0 };
+	struct expire_walk w = { kernel_now_ns(), open_ns, closed_ns, 0, 0 };
 	int err;
 
 	memset(x, 0, sizeof(*x));
-	err = flows_walk(maps, expire_batch, &w);
-	/* Deleted after the walk: deleting during it would move the walk's buckets. */
-	if (!err)
-		err = kernel_flows_delete(maps, w.doomed, w.doomed_count, &x->removed);
+	err = flows_walk(maps, expire_one, &w);
 	x->seen = w.seen;
-	free(w.doomed);
+	x->removed = w.removed;
 	return err;
 }

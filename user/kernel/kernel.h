@@ -208,11 +208,31 @@ struct kernel_flow {
 };
 
 /**
- * kernel_flows_read() - every entry of the flow table, as a batch walk
+ * kernel_flows_read() - every entry of the flow table, as a walk of its sets
  * finds them (an entry made or evicted meanwhile may or may not be there).
  * @out: malloc()ed; free() it
  */
 int kernel_flows_read(const struct lb_maps *maps, struct kernel_flow **out, size_t *count);
+
+/**
+ * kernel_flow_get() - the flow table's entry of @key, as the program finds it.
+ * Return: 0, -ENOENT when it has none, -EPROTO for a table this build cannot
+ * read, or -errno.
+ */
+int kernel_flow_get(const struct lb_maps *maps, const struct lb_flow_key *key,
+		    struct lb_flow *out);
+
+/**
+ * kernel_flow_put() - write @f as the entry of @key where the program would:
+ * over the tuple's entry, else in a free or the least recently seen way of
+ * its set (for tests and repairs; the program makes every other entry).
+ * Return: 0, or as kernel_flow_get().
+ */
+int kernel_flow_put(const struct lb_maps *maps, const struct lb_flow_key *key,
+		    const struct lb_flow *f);
+
+/** kernel_flows_clear() - empty every way of the flow table (tests). */
+int kernel_flows_clear(const struct lb_maps *maps);
 
 /**
  * kernel_flows_delete() - delete the entries of @count keys; one already

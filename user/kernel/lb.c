@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 #include <linux/if_link.h>
 
@@ -59,6 +60,7 @@ static const struct {
 	{ "rings_3", offsetof(struct lb_maps, rings[3]) },
 	{ "history", offsetof(struct lb_maps, history) },
 	{ "flows", offsetof(struct lb_maps, flows) },
+	{ "flow_table", offsetof(struct lb_maps, flow_table) },
 	{ "control", offsetof(struct lb_maps, control) },
 	{ "config", offsetof(struct lb_maps, config) },
 	{ "flow_rate", offsetof(struct lb_maps, flow_rate) },
@@ -101,6 +103,37 @@ int lb_pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_entr
 		*max_entries = info.max_entries;
 	close(fd);
 	return err;
+}
+
+int lb_pinned_flow_entries(const char *pin_dir, __u32 *entries)
+{
+	__u32 sets;
+	int err = lb_pinned_max_entries(pin_dir, "flows", &sets);
+
+	if (!err)
+		*entries = sets * LB_FLOW_WAYS;
+	return err;
+}
+
+/*
+ * The flow table's settings, made once: a table hash key of its own (a key
+ * rotation changes the deployment's secret, and every pin must stay where
+ * its flow finds it) and its sets. A table made by another loader is left
+ * as it is, unless its sets are not its map's (-EPROTO).
+ */
+static int flow_table_init(const struct lb_maps *maps, __u32 sets)
+{
+	struct lb_flow_table t = { 0 };
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(maps->flow_table, &zero, &t))
+		return -errno;
+	if (t.sets)
+		return t.sets == sets ? 0 : -EPROTO;
+	if (getrandom(t.key, sizeof(t.key), 0) != sizeof(t.key))
+		return errno ? -errno : -EIO;
+	t.sets = sets;
+	return bpf_map_update_elem(maps->flow_table, &zero, &t, BPF_ANY) ? -errno : 0;
 }
 
 /* -EPROTO unless the maps the program pins are exactly shared_maps[]. */
@@ -250,7 +283,7 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .pin_root_path = opts->pin_dir);
 	struct lb_prog *prog;
 	struct bpf_map *map;
-	__u32 flow_entries = 0;
+	__u32 flow_sets = 0;
 	size_t i;
 	int err, plain;
 
@@ -270,9 +303,9 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	prog->skel->rodata->build_digest = object_digest();
 	prog->skel->rodata->layout_digest = LB_LAYOUT_DIGEST;
 	/* A pinned flow table keeps its size: reuse needs the same max_entries. */
-	if (!opts->pin_dir || lb_pinned_max_entries(opts->pin_dir, "flows", &flow_entries))
-		flow_entries = opts->flow_entries ? opts->flow_entries : LB_FLOWS_DEFAULT;
-	err = bpf_map__set_max_entries(prog->skel->maps.flows, flow_entries);
+	if (!opts->pin_dir || lb_pinned_max_entries(opts->pin_dir, "flows", &flow_sets))
+		flow_sets = LB_FLOW_SETS(opts->flow_entries ? opts->flow_entries : LB_FLOWS_DEFAULT);
+	err = bpf_map__set_max_entries(prog->skel->maps.flows, flow_sets);
 	if (err)
 		goto kernel_fail;
 	err = shared_maps_check(prog->skel->obj);
@@ -294,6 +327,9 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	for (i = 0; i < SHARED_MAPS; i++)
 		*map_fd(&prog->maps, i) =
 			bpf_map__fd(bpf_object__find_map_by_name(prog->skel->obj, shared_maps[i].name));
+	err = flow_table_init(&prog->maps, flow_sets);
+	if (err)
+		goto kernel_fail;
 	*out = prog;
 	return 0;
 kernel_fail:

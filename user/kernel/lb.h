@@ -47,6 +47,7 @@ struct lb_maps {
 	int rings[LB_RING_CLASSES];
 	int history;
 	int flows;
+	int flow_table;
 	int control;
 	int config;
 	int flow_rate;
@@ -148,6 +149,13 @@ int lb_detach(const char *link_path, int ifindex);
  * Return: 0, -ENOENT when there is none, or -errno.
  */
 int lb_pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_entries);
+
+/**
+ * lb_pinned_flow_entries() - the flows (ways) of the flow table pinned under
+ * @pin_dir: LB_FLOW_WAYS a set.
+ * Return: as lb_pinned_max_entries().
+ */
+int lb_pinned_flow_entries(const char *pin_dir, __u32 *entries);
 
 /** lb_maps_open_pinned() - open the maps pinned under @pin_dir. */
 int lb_maps_open_pinned(struct lb_maps *maps, const char *pin_dir);

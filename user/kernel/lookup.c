@@ -119,7 +119,7 @@ int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __
 		return 0;
 	/* The pin as the kernel holds it: the flow table's entry and the slot it names. */
 	if (kc->maps && lb_vip_pins(&kc->value) &&
-	    bpf_map_lookup_elem(kc->maps->flows, &key, &flow) == 0 &&
+	    kernel_flow_get(kc->maps, &key, &flow) == 0 &&
 	    lb_backend_read(kc->maps, lb_flow_slot(&flow), &kslot) == 0 &&
 	    lb_pin_holds(&flow, &kslot, vip->id, LB_TCP_ACK)) {
 		pinned = backend_by_id(vip, lb_flow_slot(&flow));

@@ -114,7 +114,7 @@ int kernel_stats(const struct lb_maps *maps, const struct state *s, __u32 idle_s
 	*out = json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:{s:I, s:I}}", "vips", vips, "reasons",
 			 reasons, "idle_seconds", (json_int_t)idle_s, "new_flows_unpinned",
 			 (json_int_t)unpinned, "flow_table_entries", (json_int_t)tally->entries,
-			 "flow_table_size", (json_int_t)info.max_entries, "next_hops", "cached",
+			 "flow_table_size", (json_int_t)info.max_entries * LB_FLOW_WAYS, "next_hops", "cached",
 			 (json_int_t)next_hops[0], "looked_up", (json_int_t)next_hops[1]);
 	free(tally);
 	return *out ? err : -ENOMEM;

@@ -254,10 +254,10 @@ static int verify_flows(const struct lb_maps *maps, const struct state *want, st
 
 	if (bpf_obj_get_info_by_fd(maps->flows, &info, &len))
 		return -errno;
-	if (info.max_entries != want->host.flow_entries)
+	if (info.max_entries != LB_FLOW_SETS(want->host.flow_entries))
 		say(r, "the flow table has %u entries, the state says %u (the size is set when the "
-		    "maps are made; ringlb attach IFACE records the kernel's)", info.max_entries,
-		    want->host.flow_entries);
+		    "maps are made; ringlb attach IFACE records the kernel's)",
+		    info.max_entries * LB_FLOW_WAYS, want->host.flow_entries);
 	return 0;
 }
 

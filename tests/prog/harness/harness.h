@@ -58,7 +58,7 @@ __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word);
  * limit of 1,000,000 refuses a load (docs/traps.md). Read from
  * bpf_prog_info.verified_insns (Linux 5.16 and later; 0 before).
  */
-#define HARNESS_BUDGET_XDP 350000u
+#define HARNESS_BUDGET_XDP 450000u
 #define HARNESS_BUDGET_DECAP 375000u
 
 /**
