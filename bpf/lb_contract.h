@@ -164,8 +164,11 @@ static inline __u32 lb_flow_pinned(__u32 pinned_s, __u32 flags)
  * The flow table is an array of sets, each of LB_FLOW_WAYS ways, with no
  * lock and no allocation: a flow lives in the set its table hash (a keyed
  * hash of its key under the table's own key, struct lb_flow_table) names, in
- * any of its ways. A new flow takes an empty way, else the way least recently
- * seen (by seconds; the lowest of equals). The set's first cache line holds
+ * any of its ways. A new flow takes an empty way, else a way whose flow was
+ * not seen after the second it was pinned in, else any; of those, the least
+ * recently seen (by seconds; the lowest of equals): as the kernel's LRU
+ * keeps the entries looked up again on an active list, a flood of
+ * one-packet flows evicts its own kind first. The set's first cache line holds
  * each way's tag and last-seen second, so a flow not in the table costs one
  * line read, and one that is, two. bpf/lb_flow_table.h reads and writes it,
  * for the program and the controller alike.
@@ -197,7 +200,9 @@ struct lb_flow_way {
 /**
  * struct lb_flow_set - a set of the flow table (an element of map "flows").
  * @tag: per way, lb_flow_tag() of its flow's table hash; 0: the way is empty
- * @seen: per way, its flow's last_seen_s, read to choose a way for a new flow
+ * @seen: per way, its flow's last_seen_s, with LB_FLOW_SEEN_AGAIN once it was
+ *        seen after the second it was pinned in; read to choose a way for a
+ *        new flow (the coarse clock's seconds stay below 2^31 for 68 years)
  * @way: the flows
  */
 struct lb_flow_set {
@@ -205,6 +210,9 @@ struct lb_flow_set {
 	__u32 seen[LB_FLOW_WAYS];
 	struct lb_flow_way way[LB_FLOW_WAYS];
 };
+
+/** LB_FLOW_SEEN_AGAIN - struct lb_flow_set.seen: seen after its first second. */
+#define LB_FLOW_SEEN_AGAIN (1u << 31)
 
 _Static_assert(sizeof(struct lb_flow_way) == 64, "a way is a cache line");
 _Static_assert(sizeof(struct lb_flow_set) == 64 * (LB_FLOW_WAYS + 1),

@@ -213,7 +213,9 @@ LB_FLOW_INLINE int lb_flow_find(const struct lb_flow_set *s,
 
 /**
  * lb_flow_victim() - the way of set @s a new flow takes: an empty one, else
- * the one least recently seen; the lowest of equals.
+ * one not seen after its first second, else any; of those the least recently
+ * seen, the lowest of equals. (LB_FLOW_SEEN_AGAIN is the seconds' top bit,
+ * so one order of the seconds does it.)
  */
 LB_FLOW_INLINE __u32 lb_flow_victim(const struct lb_flow_set *s)
 {
@@ -264,7 +266,7 @@ LB_FLOW_INLINE void lb_flow_seen(struct lb_flow_set *s, __u32 i, __u32 now_s)
 	/* Not !=: another CPU's clock may be a tick behind this one's. */
 	if (now_s > w->flow.last_seen_s) {
 		w->flow.last_seen_s = now_s;
-		s->seen[i] = now_s;
+		s->seen[i] = now_s | LB_FLOW_SEEN_AGAIN;
 	}
 }
 

@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 
 #include "kernel.h"
+#include "lb_flow_table.h"
 #include "prog.h"
 
 
@@ -200,6 +201,82 @@ static void test_draining_backend_keeps_pinned_flows_and_gets_no_new_ones(void *
 #define TCP_FIN_ACK 0x11
 #define TCP_RST 0x04
 #define TCP_ACK 0x10
+
+/* The set of flow @i (flow_spec()) in the flow table. */
+static __u32 set_of_flow(int i, const struct lb_flow_table *t)
+{
+	char client[64];
+	struct pkt_spec spec = flow_spec(i, client, sizeof(client));
+	uint64_t w[SIPHASH_FLOW_WORDS];
+	struct lb_flow_key key;
+
+	key_of_spec(&spec, &key);
+	lb_flow_words(&key, w);
+	return lb_flow_set_of(lb_flow_table_hash(w, t->key), t->sets);
+}
+
+/* Wait for the coarse clock's next second (the flow table's seconds). */
+static void next_second(void)
+{
+	__u64 now = kernel_now_ns() / LB_NS_PER_S;
+
+	while (kernel_now_ns() / LB_NS_PER_S == now)
+		usleep(20000);
+}
+
+/*
+ * A set full of one-packet flows (a flood of SYNs, spoofed or not) gives its
+ * ways to new ones of their kind, never the way of a flow seen again after
+ * its first second: 2 x 8 SYNs into one flow's set keep it pinned, and the
+ * same SYNs evict a flow seen only once.
+ */
+static void test_a_flood_of_one_packet_flows_evicts_its_own_kind_first(void **state)
+{
+	int same[2 * LB_FLOW_WAYS], found = 0, i, n, pinned = 0;
+	char client[64];
+	struct pkt_spec spec;
+	struct lb_flow_table t;
+	struct lb_flow_key key;
+	struct lb_flow flow;
+	struct pool pool;
+	__u32 zero = 0, set;
+
+	(void)state;
+	NEEDS_ROOT();
+	for (int round = 0; round < 2; round++) {
+		flows_clear();
+		pool_install(&pool, VIP_V4_TCP, ring_weighted(10, 3, NULL, "flood"));
+		assert_int_equal(bpf_map_lookup_elem(maps->flow_table, &zero, &t), 0);
+		set = set_of_flow(0, &t);
+		for (i = 1, found = 0; found < 2 * LB_FLOW_WAYS && i < 3000000; i++)
+			if (set_of_flow(i, &t) == set)
+				same[found++] = i;
+		assert_int_equal(found, 2 * LB_FLOW_WAYS);
+		send_flow(0, TCP_SYN);
+		if (round == 0) {
+			/* Seen again, a second later: an established connection's ACK. */
+			next_second();
+			send_flow(0, TCP_ACK);
+		}
+		for (n = 0; n < 2 * LB_FLOW_WAYS; n++)
+			send_flow(same[n], TCP_SYN);
+		spec = flow_spec(0, client, sizeof(client));
+		key_of_spec(&spec, &key);
+		if (round == 0)
+			check(kernel_flow_get(maps, &key, &flow) == 0,
+			      "16 SYNs into its set evicted a flow seen again");
+		else
+			check(kernel_flow_get(maps, &key, &flow) != 0,
+			      "16 SYNs into its set kept a flow seen only once (the test sees nothing)");
+		for (n = 0, pinned = 0; n < 2 * LB_FLOW_WAYS; n++) {
+			spec = flow_spec(same[n], client, sizeof(client));
+			key_of_spec(&spec, &key);
+			pinned += kernel_flow_get(maps, &key, &flow) == 0;
+		}
+		check_eq(pinned, round == 0 ? LB_FLOW_WAYS - 1 : LB_FLOW_WAYS);
+		pool_release(&pool);
+	}
+}
 
 static void test_fin_marks_the_flow_closing_and_a_new_connection_clears_it(void **state)
 {
@@ -701,5 +778,6 @@ HARNESS_GROUP(flows,
 	cmocka_unit_test(test_pin_to_a_reused_slot_never_reaches_the_new_occupant),
 	cmocka_unit_test(test_icmp_error_does_not_refresh_its_flow),
 	cmocka_unit_test(test_a_flood_of_new_flows_is_forwarded_but_not_pinned),
+	cmocka_unit_test(test_a_flood_of_one_packet_flows_evicts_its_own_kind_first),
 	cmocka_unit_test(test_new_flows_and_bytes_are_counted_per_backend_and_vip),
 	cmocka_unit_test(test_failed_swap_leaves_old_ring_serving));

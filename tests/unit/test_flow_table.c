@@ -215,12 +215,21 @@ static void test_a_new_flow_takes_an_empty_way_then_the_least_recently_seen(void
 	random_key(&rng, &k);
 	put(&s, 6, &k, 1, 99);
 	check_eq(lb_flow_victim(&s), 0);
+	/* Seen again: kept past every flow seen only in its first second, however recent. */
 	lb_flow_seen(&s, 0, 60);
 	check_eq(lb_flow_victim(&s), 1);
 	check_eq(s.way[0].flow.last_seen_s, 60);
+	check_eq(s.seen[0], 60 | LB_FLOW_SEEN_AGAIN);
+	for (i = 1; i < LB_FLOW_WAYS; i++)
+		s.seen[i] = 1000 + i;
+	check_eq(lb_flow_victim(&s), 1);
 	/* A clock behind the flow's moves nothing. */
 	lb_flow_seen(&s, 0, 10);
-	check_eq(s.seen[0], 60);
+	check_eq(s.seen[0], 60 | LB_FLOW_SEEN_AGAIN);
+	/* All seen again: the least recently seen. */
+	for (i = 1; i < LB_FLOW_WAYS; i++)
+		lb_flow_seen(&s, i, 2000 + i);
+	check_eq(lb_flow_victim(&s), 0);
 	/* Equals: the lowest. */
 	for (i = 0; i < LB_FLOW_WAYS; i++)
 		s.seen[i] = 5;
