@@ -79,6 +79,18 @@ static __always_inline int lb_pin_holds(const struct lb_flow *flow, const struct
 }
 
 /**
+ * lb_pin_backend_holds() - lb_pin_holds() of a pin to @backend (struct
+ * lb_flow.backend, as the program read it once).
+ */
+static __always_inline int lb_pin_backend_holds(__u64 backend, const struct lb_backend *b,
+						__u32 vip_id, __u8 tcp_flags)
+{
+	struct lb_flow f = { .backend = backend };
+
+	return lb_pin_holds(&f, b, vip_id, tcp_flags);
+}
+
+/**
  * lb_wants_hops() - does a packet with @tcp_flags of @protocol that the ring
  * gives to @b carry a hop list? A TCP packet other than a SYN to a GUE
  * backend: its connection may have started under a previous ring.

@@ -164,10 +164,10 @@ static inline __u32 lb_flow_pinned(__u32 pinned_s, __u32 flags)
  * The flow table is an array of sets, each of LB_FLOW_WAYS ways, with no
  * lock and no allocation: a flow lives in the set its table hash (a keyed
  * hash of its key under the table's own key, struct lb_flow_table) names, in
- * any of its ways. A new flow takes an empty way, else a way whose flow was
- * not seen after the second it was pinned in, else any; of those, the least
- * recently seen (by seconds; the lowest of equals): as the kernel's LRU
- * keeps the entries looked up again on an active list, a flood of
+ * any of its ways. A new flow takes an empty way, else the way least recently
+ * seen (by seconds; the lowest of equals), where a flow seen after the second
+ * it was pinned in counts LB_FLOW_AGAIN_CREDIT_S more recent: as the kernel's
+ * LRU keeps the entries looked up again on an active list, a flood of
  * one-packet flows evicts its own kind first. The set's first cache line holds
  * each way's tag and last-seen second, so a flow not in the table costs one
  * line read, and one that is, two. bpf/lb_flow_table.h reads and writes it,
@@ -213,6 +213,14 @@ struct lb_flow_set {
 
 /** LB_FLOW_SEEN_AGAIN - struct lb_flow_set.seen: seen after its first second. */
 #define LB_FLOW_SEEN_AGAIN (1u << 31)
+/**
+ * LB_FLOW_AGAIN_CREDIT_S - how much longer a flow seen again is kept than one
+ * seen once, in seconds: a way's age for the choice of a new flow's way is
+ * its last second, plus this for LB_FLOW_SEEN_AGAIN. So a flood of one-packet
+ * flows evicts its own kind before a connection idle for less than this, and
+ * a dead connection still ages out without the daemon's expiry.
+ */
+#define LB_FLOW_AGAIN_CREDIT_S 64
 
 _Static_assert(sizeof(struct lb_flow_way) == 64, "a way is a cache line");
 _Static_assert(sizeof(struct lb_flow_set) == 64 * (LB_FLOW_WAYS + 1),
@@ -237,7 +245,7 @@ struct lb_flow_table {
 };
 
 /** LB_FLOW_SETS() - the sets of a table of @entries flows (ways), rounded up. */
-#define LB_FLOW_SETS(entries) (((entries) + LB_FLOW_WAYS - 1) / LB_FLOW_WAYS)
+#define LB_FLOW_SETS(entries) ((entries) / LB_FLOW_WAYS + ((entries) % LB_FLOW_WAYS != 0))
 
 /* --- VIPs (map "vips", hash) ------------------------------------------------- */
 

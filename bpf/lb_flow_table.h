@@ -10,9 +10,13 @@
  *
  * A writer (a CPU of the program, or the controller) empties the way's tag,
  * writes the way, then its second and tag; a reader takes a way only when the
- * tag, the key and the check all agree (lb_flow_way_differs()). Two writers of one
- * way at once leave at worst a way no reader takes, until it is written again
- * or chosen for a new flow: a pin lost, as when the table evicts it.
+ * tag, the key and the check all agree (lb_flow_way_differs()), and follows
+ * the backend it read once and checked again (lb_flow_way_backend()). Two
+ * writers of one way at once leave at worst a way no reader takes, until it
+ * is written again or chosen for a new flow: a pin lost, as when the table
+ * evicts it. A touch (lb_flow_seen(), the program's marks) racing a rewrite
+ * may leave the old flow's marks or second on the new one: never another
+ * backend.
  */
 #ifndef RINGLB_LB_FLOW_TABLE_H
 #define RINGLB_LB_FLOW_TABLE_H
@@ -212,10 +216,23 @@ LB_FLOW_INLINE int lb_flow_find(const struct lb_flow_set *s,
 }
 
 /**
+ * lb_flow_way_backend() - the backend way @w holds for the flow of table hash
+ * @h, read once (the caller uses this copy, never the way again): 0 when the
+ * way's check is not that backend's for @h, as when another CPU rewrote the
+ * way after it was found. No pin has backend 0 (cookies are not 0).
+ */
+LB_FLOW_INLINE __u64 lb_flow_way_backend(const struct lb_flow_way *w, __u64 h)
+{
+	__u64 backend = *(const volatile __u64 *)&w->flow.backend;
+	__u64 check = *(const volatile __u64 *)&w->check;
+
+	return backend & -(1 - lb_flow_nonzero(check ^ lb_flow_check(h, backend)));
+}
+
+/**
  * lb_flow_victim() - the way of set @s a new flow takes: an empty one, else
- * one not seen after its first second, else any; of those the least recently
- * seen, the lowest of equals. (LB_FLOW_SEEN_AGAIN is the seconds' top bit,
- * so one order of the seconds does it.)
+ * the least recently seen, a flow seen again LB_FLOW_AGAIN_CREDIT_S seconds
+ * more recent than its last second; the lowest of equals.
  */
 LB_FLOW_INLINE __u32 lb_flow_victim(const struct lb_flow_set *s)
 {
@@ -223,8 +240,10 @@ LB_FLOW_INLINE __u32 lb_flow_victim(const struct lb_flow_set *s)
 	__u32 at = 0, i;
 
 	for (i = 0; i < LB_FLOW_WAYS; i++) {
-		/* 0 for an empty way, else its second + 1: below 2^33, so the difference's sign is right. */
-		score = ((__u64)s->seen[i] + 1) & -(1 - lb_flow_zero32((__u64)s->tag[i]));
+		/* 0 for an empty way, else its age + 1: below 2^33, so the difference's sign is right. */
+		score = ((__u64)(s->seen[i] & ~LB_FLOW_SEEN_AGAIN) + 1 +
+			 (__u64)(s->seen[i] >> 31) * LB_FLOW_AGAIN_CREDIT_S) &
+			-(1 - lb_flow_zero32((__u64)s->tag[i]));
 		lt = (score - best) >> 63;
 		if (i == 0)
 			lt = 1;

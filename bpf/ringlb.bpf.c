@@ -282,19 +282,21 @@ static __always_inline __u64 hops_of(__u32 vip_id, __u64 hash, __u32 first, __u8
 }
 
 /*
- * Does the pin in way @i of set @s take a packet with @tcp_flags of VIP
- * @vip_id (lb_pin_holds())? Then @out and @out_id are its backend, and the
- * flow is touched unless @follow_only.
+ * Does the pin in way @i of set @s, of the flow of table hash @h, take a
+ * packet with @tcp_flags of VIP @vip_id (lb_pin_holds())? Then @out and
+ * @out_id are its backend, and the flow is touched unless @follow_only. The
+ * backend is read once and checked against the flow's hash again: another
+ * CPU may have given the way to another flow since it was found.
  */
-static __always_inline int pin_takes(struct lb_flow_set *s, __u32 i, __u32 vip_id,
+static __always_inline int pin_takes(struct lb_flow_set *s, __u32 i, __u64 h, __u32 vip_id,
 				     __u8 tcp_flags, int follow_only, __u32 now_s,
 				     struct lb_backend **out, __u32 *out_id)
 {
-	struct lb_flow *flow = &s->way[i & (LB_FLOW_WAYS - 1)].flow;
-	__u32 id = lb_flow_slot(flow);
+	__u64 backend = lb_flow_way_backend(&s->way[i & (LB_FLOW_WAYS - 1)], h);
+	__u32 id = (__u32)(backend & ((1u << LB_FLOW_SLOT_BITS) - 1));
 	struct lb_backend *b = backend_slot(id);
 
-	if (!lb_pin_holds(flow, b, vip_id, tcp_flags))
+	if (!backend || !lb_pin_backend_holds(backend, b, vip_id, tcp_flags))
 		return 0;
 	if (!follow_only)
 		flow_touch(s, i, now_s, tcp_flags);
@@ -316,6 +318,28 @@ __noinline int flow_find_rest(const struct lb_flow_set *s, __u32 rest,
 		return -1;
 	LB_FLOW_KEY_WORDS(kw, key);
 	return lb_flow_find_from(s, rest, kw, h);
+}
+
+/*
+ * flow_empty() - empty every way of set @s that holds @key (of table hash
+ * @h): one, unless two CPUs pinned the flow at once, and its lowest copy
+ * would hide another. For a SYN past the rate, whose stale pin must take
+ * none of the connection's next packets. A global function, verified once.
+ */
+__noinline int flow_empty(struct lb_flow_set *s, const struct lb_flow_key *key, __u64 h)
+{
+	int n, way;
+
+	if (!s || !key)
+		return 0;
+	LB_FLOW_KEY_WORDS(kw, key);
+	for (n = 0; n < LB_FLOW_WAYS; n++) {
+		way = lb_flow_find(s, kw, h);
+		if (way < 0)
+			break;
+		s->tag[way & (LB_FLOW_WAYS - 1)] = 0;
+	}
+	return n;
 }
 
 /* The flow table's settings (NULL until the loader has made the table). */
@@ -380,8 +404,8 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 		way = lb_flow_find_first(set, kw, table_hash, &rest);
 		if (rest)
 			way = flow_find_rest(set, rest, key, table_hash);
-		if (way >= 0 && pin_takes(set, (__u32)way, vip_id, tcp_flags, follow_only, now_s,
-					  out, out_id))
+		if (way >= 0 && pin_takes(set, (__u32)way, table_hash, vip_id, tcp_flags,
+					  follow_only, now_s, out, out_id))
 			return 0;
 	}
 	/*
@@ -441,7 +465,7 @@ again:
 			flow_rate_charge(rate);
 		} else {
 			if (syn && way >= 0)
-				set->tag[way & (LB_FLOW_WAYS - 1)] = 0;
+				flow_empty(set, key, table_hash);
 			flow_rate_refuse(rate);
 		}
 	}

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -215,13 +216,23 @@ static __u32 set_of_flow(int i, const struct lb_flow_table *t)
 	return lb_flow_set_of(lb_flow_table_hash(w, t->key), t->sets);
 }
 
-/* Wait for the coarse clock's next second (the flow table's seconds). */
+/* The coarse clock's second: the program's (bpf_ktime_get_coarse_ns()). */
+static __u64 coarse_second(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	return (__u64)now.tv_sec;
+}
+
+/* Wait for the coarse clock's next second (the flow table's seconds), and a tick more. */
 static void next_second(void)
 {
-	__u64 now = kernel_now_ns() / LB_NS_PER_S;
+	__u64 now = coarse_second();
 
-	while (kernel_now_ns() / LB_NS_PER_S == now)
-		usleep(20000);
+	while (coarse_second() == now)
+		usleep(5000);
+	usleep(20000);
 }
 
 /*

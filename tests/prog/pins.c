@@ -39,7 +39,9 @@ static void test_instances_share_pinned_maps(void **state)
 {
 	struct lb_load_opts opts = { .secret = { 1, 2 }, .flow_entries = 4096 };
 	struct lb_prog *first = NULL, *second = NULL;
+	struct lb_flow_table made;
 	struct lb_maps pinned;
+	__u32 zero = 0;
 	struct bpf_map_info info = {};
 	__u32 info_len = sizeof(info);
 	char dir[256];
@@ -52,6 +54,8 @@ static void test_instances_share_pinned_maps(void **state)
 	opts.pin_dir = dir;
 	err = lb_prog_load(&first, &opts);
 	check(err == 0, "first instance: %s", strerror(-err));
+	check_eq(bpf_map_lookup_elem(lb_prog_maps(first)->flow_table, &zero, &made), 0);
+	check(made.key[0] || made.key[1], "the flow table has no key of its own");
 	opts.flow_entries = 0;
 	err = lb_prog_load(&second, &opts);
 	check(err == 0, "second instance: %s", strerror(-err));
@@ -67,12 +71,11 @@ static void test_instances_share_pinned_maps(void **state)
 	check_eq(info.max_entries * LB_FLOW_WAYS, 4096);
 	{
 		struct lb_flow_table t;
-		__u32 zero = 0;
 
-		/* Made once, by the first: the second kept its key. */
+		/* Made once, by the first: the second and the pins keep its key. */
 		check_eq(bpf_map_lookup_elem(pinned.flow_table, &zero, &t), 0);
 		check_eq(t.sets, info.max_entries);
-		check(t.key[0] || t.key[1], "the flow table has no key of its own");
+		check(!memcmp(t.key, made.key, sizeof(t.key)), "the flow table's key changed");
 	}
 	lb_maps_close(&pinned);
 	lb_prog_close(first);

@@ -215,14 +215,22 @@ static void test_a_new_flow_takes_an_empty_way_then_the_least_recently_seen(void
 	random_key(&rng, &k);
 	put(&s, 6, &k, 1, 99);
 	check_eq(lb_flow_victim(&s), 0);
-	/* Seen again: kept past every flow seen only in its first second, however recent. */
+	/*
+	 * Seen again: kept past flows seen only in their first second up to
+	 * LB_FLOW_AGAIN_CREDIT_S seconds more recent, then aged out by them.
+	 */
 	lb_flow_seen(&s, 0, 60);
 	check_eq(lb_flow_victim(&s), 1);
 	check_eq(s.way[0].flow.last_seen_s, 60);
 	check_eq(s.seen[0], 60 | LB_FLOW_SEEN_AGAIN);
 	for (i = 1; i < LB_FLOW_WAYS; i++)
-		s.seen[i] = 1000 + i;
+		s.seen[i] = 60 + LB_FLOW_AGAIN_CREDIT_S - 2 + i;
 	check_eq(lb_flow_victim(&s), 1);
+	for (i = 1; i < LB_FLOW_WAYS; i++)
+		s.seen[i] = 60 + LB_FLOW_AGAIN_CREDIT_S + i;
+	check_eq(lb_flow_victim(&s), 0);
+	for (i = 1; i < LB_FLOW_WAYS; i++)
+		s.seen[i] = 1000 + i;
 	/* A clock behind the flow's moves nothing. */
 	lb_flow_seen(&s, 0, 10);
 	check_eq(s.seen[0], 60 | LB_FLOW_SEEN_AGAIN);

@@ -31,47 +31,80 @@
 
 
 /*
- * The flow table's sets, mapped: read and written in place, as the program
- * does (bpf/lb_flow_table.h), while it runs.
+ * The flow table's settings, and some of its sets mapped: read and written in
+ * place, as the program does (bpf/lb_flow_table.h), while it runs. A lookup
+ * maps the pages of its one set: the kernel fills the page tables of a whole
+ * mapping when it is made (2.25 GiB of sets at the most).
  */
 struct flow_view {
-	struct lb_flow_set *sets;
-	size_t len;
+	char *base;
+	size_t off, len;
 	__u32 count;
 	__u64 key[LB_FLOW_TABLE_KEY_WORDS];
 };
 
+/* The settings of the table: its sets and key. */
 static int flow_view_open(const struct lb_maps *maps, struct flow_view *v)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info), zero = 0;
+	struct bpf_map_info info = {}, tinfo = {};
+	__u32 len = sizeof(info), tlen = sizeof(tinfo), zero = 0;
 	struct lb_flow_table t;
-	long page = sysconf(_SC_PAGESIZE);
-	void *at;
 
 	memset(v, 0, sizeof(*v));
 	if (bpf_obj_get_info_by_fd(maps->flows, &info, &len) ||
-	    bpf_map_lookup_elem(maps->flow_table, &zero, &t))
+	    bpf_obj_get_info_by_fd(maps->flow_table, &tinfo, &tlen))
 		return -errno;
-	/* Not made by a loader of this layout, or made for other sets: not ours to read. */
-	if (info.value_size != sizeof(struct lb_flow_set) || !t.sets || t.sets != info.max_entries)
+	/* Maps of another layout: not ours to read (nor to copy into this stack). */
+	if (info.value_size != sizeof(struct lb_flow_set) ||
+	    tinfo.value_size != sizeof(struct lb_flow_table))
 		return -EPROTO;
-	v->len = ((size_t)t.sets * sizeof(struct lb_flow_set) + (size_t)page - 1) /
-		 (size_t)page * (size_t)page;
-	at = mmap(NULL, v->len, PROT_READ | PROT_WRITE, MAP_SHARED, maps->flows, 0);
-	if (at == MAP_FAILED)
+	if (bpf_map_lookup_elem(maps->flow_table, &zero, &t))
 		return -errno;
-	v->sets = at;
+	/* Not made yet, or made for other sets. */
+	if (!t.sets || t.sets != info.max_entries)
+		return -EPROTO;
 	v->count = t.sets;
 	memcpy(v->key, t.key, sizeof(v->key));
 	return 0;
 }
 
+/* Map sets @first .. @first + @n - 1 of the table (flow_view_open()'s) @fd. */
+static int flow_view_map(struct flow_view *v, int fd, __u32 first, __u32 n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), from, to;
+	void *at;
+
+	from = (size_t)first * sizeof(struct lb_flow_set) / page * page;
+	to = ((size_t)(first + n) * sizeof(struct lb_flow_set) + page - 1) / page * page;
+	at = mmap(NULL, to - from, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)from);
+	if (at == MAP_FAILED)
+		return -errno;
+	v->base = at;
+	v->off = from;
+	v->len = to - from;
+	return 0;
+}
+
+/* Set @i, mapped. */
+static struct lb_flow_set *flow_set(const struct flow_view *v, __u32 i)
+{
+	return (struct lb_flow_set *)(void *)(v->base + (size_t)i * sizeof(struct lb_flow_set) -
+					      v->off);
+}
+
 static void flow_view_close(struct flow_view *v)
 {
-	if (v->sets)
-		munmap(v->sets, v->len);
-	v->sets = NULL;
+	if (v->base)
+		munmap(v->base, v->len);
+	v->base = NULL;
+}
+
+/* The settings and every set mapped. */
+static int flow_view_open_all(const struct lb_maps *maps, struct flow_view *v)
+{
+	int err = flow_view_open(maps, v);
+
+	return err ? err : flow_view_map(v, maps->flows, 0, v->count);
 }
 
 /* A way's tag as the program last wrote it: one load. */
@@ -98,7 +131,7 @@ static int flow_tag_clear(struct lb_flow_set *s, __u32 i, __u32 tag)
 static __u32 flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
 			   struct lb_flow_way *out)
 {
-	const struct lb_flow_set *s = &v->sets[set_id];
+	const struct lb_flow_set *s = flow_set(v, set_id);
 	__u32 tag = flow_tag_read(s, i);
 	uint64_t kw[SIPHASH_FLOW_WORDS];
 	__u64 h;
@@ -106,6 +139,9 @@ static __u32 flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
 	if (!tag)
 		return 0;
 	memcpy(out, (const void *)&s->way[i], sizeof(*out));
+	/* Rewritten or emptied while it was copied: the copy may mix two flows. */
+	if (flow_tag_read(s, i) != tag)
+		return 0;
 	lb_flow_words(&out->key, kw);
 	h = lb_flow_table_hash(kw, v->key);
 	if (lb_flow_tag(h) != tag || lb_flow_set_of(h, v->count) != set_id ||
@@ -125,16 +161,22 @@ static int flows_walk(const struct lb_maps *maps,
 		      void *arg)
 {
 	struct flow_view v;
-	struct lb_flow_way w;
-	__u32 set_id, i, tag;
-	int err = flow_view_open(maps, &v);
+	struct lb_flow_way w[LB_FLOW_WAYS];
+	__u32 set_id, i, j, tag[LB_FLOW_WAYS];
+	int err = flow_view_open_all(maps, &v);
 
-	for (set_id = 0; !err && set_id < v.count; set_id++)
-		for (i = 0; !err && i < LB_FLOW_WAYS; i++) {
-			tag = flow_way_copy(&v, set_id, i, &w);
-			if (tag)
-				err = fn(&v, set_id, i, tag, &w, arg);
+	for (set_id = 0; !err && set_id < v.count; set_id++) {
+		for (i = 0; i < LB_FLOW_WAYS; i++) {
+			tag[i] = flow_way_copy(&v, set_id, i, &w[i]);
+			/* A flow two CPUs pinned at once, in two ways: once. */
+			for (j = 0; tag[i] && j < i; j++)
+				if (tag[j] && !memcmp(&w[j].key, &w[i].key, sizeof(w[i].key)))
+					tag[i] = 0;
 		}
+		for (i = 0; !err && i < LB_FLOW_WAYS; i++)
+			if (tag[i])
+				err = fn(&v, set_id, i, tag[i], &w[i], arg);
+	}
 	flow_view_close(&v);
 	return err;
 }
@@ -241,16 +283,36 @@ int kernel_flows_read(const struct lb_maps *maps, struct kernel_flow **out, size
 	return 0;
 }
 
-/* The way of set @set_id of @v that holds flow @key, or -1; @h its table hash. */
-static int flow_view_find(const struct flow_view *v, const struct lb_flow_key *key,
-			  __u32 *set_id, __u64 *h)
+/* The set of flow @key in @v, and its table hash @h. */
+static __u32 flow_view_set_of(const struct flow_view *v, const struct lb_flow_key *key, __u64 *h)
 {
 	uint64_t kw[SIPHASH_FLOW_WORDS];
 
 	lb_flow_words(key, kw);
 	*h = lb_flow_table_hash(kw, v->key);
-	*set_id = lb_flow_set_of(*h, v->count);
-	return lb_flow_find(&v->sets[*set_id], kw, *h);
+	return lb_flow_set_of(*h, v->count);
+}
+
+/* The way of mapped set @set_id that holds flow @key of table hash @h, or -1. */
+static int flow_view_find(const struct flow_view *v, __u32 set_id, const struct lb_flow_key *key,
+			  __u64 h)
+{
+	uint64_t kw[SIPHASH_FLOW_WORDS];
+
+	lb_flow_words(key, kw);
+	return lb_flow_find(flow_set(v, set_id), kw, h);
+}
+
+/* The settings, and the one set of @key mapped. */
+static int flow_view_open_key(const struct lb_maps *maps, const struct lb_flow_key *key,
+			      struct flow_view *v, __u32 *set_id, __u64 *h)
+{
+	int err = flow_view_open(maps, v);
+
+	if (err)
+		return err;
+	*set_id = flow_view_set_of(v, key, h);
+	return flow_view_map(v, maps->flows, *set_id, 1);
 }
 
 int kernel_flow_get(const struct lb_maps *maps, const struct lb_flow_key *key,
@@ -260,11 +322,11 @@ int kernel_flow_get(const struct lb_maps *maps, const struct lb_flow_key *key,
 	struct lb_flow_way w;
 	__u32 set_id;
 	__u64 h;
-	int err = flow_view_open(maps, &v), i;
+	int err = flow_view_open_key(maps, key, &v, &set_id, &h), i;
 
 	if (err)
 		return err;
-	i = flow_view_find(&v, key, &set_id, &h);
+	i = flow_view_find(&v, set_id, key, h);
 	/* Found, then copied: whole only if the copy still holds the flow. */
 	err = i >= 0 && flow_way_copy(&v, set_id, (__u32)i, &w) &&
 	      !memcmp(&w.key, key, sizeof(*key)) ? 0 : -ENOENT;
@@ -278,17 +340,18 @@ int kernel_flow_put(const struct lb_maps *maps, const struct lb_flow_key *key,
 		    const struct lb_flow *f)
 {
 	uint64_t kw[SIPHASH_FLOW_WORDS];
+	struct lb_flow_set *s;
 	struct flow_view v;
 	__u32 set_id;
 	__u64 h;
-	int err = flow_view_open(maps, &v), i;
+	int err = flow_view_open_key(maps, key, &v, &set_id, &h), i;
 
 	if (err)
 		return err;
-	i = flow_view_find(&v, key, &set_id, &h);
+	s = flow_set(&v, set_id);
+	i = flow_view_find(&v, set_id, key, h);
 	lb_flow_words(key, kw);
-	lb_flow_put(&v.sets[set_id], i >= 0 ? (__u32)i : lb_flow_victim(&v.sets[set_id]), kw, h,
-		    f);
+	lb_flow_put(s, i >= 0 ? (__u32)i : lb_flow_victim(s), kw, h, f);
 	flow_view_close(&v);
 	return 0;
 }
@@ -297,18 +360,23 @@ int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *ke
 			size_t *deleted)
 {
 	struct flow_view v;
-	__u32 set_id;
+	__u32 set_id, n;
 	__u64 h;
-	size_t n;
-	int err = flow_view_open(maps, &v), i;
+	size_t k;
+	int err = flow_view_open_all(maps, &v), i;
 
 	*deleted = 0;
 	if (err)
 		return err;
-	for (n = 0; n < count; n++) {
-		i = flow_view_find(&v, &keys[n], &set_id, &h);
-		if (i >= 0)
-			*deleted += (size_t)flow_tag_clear(&v.sets[set_id], (__u32)i, lb_flow_tag(h));
+	for (k = 0; k < count; k++) {
+		set_id = flow_view_set_of(&v, &keys[k], &h);
+		/* Every copy: two CPUs may have pinned the flow at once. */
+		for (n = 0; n < LB_FLOW_WAYS; n++) {
+			i = flow_view_find(&v, set_id, &keys[k], h);
+			if (i < 0 || !flow_tag_clear(flow_set(&v, set_id), (__u32)i, lb_flow_tag(h)))
+				break;
+			*deleted += n == 0;
+		}
 	}
 	flow_view_close(&v);
 	return 0;
@@ -318,13 +386,13 @@ int kernel_flows_clear(const struct lb_maps *maps)
 {
 	struct flow_view v;
 	__u32 set_id, i;
-	int err = flow_view_open(maps, &v);
+	int err = flow_view_open_all(maps, &v);
 
 	if (err)
 		return err;
 	for (set_id = 0; set_id < v.count; set_id++)
 		for (i = 0; i < LB_FLOW_WAYS; i++)
-			__atomic_store_n(&v.sets[set_id].tag[i], 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&flow_set(&v, set_id)->tag[i], 0, __ATOMIC_RELEASE);
 	flow_view_close(&v);
 	return 0;
 }
@@ -345,7 +413,7 @@ static int expire_one(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
 	/* Touched at most once a second, so allow that much slack. */
 	if (w->now_ns <= flow_last_seen_ns(f) + timeout + LB_FLOW_TOUCH_NS)
 		return 0;
-	w->removed += (size_t)flow_tag_clear(&v->sets[set_id], i, tag);
+	w->removed += (size_t)flow_tag_clear(flow_set(v, set_id), i, tag);
 	return 0;
 }
 

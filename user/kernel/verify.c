@@ -252,8 +252,17 @@ static int verify_flows(const struct lb_maps *maps, const struct state *want, st
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
 
-	if (bpf_obj_get_info_by_fd(maps->flows, &info, &len))
+	struct lb_flow_table t = { 0 };
+	struct bpf_map_info tinfo = {};
+	__u32 tlen = sizeof(tinfo), zero = 0;
+
+	if (bpf_obj_get_info_by_fd(maps->flows, &info, &len) ||
+	    bpf_obj_get_info_by_fd(maps->flow_table, &tinfo, &tlen))
 		return -errno;
+	if (tinfo.value_size != sizeof(t) || bpf_map_lookup_elem(maps->flow_table, &zero, &t) ||
+	    t.sets != info.max_entries)
+		say(r, "the flow table's settings (map flow_table) name %u sets, its map has %u: "
+		    "its flows cannot be found", t.sets, info.max_entries);
 	if (info.max_entries != LB_FLOW_SETS(want->host.flow_entries))
 		say(r, "the flow table has %u entries, the state says %u (the size is set when the "
 		    "maps are made; ringlb attach IFACE records the kernel's)",
