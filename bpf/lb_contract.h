@@ -36,7 +36,7 @@
 #define LB_RING_BITS_MIN 13
 #define LB_RING_BITS_MAX 21
 
-/* --- flow keys and the flow table (map "flows", LRU hash) -------------------- */
+/* --- flow keys and the flow table's entries ---------------------------------- */
 
 enum lb_family {
 	LB_FAMILY_IPV4 = 4,
@@ -158,7 +158,7 @@ static inline __u32 lb_flow_pinned(__u32 pinned_s, __u32 flags)
 /** LB_FLOW_TOUCH_NS - a flow's last_seen_s is refreshed at most once a second. */
 #define LB_FLOW_TOUCH_NS 1000000000ull
 
-/* --- the flow table (maps "flows", sets of ways, and "flow_table") ------------ */
+/* --- the flow table (maps "flow_sets", sets of ways, and "flow_table") -------- */
 
 /*
  * The flow table is an array of sets, each of LB_FLOW_WAYS ways, with no
@@ -198,7 +198,7 @@ struct lb_flow_way {
 };
 
 /**
- * struct lb_flow_set - a set of the flow table (an element of map "flows").
+ * struct lb_flow_set - a set of the flow table (an element of map "flow_sets").
  * @tag: per way, lb_flow_tag() of its flow's table hash; 0: the way is empty
  * @seen: per way, its flow's last_seen_s, with LB_FLOW_SEEN_AGAIN once it was
  *        seen after the second it was pinned in; read to choose a way for a
@@ -235,7 +235,7 @@ _Static_assert(sizeof(struct lb_flow_set) == 64 * (LB_FLOW_WAYS + 1),
  * @key: the key of the table hash (lb_flow_table_hash()), random; not the
  *       deployment's secret, which a key rotation changes while the pins
  *       must stay findable
- * @sets: the sets map "flows" has; 0: not made yet (nothing is pinned)
+ * @sets: the sets map "flow_sets" has; 0: not made yet (nothing is pinned)
  * @pad: zero
  */
 struct lb_flow_table {

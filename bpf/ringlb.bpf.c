@@ -55,6 +55,9 @@ const char build_version[LB_BUILD_VERSION_MAX] = RINGLB_BPF_VERSION;
  * The flow table: sets of ways (bpf/lb_flow_table.h), every CPU's. Its size
  * is the loader's (LB_FLOW_SETS() of the flows it is asked for); its memory
  * is mapped by the controller, which walks, counts and expires it there.
+ * Pinned as "flow_sets", not "flows" as the kernel's LRU hash of the builds
+ * before was: a controller of those builds opens no maps of this layout,
+ * where it would read the sets as its hash's keys and values.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -63,7 +66,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lb_flow_set);
 	LB_PINNED;
-} flows SEC(".maps");
+} flow_sets SEC(".maps");
 
 /* The table's hash key and size: written once, by the loader that makes the table. */
 struct {
@@ -398,7 +401,7 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	if (table) {
 		table_hash = lb_flow_table_hash(kw, table->key);
 		set_id = lb_flow_set_of(table_hash, table->sets);
-		set = bpf_map_lookup_elem(&flows, &set_id);
+		set = bpf_map_lookup_elem(&flow_sets, &set_id);
 	}
 	if (set) {
 		way = lb_flow_find_first(set, kw, table_hash, &rest);

@@ -121,7 +121,7 @@ static void test_maps_are_pinned_by_name_and_only_when_asked(void **state)
 	check(err == 0, "load with a pin directory: %s", strerror(-err));
 	lb_prog_close(p);
 	pins_list(dir, names, sizeof(names));
-	check(strcmp(names, "backend_stats backends config control flow_rate flow_table flows history icmp_budget "
+	check(strcmp(names, "backend_stats backends config control flow_rate flow_sets flow_table history icmp_budget "
 			    "next_hop_stats quic_ciphers quic_servers reason_stats rings_0 rings_1 rings_2 rings_3 "
 			    "source_heads source_sets "
 			    "vip_refused vip_stats vips") == 0,

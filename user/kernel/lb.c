@@ -59,7 +59,7 @@ static const struct {
 	{ "rings_2", offsetof(struct lb_maps, rings[2]) },
 	{ "rings_3", offsetof(struct lb_maps, rings[3]) },
 	{ "history", offsetof(struct lb_maps, history) },
-	{ "flows", offsetof(struct lb_maps, flows) },
+	{ "flow_sets", offsetof(struct lb_maps, flows) },
 	{ "flow_table", offsetof(struct lb_maps, flow_table) },
 	{ "control", offsetof(struct lb_maps, control) },
 	{ "config", offsetof(struct lb_maps, config) },
@@ -108,7 +108,7 @@ int lb_pinned_max_entries(const char *pin_dir, const char *name, __u32 *max_entr
 int lb_pinned_flow_entries(const char *pin_dir, __u32 *entries)
 {
 	__u32 sets;
-	int err = lb_pinned_max_entries(pin_dir, "flows", &sets);
+	int err = lb_pinned_max_entries(pin_dir, "flow_sets", &sets);
 
 	if (!err)
 		*entries = sets * LB_FLOW_WAYS;
@@ -303,9 +303,9 @@ int lb_prog_load(struct lb_prog **out, const struct lb_load_opts *opts)
 	prog->skel->rodata->build_digest = object_digest();
 	prog->skel->rodata->layout_digest = LB_LAYOUT_DIGEST;
 	/* A pinned flow table keeps its size: reuse needs the same max_entries. */
-	if (!opts->pin_dir || lb_pinned_max_entries(opts->pin_dir, "flows", &flow_sets))
+	if (!opts->pin_dir || lb_pinned_max_entries(opts->pin_dir, "flow_sets", &flow_sets))
 		flow_sets = LB_FLOW_SETS(opts->flow_entries ? opts->flow_entries : LB_FLOWS_DEFAULT);
-	err = bpf_map__set_max_entries(prog->skel->maps.flows, flow_sets);
+	err = bpf_map__set_max_entries(prog->skel->maps.flow_sets, flow_sets);
 	if (err)
 		goto kernel_fail;
 	err = shared_maps_check(prog->skel->obj);
