@@ -240,7 +240,7 @@ LB_FLOW_INLINE __u32 lb_flow_victim(const struct lb_flow_set *s)
 	__u32 at = 0, i;
 
 	for (i = 0; i < LB_FLOW_WAYS; i++) {
-		/* 0 for an empty way, else its age + 1: below 2^33, so the difference's sign is right. */
+		/* 0 for an empty way, else its second + 1 (+ the credit): below 2^33, so the sign is right. */
 		score = ((__u64)(s->seen[i] & ~LB_FLOW_SEEN_AGAIN) + 1 +
 			 (__u64)(s->seen[i] >> 31) * LB_FLOW_AGAIN_CREDIT_S) &
 			-(1 - lb_flow_zero32((__u64)s->tag[i]));

@@ -237,9 +237,9 @@ static void next_second(void)
 
 /*
  * A set full of one-packet flows (a flood of SYNs, spoofed or not) gives its
- * ways to new ones of their kind, never the way of a flow seen again after
- * its first second: 2 x 8 SYNs into one flow's set keep it pinned, and the
- * same SYNs evict a flow seen only once.
+ * ways to new ones of their kind, not the way of a flow seen again after its
+ * first second within LB_FLOW_AGAIN_CREDIT_S: 2 x 8 SYNs into one flow's set
+ * keep it pinned, and the same SYNs evict a flow seen only once.
  */
 static void test_a_flood_of_one_packet_flows_evicts_its_own_kind_first(void **state)
 {

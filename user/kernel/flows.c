@@ -88,8 +88,8 @@ static int flow_view_map(struct flow_view *v, int fd, __u32 first, __u32 n)
 /* Set @i, mapped. */
 static struct lb_flow_set *flow_set(const struct flow_view *v, __u32 i)
 {
-	return (struct lb_flow_set *)(void *)(v->base + (size_t)i * sizeof(struct lb_flow_set) -
-					      v->off);
+	return (struct lb_flow_set *)(void *)(v->base +
+					      ((size_t)i * sizeof(struct lb_flow_set) - v->off));
 }
 
 static void flow_view_close(struct flow_view *v)
@@ -140,6 +140,7 @@ static __u32 flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
 		return 0;
 	memcpy(out, (const void *)&s->way[i], sizeof(*out));
 	/* Rewritten or emptied while it was copied: the copy may mix two flows. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (flow_tag_read(s, i) != tag)
 		return 0;
 	lb_flow_words(&out->key, kw);
@@ -153,9 +154,12 @@ static __u32 flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
 /*
  * Call @fn for every flow of the table, with where it is (set, way, tag), in
  * the order of the sets; a flow made or evicted meanwhile may or may not be
- * seen. @fn returns 0 to go on, or -errno to stop.
+ * seen. With @once, a flow two CPUs pinned at once (in two ways of its set)
+ * is passed once, its lowest way (the one packets find); without, every way,
+ * as the expiry needs (each copy is idle by its own second). @fn returns 0
+ * to go on, or -errno to stop.
  */
-static int flows_walk(const struct lb_maps *maps,
+static int flows_walk(const struct lb_maps *maps, int once,
 		      int (*fn)(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
 				const struct lb_flow_way *w, void *arg),
 		      void *arg)
@@ -168,8 +172,7 @@ static int flows_walk(const struct lb_maps *maps,
 	for (set_id = 0; !err && set_id < v.count; set_id++) {
 		for (i = 0; i < LB_FLOW_WAYS; i++) {
 			tag[i] = flow_way_copy(&v, set_id, i, &w[i]);
-			/* A flow two CPUs pinned at once, in two ways: once. */
-			for (j = 0; tag[i] && j < i; j++)
+			for (j = 0; once && tag[i] && j < i; j++)
 				if (tag[j] && !memcmp(&w[j].key, &w[i].key, sizeof(w[i].key)))
 					tag[i] = 0;
 		}
@@ -238,7 +241,7 @@ int kernel_flow_tally(const struct lb_maps *maps, const struct state *s, __u64 i
 	for (i = 0; i < s->fleet.vip_count; i++)
 		for (j = 0; j < s->fleet.vips[i].backend_count; j++)
 			cookie_of[s->fleet.vips[i].backends[j].id] = s->fleet.vips[i].backends[j].cookie;
-	err = flows_walk(maps, tally_one, &w);
+	err = flows_walk(maps, 1, tally_one, &w);
 	free(cookie_of);
 	return err;
 }
@@ -272,7 +275,7 @@ static int read_one(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
 int kernel_flows_read(const struct lb_maps *maps, struct kernel_flow **out, size_t *count)
 {
 	struct read_walk w = { 0 };
-	int err = flows_walk(maps, read_one, &w);
+	int err = flows_walk(maps, 1, read_one, &w);
 
 	if (err) {
 		free(w.all);
@@ -363,20 +366,24 @@ int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *ke
 	__u32 set_id, n;
 	__u64 h;
 	size_t k;
-	int err = flow_view_open_all(maps, &v), i;
+	int err = flow_view_open_all(maps, &v), i, gone;
 
 	*deleted = 0;
 	if (err)
 		return err;
 	for (k = 0; k < count; k++) {
 		set_id = flow_view_set_of(&v, &keys[k], &h);
-		/* Every copy: two CPUs may have pinned the flow at once. */
-		for (n = 0; n < LB_FLOW_WAYS; n++) {
+		/*
+		 * Every copy (two CPUs may have pinned the flow at once); a way the
+		 * program gave to another flow meanwhile is looked for again.
+		 */
+		for (n = 0, gone = 0; n < 2 * LB_FLOW_WAYS; n++) {
 			i = flow_view_find(&v, set_id, &keys[k], h);
-			if (i < 0 || !flow_tag_clear(flow_set(&v, set_id), (__u32)i, lb_flow_tag(h)))
+			if (i < 0)
 				break;
-			*deleted += n == 0;
+			gone |= flow_tag_clear(flow_set(&v, set_id), (__u32)i, lb_flow_tag(h));
 		}
+		*deleted += (size_t)gone;
 	}
 	flow_view_close(&v);
 	return 0;
@@ -424,7 +431,7 @@ int kernel_flows_expire(const struct lb_maps *maps, __u64 open_ns, __u64 closed_
 	int err;
 
 	memset(x, 0, sizeof(*x));
-	err = flows_walk(maps, expire_one, &w);
+	err = flows_walk(maps, 0, expire_one, &w);
 	x->seen = w.seen;
 	x->removed = w.removed;
 	return err;

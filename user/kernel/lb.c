@@ -133,7 +133,11 @@ static int flow_table_init(const struct lb_maps *maps, __u32 sets)
 	if (getrandom(t.key, sizeof(t.key), 0) != sizeof(t.key))
 		return errno ? -errno : -EIO;
 	t.sets = sets;
-	return bpf_map_update_elem(maps->flow_table, &zero, &t, BPF_ANY) ? -errno : 0;
+	/* Frozen once made: a second maker (none runs outside the site lock) fails. */
+	if (bpf_map_update_elem(maps->flow_table, &zero, &t, BPF_ANY) ||
+	    bpf_map_freeze(maps->flow_table))
+		return -errno;
+	return 0;
 }
 
 /* -EPROTO unless the maps the program pins are exactly shared_maps[]. */

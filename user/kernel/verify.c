@@ -259,8 +259,13 @@ static int verify_flows(const struct lb_maps *maps, const struct state *want, st
 	if (bpf_obj_get_info_by_fd(maps->flows, &info, &len) ||
 	    bpf_obj_get_info_by_fd(maps->flow_table, &tinfo, &tlen))
 		return -errno;
-	if (tinfo.value_size != sizeof(t) || bpf_map_lookup_elem(maps->flow_table, &zero, &t) ||
-	    t.sets != info.max_entries)
+	if (tinfo.value_size != sizeof(t))
+		say(r, "the flow table's settings (map flow_table) are of another layout");
+	else if (bpf_map_lookup_elem(maps->flow_table, &zero, &t))
+		return -errno;
+	else if (!t.sets)
+		say(r, "the flow table was never made (map flow_table has no key): nothing is pinned");
+	else if (t.sets != info.max_entries)
 		say(r, "the flow table's settings (map flow_table) name %u sets, its map has %u: "
 		    "its flows cannot be found", t.sets, info.max_entries);
 	if (info.max_entries != LB_FLOW_SETS(want->host.flow_entries))
