@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -383,6 +384,68 @@ static void rate_set(__u32 rate, struct lb_config *keep)
  * goes where the ring says and is not pinned: its stale pin is deleted, so
  * the connection's next packets follow the SYN, not the old pin.
  */
+/*
+ * A second copy of @key's pin in a free way of its set, as two CPUs pinning
+ * the flow at once leave it: written through the table's memory as the
+ * program writes. Return: 1 when made.
+ */
+static int pin_copy(const struct lb_flow_key *key)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), from, to;
+	uint64_t w[SIPHASH_FLOW_WORDS];
+	struct lb_flow_table t;
+	struct lb_flow_set *s;
+	__u32 zero = 0, set;
+	int i, j, made = 0;
+	char *base;
+	__u64 h;
+
+	assert_int_equal(bpf_map_lookup_elem(maps->flow_table, &zero, &t), 0);
+	lb_flow_words(key, w);
+	h = lb_flow_table_hash(w, t.key);
+	set = lb_flow_set_of(h, t.sets);
+	from = (size_t)set * sizeof(*s) / page * page;
+	to = ((size_t)(set + 1) * sizeof(*s) + page - 1) / page * page;
+	base = mmap(NULL, to - from, PROT_READ | PROT_WRITE, MAP_SHARED, maps->flows, (off_t)from);
+	assert_true(base != MAP_FAILED);
+	s = (struct lb_flow_set *)(void *)(base + ((size_t)set * sizeof(*s) - from));
+	i = lb_flow_find(s, w, h);
+	for (j = 0; i >= 0 && j < LB_FLOW_WAYS && !made; j++)
+		if (!s->tag[j]) {
+			s->way[j] = s->way[i];
+			s->seen[j] = s->seen[i];
+			s->tag[j] = s->tag[i];
+			made = 1;
+		}
+	munmap(base, to - from);
+	return made;
+}
+
+/* A flow pinned in two ways counts once, and flows delete empties both. */
+static void test_a_flow_pinned_twice_counts_once_and_is_deleted_whole(void **state)
+{
+	char client[64];
+	struct pkt_spec spec = flow_spec(4242, client, sizeof(client));
+	struct lb_flow_key key;
+	struct lb_flow flow;
+	struct pool pool;
+	size_t deleted = 0;
+
+	(void)state;
+	NEEDS_ROOT();
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(10, 3, NULL, "twice"));
+	send_flow(4242, TCP_SYN);
+	key_of_spec(&spec, &key);
+	check(pin_copy(&key), "no second copy of the pin was made");
+	check_eq(flows_count(IPPROTO_TCP), 1);
+	check_eq(kernel_flows_delete(maps, &key, 1, &deleted), 0);
+	check_eq(deleted, 1);
+	check(kernel_flow_get(maps, &key, &flow) != 0, "flows delete left a copy of the pin");
+	check_eq(flows_count(IPPROTO_TCP), 0);
+	pool_release(&pool);
+}
+
 static void test_a_syn_past_the_rate_leaves_no_stale_pin_behind(void **state)
 {
 	struct pool pool, after;
@@ -406,6 +469,13 @@ static void test_a_syn_past_the_rate_leaves_no_stale_pin_behind(void **state)
 		if (send_flow(i, TCP_ACK) != drained)
 			continue;
 		reused++;
+		/* Some stale pins twice (two CPUs pinned them at once): every copy must go. */
+		if (reused % 2) {
+			struct lb_flow_key key;
+
+			key_of_spec(&spec, &key);
+			check(pin_copy(&key), "flow %d: no second copy of the pin was made", i);
+		}
 		/* Spend the rate at once, should a second have turned since it was spent. */
 		send_flow(90002 + i, TCP_SYN);
 		check(send_flow(i, TCP_SYN) == want, "flow %d: the SYN did not go where the ring says",
@@ -784,6 +854,7 @@ HARNESS_GROUP(flows,
 	cmocka_unit_test(test_the_flow_value_keeps_slot_cookie_times_and_marks),
 	cmocka_unit_test(test_a_syn_follows_a_pin_that_holds_whatever_the_ring_says),
 	cmocka_unit_test(test_a_syn_past_the_rate_leaves_no_stale_pin_behind),
+	cmocka_unit_test(test_a_flow_pinned_twice_counts_once_and_is_deleted_whole),
 	cmocka_unit_test(test_retransmitted_syns_spend_none_of_the_rate),
 	cmocka_unit_test(test_reset_goes_to_the_pinned_backend_and_keeps_the_pin),
 	cmocka_unit_test(test_pin_to_a_reused_slot_never_reaches_the_new_occupant),
