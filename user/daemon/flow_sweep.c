@@ -5,8 +5,8 @@
  * --flow-closed-timeout once its client sent a FIN or a RST), so the table
  * holds the flows that are live: its occupancy means what the
  * RinglbFlowTableFull alert says, and a drain's LIVE FLOWS falls soon after
- * its connections close. The kernel's own LRU eviction only ever makes room
- * when the table is full. A sweep is a batch walk of the table (a few
+ * its connections close. The table's own eviction only makes room in a set
+ * that is full. A sweep is a walk of the table's mapped sets (a few
  * milliseconds for 65,536 entries) and never waits on the store.
  */
 #include <errno.h>
