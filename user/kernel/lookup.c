@@ -105,7 +105,7 @@ int kernel_lookup(const struct kernel_chooser *kc, const struct addr *client, __
 	struct ring_lookup_result res;
 	struct lb_flow_key key;
 	struct lb_backend kslot;
-	struct lb_flow flow;
+	struct lb_flow flow = { 0 };
 
 	memset(out, 0, sizeof(*out));
 	if (client->family != vip->spec.addr.family)
