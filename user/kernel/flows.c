@@ -32,9 +32,9 @@
 
 /*
  * The flow table's settings, and some of its sets mapped: read and written in
- * place, as the program does (bpf/lb_flow_table.h), while it runs. A lookup
- * maps the pages of its one set: the kernel fills the page tables of a whole
- * mapping when it is made (2.25 GiB of sets at the most).
+ * place, as the program does (bpf/lb_flow_table.h), while it runs. A write
+ * of one flow maps the pages of its one set: the kernel fills the page tables
+ * of a whole mapping when it is made (2.25 GiB of sets at the most).
  */
 struct flow_view {
 	char *base;
