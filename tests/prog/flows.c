@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -419,6 +420,156 @@ static int pin_copy(const struct lb_flow_key *key)
 		}
 	munmap(base, to - from);
 	return made;
+}
+
+/* The flow table's sets mapped whole (for a test that writes them as another CPU would). */
+static struct lb_flow_set *table_map(struct lb_flow_table *t, size_t *len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	__u32 zero = 0;
+	void *at;
+
+	assert_int_equal(bpf_map_lookup_elem(maps->flow_table, &zero, t), 0);
+	*len = ((size_t)t->sets * sizeof(struct lb_flow_set) + page - 1) / page * page;
+	at = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, maps->flows, 0);
+	assert_true(at != MAP_FAILED);
+	return at;
+}
+
+/* Flows the race test pins, and packets sent. */
+#define RACE_FLOWS 16
+#define RACE_PACKETS 400000
+
+struct race_writer {
+	struct lb_flow_set *sets;
+	const struct lb_flow_table *t;
+	struct lb_flow_key flow[RACE_FLOWS], other[RACE_FLOWS];
+	__u64 pin[RACE_FLOWS];
+	__u32 set[RACE_FLOWS], way[RACE_FLOWS];
+	__u64 other_backend; /* the drained backend, which no packet of ours may reach */
+	int cpu;
+	volatile int stop;
+	unsigned long writes;
+};
+
+/*
+ * The other CPU: the way of each of our flows' pins written, over and over,
+ * with another flow pinned to the drained backend, then with our flow and its
+ * pin again, so that every read of the way on our CPU may meet a write.
+ */
+static void *race_write(void *arg)
+{
+	struct race_writer *w = arg;
+	uint64_t kw[SIPHASH_FLOW_WORDS];
+	struct lb_flow f = { .last_seen_s = 1 };
+	const struct lb_flow_key *k;
+	unsigned long n = 0;
+	cpu_set_t one;
+	__u32 i;
+
+	CPU_ZERO(&one);
+	CPU_SET(w->cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+	while (!w->stop) {
+		i = (__u32)(n % RACE_FLOWS);
+		if ((n / RACE_FLOWS) & 1) {
+			k = &w->flow[i];
+			f.backend = w->pin[i];
+		} else {
+			k = &w->other[i];
+			f.backend = w->other_backend;
+		}
+		lb_flow_words(k, kw);
+		lb_flow_put(&w->sets[w->set[i]], w->way[i], kw, lb_flow_table_hash(kw, w->t->key), &f);
+		n++;
+	}
+	w->writes = n;
+	return NULL;
+}
+
+/*
+ * Every CPU writes every set with no lock. While another CPU rewrites the
+ * very ways our flows' pins are in, back and forth between our flow and
+ * another one pinned to a draining backend (which takes pinned packets, and
+ * which the ring never names), each of our packets goes to its pin or, the
+ * pin not there, where the ring says: never to the backend of a way read
+ * half from one write and half from another.
+ */
+static void test_ways_rewritten_on_another_cpu_never_send_a_flow_elsewhere(void **state)
+{
+	static struct race_writer w;
+	__u32 ring[RACE_FLOWS], pin_id[RACE_FLOWS], drained, got;
+	unsigned long to_pin = 0, to_ring = 0, elsewhere = 0;
+	struct test_rng rng = { SEED + 7 };
+	struct pkt pkts[RACE_FLOWS];
+	struct pool pool, after;
+	struct lb_flow_table t;
+	struct lb_backend slot;
+	pthread_t writer;
+	size_t len;
+	int i, n;
+
+	(void)state;
+	NEEDS_ROOT();
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		fail_msg("the race needs two CPUs");
+	flows_clear();
+	pool_install(&pool, VIP_V4_TCP, ring_weighted(100, 4, NULL, "race"));
+	drained = pool_drain(&pool, 3, &after);
+	memset(&w, 0, sizeof(w));
+	w.sets = table_map(&t, &len);
+	w.t = &t;
+	assert_int_equal(lb_backend_read(maps, drained, &slot), 0);
+	w.other_backend = lb_flow_backend(drained, slot.cookie);
+	/* Our flows, each pinned to a backend that is not the ring's choice. */
+	for (i = 0; i < RACE_FLOWS; i++) {
+		char client[64];
+		struct pkt_spec spec = flow_spec(7000 + i, client, sizeof(client));
+		uint64_t kw[SIPHASH_FLOW_WORDS];
+		struct lb_flow f = { .last_seen_s = 1 };
+		__u64 h;
+		int way;
+
+		spec.tcp_flags = TCP_ACK;
+		pkt_build(&pkts[i], &spec);
+		key_of_spec(&spec, &w.flow[i]);
+		ring[i] = expected_backend(&after, &spec);
+		pin_id[i] = after.ids[0] == ring[i] ? after.ids[1] : after.ids[0];
+		assert_int_equal(lb_backend_read(maps, pin_id[i], &slot), 0);
+		f.backend = w.pin[i] = lb_flow_backend(pin_id[i], slot.cookie);
+		assert_int_equal(kernel_flow_put(maps, &w.flow[i], &f), 0);
+		lb_flow_words(&w.flow[i], kw);
+		h = lb_flow_table_hash(kw, t.key);
+		w.set[i] = lb_flow_set_of(h, t.sets);
+		way = lb_flow_find(&w.sets[w.set[i]], kw, h);
+		assert_true(way >= 0);
+		w.way[i] = (__u32)way;
+		random_flow(&rng, VIP_V4_TCP, &spec, client, sizeof(client));
+		key_of_spec(&spec, &w.other[i]);
+	}
+	harness_cpu_pin();
+	w.cpu = sched_getcpu() == 0 ? 1 : 0;
+	assert_int_equal(pthread_create(&writer, NULL, race_write, &w), 0);
+	for (n = 0; n < RACE_PACKETS; n++) {
+		i = n % RACE_FLOWS;
+		got = forward(&pkts[i]);
+		to_pin += got == pin_id[i];
+		to_ring += got == ring[i];
+		if (got != pin_id[i] && got != ring[i] && !elsewhere++)
+			check(0, "packet %d of flow %d went to %u: not its pin %u, nor the ring's %u "
+			      "(the other flow's backend %u)", n, i, got, pin_id[i], ring[i], drained);
+	}
+	w.stop = 1;
+	pthread_join(writer, NULL);
+	harness_cpu_unpin();
+	munmap(w.sets, len);
+	print_message("flows: %d packets while their ways were written %lu times on another CPU: "
+		      "%lu to their pins, %lu by the ring, %lu elsewhere\n", RACE_PACKETS, w.writes,
+		      to_pin, to_ring, elsewhere);
+	check(to_ring > 0 && to_pin > 0, "no pin was both followed and lost: the race did not run");
+	ring_free(after.ring);
+	pool_release(&pool);
+	flows_clear();
 }
 
 /* A flow pinned in two ways counts once, and flows delete empties both. */
@@ -855,6 +1006,7 @@ HARNESS_GROUP(flows,
 	cmocka_unit_test(test_a_syn_follows_a_pin_that_holds_whatever_the_ring_says),
 	cmocka_unit_test(test_a_syn_past_the_rate_leaves_no_stale_pin_behind),
 	cmocka_unit_test(test_a_flow_pinned_twice_counts_once_and_is_deleted_whole),
+	cmocka_unit_test(test_ways_rewritten_on_another_cpu_never_send_a_flow_elsewhere),
 	cmocka_unit_test(test_retransmitted_syns_spend_none_of_the_rate),
 	cmocka_unit_test(test_reset_goes_to_the_pinned_backend_and_keeps_the_pin),
 	cmocka_unit_test(test_pin_to_a_reused_slot_never_reaches_the_new_occupant),
