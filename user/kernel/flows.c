@@ -4,10 +4,11 @@
  * idle time, only for the backend each flow was pinned to), read whole for
  * `ringlb flows`, entries looked up, written (tests), deleted, and idle
  * entries expired (the daemon's sweep, so the table's occupancy is the flows
- * that are live). The controller maps the table's sets and reads and writes
- * them in place with the program's own functions (bpf/lb_flow_table.h): a
- * way is read whole only when its tag, key and check agree, and emptied only
- * while it still has the tag it was read with.
+ * that are live). The controller maps the table's sets (a lookup copies its
+ * one set instead) and reads and writes them in place with the program's own
+ * functions (bpf/lb_flow_table.h): a way is read whole only when its tag,
+ * key and check agree, and emptied only while it still has the tag it was
+ * read with.
  */
 #include "kernel.h"
 
@@ -321,7 +322,9 @@ static int flow_view_open_key(const struct lb_maps *maps, const struct lb_flow_k
 /*
  * A lookup reads its set's copy with one call (no mapping: 4 - 5 us a flow
  * where mapping the set took 10), and finds the flow in the copy as the
- * program does: a copy torn by a write meanwhile fails the way's checks.
+ * program does: the key and backend it answers are bound by the way's check
+ * (a copy torn by a write meanwhile fails it), its second and marks may be
+ * another write's.
  */
 int kernel_flow_get(const struct lb_maps *maps, const struct lb_flow_key *key,
 		    struct lb_flow *out)

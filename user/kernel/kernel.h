@@ -215,7 +215,9 @@ struct kernel_flow {
 int kernel_flows_read(const struct lb_maps *maps, struct kernel_flow **out, size_t *count);
 
 /**
- * kernel_flow_get() - the flow table's entry of @key, as the program finds it.
+ * kernel_flow_get() - the flow table's entry of @key, as the program finds it
+ * (its backend bound to the key by the way's check; its second and marks
+ * read in the same copy, which a write meanwhile may have torn).
  * Return: 0, -ENOENT when it has none, -EPROTO for a table this build cannot
  * read, or -errno.
  */
