@@ -65,30 +65,27 @@ static __always_inline int lb_vip_pins(const struct lb_vip *vip)
 }
 
 /**
- * lb_pin_holds() - does pin @flow still take a packet of VIP @vip_id with
- * @tcp_flags to slot @b, the slot it names? Only when @b is the very backend
- * it was pinned to (its cookie: never a later occupant of the slot) and
- * still serves that VIP; a draining backend keeps its connections but takes
- * no new one on the same tuple (a SYN goes where the ring says).
- */
-static __always_inline int lb_pin_holds(const struct lb_flow *flow, const struct lb_backend *b,
-					__u32 vip_id, __u8 tcp_flags)
-{
-	return lb_backend_serves(b, vip_id) && lb_flow_cookie_is(flow, b->cookie) &&
-	       !(lb_new_connection(tcp_flags) && b->state == LB_BACKEND_DRAINING);
-}
-
-/**
- * lb_pin_backend_holds() - lb_pin_holds() of a pin to @backend (struct
- * lb_flow.backend, as the program read it once).
+ * lb_pin_backend_holds() - does a pin to @backend (struct lb_flow.backend)
+ * still take a packet of VIP @vip_id with @tcp_flags to slot @b, the slot it
+ * names? Only when @b is the very backend it was pinned to (its cookie: never
+ * a later occupant of the slot) and still serves that VIP; a draining backend
+ * keeps its connections but takes no new one on the same tuple (a SYN goes
+ * where the ring says). The program passes the backend as it read it once.
  */
 static __always_inline int lb_pin_backend_holds(__u64 backend, const struct lb_backend *b,
 						__u32 vip_id, __u8 tcp_flags)
 {
-	struct lb_flow f = { .backend = backend };
-
-	return lb_pin_holds(&f, b, vip_id, tcp_flags);
+	return lb_backend_serves(b, vip_id) && lb_flow_backend_cookie_is(backend, b->cookie) &&
+	       !(lb_new_connection(tcp_flags) && b->state == LB_BACKEND_DRAINING);
 }
+
+/** lb_pin_holds() - lb_pin_backend_holds() of pin @flow. */
+static __always_inline int lb_pin_holds(const struct lb_flow *flow, const struct lb_backend *b,
+					__u32 vip_id, __u8 tcp_flags)
+{
+	return lb_pin_backend_holds(flow->backend, b, vip_id, tcp_flags);
+}
+
 
 /**
  * lb_wants_hops() - does a packet with @tcp_flags of @protocol that the ring

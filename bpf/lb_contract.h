@@ -110,16 +110,28 @@ static inline __u64 lb_flow_backend(__u32 id, __u64 cookie)
 	return (cookie & LB_FLOW_COOKIE_MASK) << LB_FLOW_SLOT_BITS | id;
 }
 
+/** lb_flow_backend_slot() - the slot of @backend (struct lb_flow.backend). */
+static inline __u32 lb_flow_backend_slot(__u64 backend)
+{
+	return (__u32)(backend & ((1u << LB_FLOW_SLOT_BITS) - 1));
+}
+
+/** lb_flow_backend_cookie_is() - is @backend the backend of @cookie (its kept bits)? */
+static inline int lb_flow_backend_cookie_is(__u64 backend, __u64 cookie)
+{
+	return backend >> LB_FLOW_SLOT_BITS == (cookie & LB_FLOW_COOKIE_MASK);
+}
+
 /** lb_flow_slot() - the backend slot @f is pinned to. */
 static inline __u32 lb_flow_slot(const struct lb_flow *f)
 {
-	return (__u32)(f->backend & ((1u << LB_FLOW_SLOT_BITS) - 1));
+	return lb_flow_backend_slot(f->backend);
 }
 
 /** lb_flow_cookie_is() - is @f pinned to the backend of @cookie (its kept bits)? */
 static inline int lb_flow_cookie_is(const struct lb_flow *f, __u64 cookie)
 {
-	return f->backend >> LB_FLOW_SLOT_BITS == (cookie & LB_FLOW_COOKIE_MASK);
+	return lb_flow_backend_cookie_is(f->backend, cookie);
 }
 
 /** lb_flow_flags() - @f's LB_FLOW_* flags. */

@@ -296,7 +296,7 @@ static __always_inline int pin_takes(struct lb_flow_set *s, __u32 i, __u64 h, __
 				     struct lb_backend **out, __u32 *out_id)
 {
 	__u64 backend = lb_flow_way_backend(&s->way[i & (LB_FLOW_WAYS - 1)], h);
-	__u32 id = (__u32)(backend & ((1u << LB_FLOW_SLOT_BITS) - 1));
+	__u32 id = lb_flow_backend_slot(backend);
 	struct lb_backend *b = backend_slot(id);
 
 	if (!backend || !lb_pin_backend_holds(backend, b, vip_id, tcp_flags))
@@ -411,12 +411,6 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 					  follow_only, now_s, out, out_id))
 			return 0;
 	}
-	/*
-	 * The VIP value read earlier may have been replaced since: its slot may
-	 * be empty or hold a newer ring, or its ring may name a backend the
-	 * controller freed right after the swap. Read the VIP again, once: the
-	 * second read sees the new ring, which names only installed backends.
-	 */
 	hash = siphash13_flow(kw, flow_secret[0], flow_secret[1]);
 	/*
 	 * A goto, not a loop: the verifier then sees one copy of the four
@@ -430,6 +424,12 @@ again:
 	/* Only the ring's answer counts here, never a pinned slot's occupant. */
 	b = err == 0 ? backend_slot(id) : NULL;
 	b = lb_backend_serves(b, vip_id) ? b : NULL;
+	/*
+	 * The VIP value read earlier may have been replaced since: its slot may
+	 * be empty or hold a newer ring, or its ring may name a backend the
+	 * controller freed right after the swap. Read the VIP again, once: the
+	 * second read sees the new ring, which names only installed backends.
+	 */
 	if (!b && !retried) {
 		retried = 1;
 		vip = bpf_map_lookup_elem(&vips, vip_key);

@@ -380,43 +380,6 @@ static void rate_set(__u32 rate, struct lb_config *keep)
 	check(lb_config_write(maps, &cfg) == 0, "set a rate of %u", rate);
 }
 
-/*
- * A second copy of @key's pin in a free way of its set, as two CPUs pinning
- * the flow at once leave it: written through the table's memory as the
- * program writes. Return: 1 when made.
- */
-static int pin_copy(const struct lb_flow_key *key)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), from, to;
-	uint64_t w[SIPHASH_FLOW_WORDS];
-	struct lb_flow_table t;
-	struct lb_flow_set *s;
-	__u32 zero = 0, set;
-	int i, j, made = 0;
-	char *base;
-	__u64 h;
-
-	assert_int_equal(bpf_map_lookup_elem(maps->flow_table, &zero, &t), 0);
-	lb_flow_words(key, w);
-	h = lb_flow_table_hash(w, t.key);
-	set = lb_flow_set_of(h, t.sets);
-	from = (size_t)set * sizeof(*s) / page * page;
-	to = ((size_t)(set + 1) * sizeof(*s) + page - 1) / page * page;
-	base = mmap(NULL, to - from, PROT_READ | PROT_WRITE, MAP_SHARED, maps->flows, (off_t)from);
-	assert_true(base != MAP_FAILED);
-	s = (struct lb_flow_set *)(void *)(base + ((size_t)set * sizeof(*s) - from));
-	i = lb_flow_find(s, w, h);
-	for (j = 0; i >= 0 && j < LB_FLOW_WAYS && !made; j++)
-		if (!s->tag[j]) {
-			s->way[j] = s->way[i];
-			s->seen[j] = s->seen[i];
-			s->tag[j] = s->tag[i];
-			made = 1;
-		}
-	munmap(base, to - from);
-	return made;
-}
-
 /* The flow table's sets mapped whole (for a test that writes them as another CPU would). */
 static struct lb_flow_set *table_map(struct lb_flow_table *t, size_t *len)
 {
@@ -430,6 +393,37 @@ static struct lb_flow_set *table_map(struct lb_flow_table *t, size_t *len)
 	assert_true(at != MAP_FAILED);
 	return at;
 }
+
+/*
+ * A second copy of @key's pin in a free way of its set, as two CPUs pinning
+ * the flow at once leave it: written through the table's memory as the
+ * program writes. Return: 1 when made.
+ */
+static int pin_copy(const struct lb_flow_key *key)
+{
+	uint64_t w[SIPHASH_FLOW_WORDS];
+	struct lb_flow_table t;
+	struct lb_flow_set *sets, *s;
+	int i, j, made = 0;
+	size_t len;
+	__u64 h;
+
+	sets = table_map(&t, &len);
+	lb_flow_words(key, w);
+	h = lb_flow_table_hash(w, t.key);
+	s = &sets[lb_flow_set_of(h, t.sets)];
+	i = lb_flow_find(s, w, h);
+	for (j = 0; i >= 0 && j < LB_FLOW_WAYS && !made; j++)
+		if (!s->tag[j]) {
+			s->way[j] = s->way[i];
+			s->seen[j] = s->seen[i];
+			s->tag[j] = s->tag[i];
+			made = 1;
+		}
+	munmap(sets, len);
+	return made;
+}
+
 
 /*
  * Flows the race test pins; packets that must meet the other CPU's writes

@@ -30,7 +30,6 @@
 /* Flows a read of the whole table makes room for first. */
 #define FLOW_READ_FIRST 4096
 
-
 /*
  * The flow table's settings, and some of its sets mapped: read and written in
  * place, as the program does (bpf/lb_flow_table.h), while it runs. A write
@@ -287,36 +286,13 @@ int kernel_flows_read(const struct lb_maps *maps, struct kernel_flow **out, size
 	return 0;
 }
 
-/* The set of flow @key in @v, and its table hash @h. */
-static __u32 flow_view_set_of(const struct flow_view *v, const struct lb_flow_key *key, __u64 *h)
+/* The set of flow @key in @v: its words into @kw, its table hash into @h. */
+static __u32 flow_view_set_of(const struct flow_view *v, const struct lb_flow_key *key,
+			      uint64_t kw[SIPHASH_FLOW_WORDS], __u64 *h)
 {
-	uint64_t kw[SIPHASH_FLOW_WORDS];
-
 	lb_flow_words(key, kw);
 	*h = lb_flow_table_hash(kw, v->key);
 	return lb_flow_set_of(*h, v->count);
-}
-
-/* The way of mapped set @set_id that holds flow @key of table hash @h, or -1. */
-static int flow_view_find(const struct flow_view *v, __u32 set_id, const struct lb_flow_key *key,
-			  __u64 h)
-{
-	uint64_t kw[SIPHASH_FLOW_WORDS];
-
-	lb_flow_words(key, kw);
-	return lb_flow_find(flow_set(v, set_id), kw, h);
-}
-
-/* The settings, and the one set of @key mapped. */
-static int flow_view_open_key(const struct lb_maps *maps, const struct lb_flow_key *key,
-			      struct flow_view *v, __u32 *set_id, __u64 *h)
-{
-	int err = flow_view_open(maps, v);
-
-	if (err)
-		return err;
-	*set_id = flow_view_set_of(v, key, h);
-	return flow_view_map(v, maps->flows, *set_id, 1);
 }
 
 /*
@@ -338,10 +314,9 @@ int kernel_flow_get(const struct lb_maps *maps, const struct lb_flow_key *key,
 
 	if (err)
 		return err;
-	set_id = flow_view_set_of(&v, key, &h);
+	set_id = flow_view_set_of(&v, key, kw, &h);
 	if (bpf_map_lookup_elem(maps->flows, &set_id, &s))
 		return -errno;
-	lb_flow_words(key, kw);
 	i = lb_flow_find(&s, kw, h);
 	if (i < 0)
 		return -ENOENT;
@@ -357,13 +332,17 @@ int kernel_flow_put(const struct lb_maps *maps, const struct lb_flow_key *key,
 	struct flow_view v;
 	__u32 set_id;
 	__u64 h;
-	int err = flow_view_open_key(maps, key, &v, &set_id, &h), i;
+	int err = flow_view_open(maps, &v), i;
 
 	if (err)
 		return err;
+	/* The pages of its one set only. */
+	set_id = flow_view_set_of(&v, key, kw, &h);
+	err = flow_view_map(&v, maps->flows, set_id, 1);
+	if (err)
+		return err;
 	s = flow_set(&v, set_id);
-	i = flow_view_find(&v, set_id, key, h);
-	lb_flow_words(key, kw);
+	i = lb_flow_find(s, kw, h);
 	lb_flow_put(s, i >= 0 ? (__u32)i : lb_flow_victim(s), kw, h, f);
 	flow_view_close(&v);
 	return 0;
@@ -372,6 +351,7 @@ int kernel_flow_put(const struct lb_maps *maps, const struct lb_flow_key *key,
 int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *keys, size_t count,
 			size_t *deleted)
 {
+	uint64_t kw[SIPHASH_FLOW_WORDS];
 	struct flow_view v;
 	__u32 set_id, n;
 	__u64 h;
@@ -382,13 +362,13 @@ int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *ke
 	if (err)
 		return err;
 	for (k = 0; k < count; k++) {
-		set_id = flow_view_set_of(&v, &keys[k], &h);
+		set_id = flow_view_set_of(&v, &keys[k], kw, &h);
 		/*
 		 * Every copy (two CPUs may have pinned the flow at once); a way the
 		 * program gave to another flow meanwhile is looked for again.
 		 */
 		for (n = 0, gone = 0; n < 2 * LB_FLOW_WAYS; n++) {
-			i = flow_view_find(&v, set_id, &keys[k], h);
+			i = lb_flow_find(flow_set(&v, set_id), kw, h);
 			if (i < 0)
 				break;
 			gone |= flow_tag_clear(flow_set(&v, set_id), (__u32)i, lb_flow_tag(h));
