@@ -474,6 +474,56 @@ struct lb_vip {
  */
 #define LB_VIP_QUIC_LB (1u << 3)
 
+/* --- each CPU's VIP cache (map "vip_epoch"; the program's own "vip_cache") ---- */
+
+/*
+ * The program keeps, on each CPU, copies of the VIP values it read from map
+ * "vips", so that most packets find their VIP without a hash lookup: a copy
+ * is used while map "vip_epoch" holds the even epoch it was made under. The
+ * controller makes the epoch odd before it writes a VIP value (an odd or
+ * zero epoch: no copy is used or made) and even, a new one, only once every
+ * program run that could have read a value before its last write is done
+ * (user/kernel/lb_rings.c). So a copy is always the map's value as of its
+ * packet's read of the epoch, as a lookup would be; a controller killed in
+ * a change leaves the epoch odd: slower, never stale.
+ */
+
+/** LB_VIP_CACHE_BITS - each CPU's VIP cache has 2^this slots, one VIP each. */
+#define LB_VIP_CACHE_BITS 10
+/** LB_VIP_CACHE_SLOTS - the slots of each CPU's VIP cache. */
+#define LB_VIP_CACHE_SLOTS (1u << LB_VIP_CACHE_BITS)
+
+/**
+ * struct lb_vip_cache_slot - one VIP value as a CPU copied it (map
+ * "vip_cache", per CPU, the program's own); 64 octets, one cache line.
+ * @addr: the VIP's address words, as in struct lb_vip_key
+ * @tail: the key's port, protocol and family, as in struct lb_vip_key
+ * @pad: zero
+ * @epoch: the epoch the copy was made under (even, not zero)
+ * @vip: the copy
+ */
+struct lb_vip_cache_slot {
+	__u64 addr[2];
+	__u32 tail;
+	__u32 pad;
+	__u64 epoch;
+	struct lb_vip vip;
+};
+
+_Static_assert(sizeof(struct lb_vip_key) == 20, "a VIP key is two address words and a tail");
+_Static_assert(sizeof(struct lb_vip_cache_slot) == 64, "a VIP cache slot is a cache line");
+
+/*
+ * lb_vip_cache_slot_of() - the slot of the VIP key whose address words are
+ * @a0, @a1 and whose port, protocol and family word is @tail.
+ */
+static inline __u32 lb_vip_cache_slot_of(__u64 a0, __u64 a1, __u32 tail)
+{
+	__u64 x = a0 ^ a1 ^ ((__u64)tail << 29);
+
+	return (__u32)((x * 0x9e3779b97f4a7c15ull) >> (64 - LB_VIP_CACHE_BITS));
+}
+
 /* --- source ranges (map "source_sets", array of maps) ------------------------ */
 
 /** LB_SOURCES_PER_VIP_MAX - prefixes, allow and deny together, one VIP may have. */

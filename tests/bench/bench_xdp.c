@@ -1520,6 +1520,9 @@ static void reference_per_packet(void)
 			pkt_build(&frames[g][c], &spec);
 		}
 	}
+	/* The VIPs' epoch closed, as a controller's change ends: each CPU keeps copies again. */
+	if (lb_readers_release(lb_prog_maps(shipped)))
+		die("the VIP epoch", -errno);
 	fd = lb_prog_fd(shipped);
 	slot = S_SHIPPED;
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))

@@ -50,6 +50,7 @@ static int sh(const char *cmd)
 /* Run a frame as if it arrived on e0. */
 static __u32 run_on_e0(const struct pkt *in, unsigned char *out, size_t *out_len)
 {
+	check(lb_readers_release(lb_prog_maps(prog)) == 0, "closing the VIP epoch");
 	return harness_run_on(lb_prog_fd(prog), ifindex, in->data, in->len, out, out_len);
 }
 

@@ -181,6 +181,7 @@ static unsigned int frame_check(const struct rings *rs, const struct pkt *p,
 	hash = lb_flow_hash(secret, key);
 	if (expect_hops)
 		n = hops_wanted(rs, hash, usable_mask, want);
+	check(lb_readers_release(lb_prog_maps(prog)) == 0, "closing the VIP epoch");
 	verdict = harness_run_on(lb_prog_fd(prog), ifindex, p->data, p->len, out, &out_len);
 	check(verdict == XDP_TX, "verdict %u, not XDP_TX", verdict);
 	/* Outer header, UDP, GUE (4 bytes), its private word (4), the hops. */

@@ -124,7 +124,7 @@ static void test_maps_are_pinned_by_name_and_only_when_asked(void **state)
 	check(strcmp(names, "backend_stats backends config control flow_rate flow_sets flow_table history icmp_budget "
 			    "next_hop_stats quic_ciphers quic_servers reason_stats rings_0 rings_1 rings_2 rings_3 "
 			    "source_heads source_sets "
-			    "vip_refused vip_stats vips") == 0,
+			    "vip_epoch vip_refused vip_stats vips") == 0,
 	      "pinned: '%s'", names);
 	pins_remove(dir);
 	pins_list("/sys/fs/bpf", root_before, sizeof(root_before));

@@ -92,7 +92,7 @@ static void test_a_vip_value_being_read_survives_back_to_back_vip_updates(void *
 	      "load vip_reader on the test's VIP map");
 	check(lb_vip_install(maps, &key_a, VIP_V4_TCP, NULL, NULL) == 0 &&
 	      lb_vip_install(maps, &key_b, VIP_V4_UDP, NULL, NULL) == 0 &&
-	      lb_readers_release() == 0, "VIPs A and B in place, nothing owed");
+	      lb_readers_release(maps) == 0, "VIPs A and B in place, nothing owed");
 	bss = skel->bss;
 	bss->probe_key = key_a;
 	run.prog_fd = bpf_program__fd(skel->progs.vip_reader);

@@ -53,6 +53,7 @@ static const struct {
 	size_t fd;
 } shared_maps[] = {
 	{ "vips", offsetof(struct lb_maps, vips) },
+	{ "vip_epoch", offsetof(struct lb_maps, vip_epoch) },
 	{ "backends", offsetof(struct lb_maps, backends) },
 	{ "rings_0", offsetof(struct lb_maps, rings[0]) },
 	{ "rings_1", offsetof(struct lb_maps, rings[1]) },

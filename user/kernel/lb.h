@@ -43,6 +43,7 @@ extern const struct lb_reason_info lb_reasons[LB_REASON_COUNT];
  */
 struct lb_maps {
 	int vips;
+	int vip_epoch;
 	int backends;
 	int rings[LB_RING_CLASSES];
 	int history;
@@ -447,11 +448,13 @@ int lb_readers_wait(void);
 
 /**
  * lb_readers_release() - lb_readers_wait(), when a VIP value was replaced or
- * deleted since the last wait. Call it when done changing VIPs (kernel_sync()
- * does), so that no later update, of this process or the next, can be handed
- * an element a packet still reads.
+ * deleted since the last wait; then the VIP epoch of @maps is closed (each
+ * CPU's VIP cache, lb_contract.h). Call it when done changing VIPs
+ * (kernel_sync() does), so that no later update, of this process or the
+ * next, can be handed an element a packet still reads, and the CPUs copy
+ * VIP values again.
  */
-int lb_readers_release(void);
+int lb_readers_release(const struct lb_maps *maps);
 
 /** lb_vip_counters_clear() - zero a VIP id's counters on every CPU. */
 int lb_vip_counters_clear(const struct lb_maps *maps, __u32 vip_id);

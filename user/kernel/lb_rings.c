@@ -77,9 +77,65 @@ int lb_readers_wait(void)
 	return 0;
 }
 
-int lb_readers_release(void)
+/*
+ * The VIP epoch (lb_contract.h, each CPU's VIP cache) is odd from before a
+ * VIP value is written until a wait for running programs after the last such
+ * write; then it moves to the next even value, and every copy the CPUs made
+ * under the one before is dropped. A packet that reads the new epoch began
+ * after that wait began, so it reads the map as it is after the writes: its
+ * CPU's copies are never older than the map. epoch_opened: this process made
+ * the epoch odd, so grace_owed says whether its writes were waited for; an
+ * epoch found odd (a change killed before its end) or zero (never closed) is
+ * waited for before it is closed.
+ */
+static int epoch_opened;
+
+/* Write @epoch into the epoch word of @maps, as one 64-bit store, a full barrier after it. */
+static int epoch_store(const struct lb_maps *maps, __u64 epoch)
 {
-	return grace_owed ? lb_readers_wait() : 0;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	__u64 *word;
+
+	word = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, maps->vip_epoch, 0);
+	if (word == MAP_FAILED)
+		return -errno;
+	__atomic_store_n(word, epoch, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	munmap(word, page);
+	return 0;
+}
+
+/* Open (@closing 0) or close the epoch of @maps; maps without one (a benchmark's) have none. */
+static int epoch_step(const struct lb_maps *maps, int closing)
+{
+	__u32 zero = 0;
+	__u64 epoch;
+	int err = 0;
+
+	if (maps->vip_epoch < 0)
+		return 0;
+	if (bpf_map_lookup_elem(maps->vip_epoch, &zero, &epoch))
+		return -errno;
+	if (!closing) {
+		/* Odd before the value is written: a change killed after it leaves no copy in use. */
+		err = epoch % 2 ? 0 : epoch_store(maps, epoch + 1);
+		if (!err)
+			epoch_opened = 1;
+	} else if (epoch % 2 || epoch == 0) {
+		if (!epoch_opened || grace_owed)
+			err = lb_readers_wait();
+		err = err ?: epoch_store(maps, (epoch | 1) + 1);
+		if (!err)
+			epoch_opened = 0;
+	}
+	return err;
+}
+
+int lb_readers_release(const struct lb_maps *maps)
+{
+	int err = grace_owed ? lb_readers_wait() : 0;
+
+	return err ?: epoch_step(maps, 1);
 }
 
 /*
@@ -93,8 +149,9 @@ int lb_readers_release(void)
 static int vip_value_set(const struct lb_maps *maps, const struct lb_vip_key *key,
 			 const struct lb_vip *vip)
 {
-	int err = lb_readers_release();
+	int err = grace_owed ? lb_readers_wait() : 0;
 
+	err = err ?: epoch_step(maps, 0);
 	if (err)
 		return err;
 	if (bpf_map_update_elem(maps->vips, key, vip, BPF_ANY))
@@ -137,8 +194,9 @@ int lb_vip_quic_swap(const struct lb_maps *maps, const struct lb_vip_key *key, _
 /* Remove a VIP's value, with the waits of vip_value_set(). */
 static int vip_value_delete(const struct lb_maps *maps, const struct lb_vip_key *key)
 {
-	int err = lb_readers_release();
+	int err = grace_owed ? lb_readers_wait() : 0;
 
+	err = err ?: epoch_step(maps, 0);
 	if (err)
 		return err;
 	if (bpf_map_delete_elem(maps->vips, key))

@@ -378,7 +378,7 @@ static int sweep_sources(const struct lb_maps *maps, const struct state *applied
 	__u8 parity;
 	int err;
 
-	err = lb_readers_release();
+	err = lb_readers_release(maps);
 	if (err)
 		return kernel_fail(f, err, "waiting for the packets in flight");
 	kernel_sources_named(maps, want, &named);
@@ -683,7 +683,7 @@ static int sweep_quic(const struct lb_maps *maps, const struct state *want, stru
 	size_t ids, keys;
 	int err;
 
-	err = lb_readers_release();
+	err = lb_readers_release(maps);
 	if (err)
 		return kernel_fail(f, err, "waiting for the packets in flight");
 	err = kernel_quic_strays(maps, want, 1, &ids, &keys);
@@ -866,7 +866,7 @@ int kernel_sync(const struct lb_maps *maps, const struct state *applied, const s
 	      sweep_quic(maps, want, f);
 	free(later);
 	/* Whatever happened, no VIP element a packet may read is left for reuse. */
-	if (lb_readers_release() && !err)
+	if (lb_readers_release(maps) && !err)
 		err = kernel_fail(f, -EIO, "waiting for packets in flight");
 	return err;
 }
