@@ -254,6 +254,19 @@ static void bench_maps_of(struct bench_xdp_bpf *skel, struct lb_maps *maps)
 	maps->rings[3] = bpf_map__fd(skel->maps.rings_3);
 }
 
+/*
+ * A change's end, as the controller makes it (lb_readers_release()): the VIP
+ * epoch of @maps closed, so that each CPU of the shipped program copies VIP
+ * values again (lb_contract.h) and is measured as it serves.
+ */
+static void vips_settled(const struct lb_maps *maps)
+{
+	int err = lb_readers_release(maps);
+
+	if (err)
+		die("closing the VIP epoch", err);
+}
+
 /* The next hop's MAC the references (and Katran's program) send to. */
 static const __u8 bench_next_hop_mac[6] = { 2, 0, 0, 0, 0, 0x11 };
 
@@ -366,6 +379,7 @@ static void per_packet(void)
 		if (lb_vip_install(&bench_maps, &key, 0, r, ids) ||
 		    lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids))
 			die("ring swap", -errno);
+		vips_settled(lb_prog_maps(shipped));
 		wide_table_fill(skel, r, ids);
 		for (phase = 0; phase < 2; phase++) {
 			int first = phase ? M_MAIN_COUNT : 0, last = phase ? M_COUNT : M_MAIN_COUNT;
@@ -585,6 +599,7 @@ static void encap_per_packet(void)
 		spec.dst = vip;
 		pkt_build(&frames[E_L2 + e], &spec);
 	}
+	vips_settled(lb_prog_maps(shipped));
 	/* The floor's VIP, in the benchmark programs' own maps. */
 	bench_maps_of(skel, &bench_maps);
 	{
@@ -953,6 +968,7 @@ static void second_chance_per_packet(void)
 	/* Newest first: 63 backends, then 62, then 61 (so the serving ring added one each time). */
 	if (lb_vip_history_sync(lb_prog_maps(shipped), 1, past, past_ids, LB_RING_HISTORY))
 		die("previous rings", -errno);
+	vips_settled(lb_prog_maps(shipped));
 	fd = lb_prog_fd(shipped);
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))
 		die("prog array", -errno);
@@ -1052,6 +1068,7 @@ static void sources_bench_vip(const struct lb_maps *maps, __u32 vip_id, const st
 	pkt_addr(LB_FAMILY_IPV4, vip, key.addr);
 	if (lb_vip_install(maps, &key, vip_id, r, ids))
 		die("VIP", -errno);
+	vips_settled(maps);
 	spec.dst = vip;
 	pkt_build(frame, &spec);
 }
@@ -1071,11 +1088,15 @@ static void sources_bench_vip(const struct lb_maps *maps, __u32 vip_id, const st
  * Switch @key's source ranges on or off by its value's flags alone. A direct
  * update, not lb_vip_sources_swap(): no packet runs between two test runs,
  * so nothing can hold the old value, and the swap's wait for readers would
- * take most of the bench's time.
+ * take most of the bench's time. For the same reason the VIP epoch moves on
+ * by two at once (each CPU drops its copies) where the controller would wait
+ * between its two steps.
  */
 static void sources_flags_set(const struct lb_maps *maps, const struct lb_vip_key *key, int on)
 {
 	struct lb_vip vip;
+	__u32 zero = 0;
+	__u64 epoch;
 
 	if (bpf_map_lookup_elem(maps->vips, key, &vip))
 		die("the ranged VIP", -errno);
@@ -1083,6 +1104,11 @@ static void sources_flags_set(const struct lb_maps *maps, const struct lb_vip_ke
 			   (on ? LB_VIP_SOURCES | LB_VIP_ALLOW_LIST : 0));
 	if (bpf_map_update_elem(maps->vips, key, &vip, BPF_EXIST))
 		die("source ranges on and off", -errno);
+	if (bpf_map_lookup_elem(maps->vip_epoch, &zero, &epoch))
+		die("the VIP epoch", -errno);
+	epoch = epoch % 2 ? epoch + 1 : epoch + 2;
+	if (bpf_map_update_elem(maps->vip_epoch, &zero, &epoch, BPF_EXIST))
+		die("the VIP epoch", -errno);
 }
 
 /* One run of 1f: @frame through the program in @slot; ns per packet. */
@@ -1195,6 +1221,7 @@ static void sources_per_packet(void)
 	    lb_vip_sources_swap(lb_prog_maps(shipped), &ranged_key, 1, 1,
 				LB_VIP_SOURCES | LB_VIP_ALLOW_LIST))
 		die("source ranges", -errno);
+	vips_settled(lb_prog_maps(shipped));
 	for (k = 0; k < 1 << set->head.bits; k++)
 		whole += LB_SOURCE_BUCKET_CLASS(set->head.bucket, (unsigned int)k) != LB_SOURCE_BUCKET_SPLIT;
 	printf("   the set: %u runs, index of %u bits from bit %u, %u of its buckets whole (the\n"
@@ -1829,11 +1856,13 @@ static void forwarding(void)
 					       bpf_map__fd(skel->maps.sent), 0, 1, 0, conf);
 		if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids))
 			die("swap", -errno);
+		vips_settled(lb_prog_maps(shipped));
 		ring_pps[round] = forward_pps(ifindex, lb_prog_fd(shipped),
 					      lb_prog_maps(shipped)->reason_stats,
 					      LB_REASON_FORWARDED, 2, 0, conf);
 		if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, gue_ids))
 			die("swap", -errno);
+		vips_settled(lb_prog_maps(shipped));
 		gue_pps[round] = forward_pps(ifindex, lb_prog_fd(shipped),
 					     lb_prog_maps(shipped)->reason_stats,
 					     LB_REASON_FORWARDED, 2, 0, conf);
@@ -2296,6 +2325,7 @@ static void quic_per_packet(void)
 			vids[i] = (__u32)(8 * q + i + 1);
 		if (lb_vip_install_with(lb_prog_maps(shipped), &key4, (__u32)q, r, vids, &as))
 			die("VIP", -errno);
+		vips_settled(lb_prog_maps(shipped));
 		ring_free(r);
 		if (q != Q_UDP) {
 			__u8 sid[LB_QUIC_LB_SID_MAX] = { 0 };

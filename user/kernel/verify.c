@@ -275,6 +275,24 @@ static int verify_flows(const struct lb_maps *maps, const struct state *want, st
 	return 0;
 }
 
+/*
+ * The VIP epoch (each CPU's VIP cache, lb_contract.h): closed after every
+ * change. Open, the CPUs keep no copies: slower, never wrong.
+ */
+static int verify_vip_epoch(const struct lb_maps *maps, struct report *r)
+{
+	__u32 zero = 0;
+	__u64 epoch;
+
+	if (bpf_map_lookup_elem(maps->vip_epoch, &zero, &epoch))
+		return -errno;
+	if (epoch % 2 || epoch == 0)
+		say(r, "the VIP epoch is open (%llu): the CPUs keep no copies of VIP values, each "
+		    "packet looks its VIP up (a change did not end; the next change closes it)",
+		    (unsigned long long)epoch);
+	return 0;
+}
+
 /* What the kernel holds and the state does not: VIPs, backend slots in use. */
 static int verify_strays(const struct lb_maps *maps, const struct state *want, struct report *r)
 {
@@ -317,7 +335,7 @@ int kernel_verify(const struct lb_maps *maps, const struct state *want,
 		      verify_sources(maps, &want->fleet.vips[i], &r) ?:
 		      verify_quic(maps, &want->fleet.vips[i], &r);
 	err = err ?: verify_config(maps, want, &r) ?: verify_flows(maps, want, &r) ?:
-	      verify_strays(maps, want, &r) ?:
+	      verify_vip_epoch(maps, &r) ?: verify_strays(maps, want, &r) ?:
 	      verify_source_strays(maps, want, &r) ?: verify_quic_strays(maps, want, &r);
 	return err ? err : r.bad;
 }
