@@ -483,9 +483,9 @@ struct lb_vip {
  * controller makes the epoch odd before it writes a VIP value (an odd or
  * zero epoch: no copy is used or made) and even, a new one, only once every
  * program run that could have read a value before its last write is done
- * (user/kernel/lb_rings.c). So a copy is always the map's value as of its
- * packet's read of the epoch, as a lookup would be; a controller killed in
- * a change leaves the epoch odd: slower, never stale.
+ * (user/kernel/lb_rings.c). So a copy is never older than the map's value
+ * as of its packet's read of the epoch, as a lookup would be; a controller
+ * killed in a change leaves the epoch odd: slower, never stale.
  */
 
 /** LB_VIP_CACHE_BITS - each CPU's VIP cache has 2^this slots, one VIP each. */
@@ -513,7 +513,7 @@ struct lb_vip_cache_slot {
 _Static_assert(sizeof(struct lb_vip_key) == 20, "a VIP key is two address words and a tail");
 _Static_assert(sizeof(struct lb_vip_cache_slot) == 64, "a VIP cache slot is a cache line");
 
-/*
+/**
  * lb_vip_cache_slot_of() - the slot of the VIP key whose address words are
  * @a0, @a1 and whose port, protocol and family word is @tail.
  */

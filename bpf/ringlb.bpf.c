@@ -163,7 +163,10 @@ struct {
  * copied (an odd or zero epoch, another VIP's copy in its slot). vip_find()
  * so hands out a pointer into this map on every path: one type to the
  * verifier, where a pointer into "vips" on some paths made it walk the rest
- * of the program twice (727,388 instructions, against 410,382).
+ * of the program twice (727,388 instructions, against 410,382). A slot is
+ * written in several stores and the scratch slot serves every uncopied
+ * VIP: both are safe because XDP does not nest on a CPU (bottom halves off;
+ * PREEMPT_RT aside), as frame_len above assumes.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -183,8 +186,8 @@ struct {
 /* --- the VIP ------------------------------------------------------------------ */
 
 /*
- * vip_find() - the value of VIP @k (8-aligned) as map "vips" holds it when
- * this packet reads the epoch: this CPU's copy made under that epoch, else
+ * vip_find() - the value of VIP @k (8-aligned), no older than map "vips"
+ * held when this packet read the epoch: this CPU's copy made under it, else
  * the map's, copied into the key's slot when the epoch is even and the slot
  * holds no copy of another VIP under it (two VIPs of one slot: the first
  * keeps it until the epoch moves, the other is read from the map each time).

@@ -1548,8 +1548,7 @@ static void reference_per_packet(void)
 		}
 	}
 	/* The VIPs' epoch closed, as a controller's change ends: each CPU keeps copies again. */
-	if (lb_readers_release(lb_prog_maps(shipped)))
-		die("the VIP epoch", -errno);
+	vips_settled(lb_prog_maps(shipped));
 	fd = lb_prog_fd(shipped);
 	slot = S_SHIPPED;
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &slot, &fd, BPF_ANY))

@@ -10,6 +10,7 @@
  *   hops.c        hop lists from previous rings, pins, stateless, retired (own netns)
  *   decap.c       the backend-side decap program on a table of frames
  *   second_chance.c  what a backend takes and what it sends on (real sockets)
+ *   vip_cache.c   each CPU's VIP copies, used only under the epoch they were made in
  *   vip_reader.c  a VIP value stays whole under a packet reading it
  *   quic_lb.c     QUIC-LB connection IDs read in the kernel (the crypto kfuncs)
  *   pins.c        pinned maps and links

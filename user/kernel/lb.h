@@ -453,8 +453,15 @@ int lb_readers_wait(void);
  * (kernel_sync() does), so that no later update, of this process or the
  * next, can be handed an element a packet still reads, and the CPUs copy
  * VIP values again.
+ * Return: 0, or -errno (the epoch then stays open: slower, never stale).
  */
 int lb_readers_release(const struct lb_maps *maps);
+
+/**
+ * lb_readers_waits() - how many times lb_readers_wait() waited in this
+ * process (tests: a wait owed is a wait made).
+ */
+unsigned long lb_readers_waits(void);
 
 /** lb_vip_counters_clear() - zero a VIP id's counters on every CPU. */
 int lb_vip_counters_clear(const struct lb_maps *maps, __u32 vip_id);

@@ -48,6 +48,14 @@ static int grace_owed;
  * made at the first call and kept for the process; only a successful update
  * waits (Linux 6.8 and later skip the wait when the update fails).
  */
+/* The waits this process made (lb_readers_waits()). */
+static unsigned long waits;
+
+unsigned long lb_readers_waits(void)
+{
+	return waits;
+}
+
 int lb_readers_wait(void)
 {
 	static int outer = -1, inner = -1;
@@ -74,6 +82,7 @@ int lb_readers_wait(void)
 	if (bpf_map_update_elem(outer, &zero, &inner, BPF_ANY))
 		return -errno;
 	grace_owed = 0;
+	waits++;
 	return 0;
 }
 
@@ -83,14 +92,18 @@ int lb_readers_wait(void)
  * write; then it moves to the next even value, and every copy the CPUs made
  * under the one before is dropped. A packet that reads the new epoch began
  * after that wait began, so it reads the map as it is after the writes: its
- * CPU's copies are never older than the map. epoch_opened: this process made
- * the epoch odd, so grace_owed says whether its writes were waited for; an
- * epoch found odd (a change killed before its end) or zero (never closed) is
- * waited for before it is closed.
+ * CPU's copies are never older than the map. epoch_ours: the odd epoch this
+ * process stored, whose writes grace_owed accounts for; an epoch found odd
+ * and not ours (a change killed before its end) or zero (never closed) is
+ * waited for before this process opens or closes it.
  */
-static int epoch_opened;
+static __u64 epoch_ours;
 
-/* Write @epoch into the epoch word of @maps, as one 64-bit store, a full barrier after it. */
+/*
+ * Write @epoch into the epoch word of @maps as one 64-bit store (an array
+ * update copies with memcpy, which may tear), then a full barrier: the odd
+ * epoch is visible before the VIP write that follows it.
+ */
 static int epoch_store(const struct lb_maps *maps, __u64 epoch)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -105,29 +118,51 @@ static int epoch_store(const struct lb_maps *maps, __u64 epoch)
 	return 0;
 }
 
-/* Open (@closing 0) or close the epoch of @maps; maps without one (a benchmark's) have none. */
-static int epoch_step(const struct lb_maps *maps, int closing)
+static int epoch_read(const struct lb_maps *maps, __u64 *epoch)
 {
 	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(maps->vip_epoch, &zero, epoch) ? -errno : 0;
+}
+
+/* Before a VIP write: the epoch odd, and ours. Maps without an epoch (a benchmark's) have none. */
+static int epoch_open(const struct lb_maps *maps)
+{
 	__u64 epoch;
-	int err = 0;
+	int err;
 
 	if (maps->vip_epoch < 0)
 		return 0;
-	if (bpf_map_lookup_elem(maps->vip_epoch, &zero, &epoch))
-		return -errno;
-	if (!closing) {
-		/* Odd before the value is written: a change killed after it leaves no copy in use. */
-		err = epoch % 2 ? 0 : epoch_store(maps, epoch + 1);
-		if (!err)
-			epoch_opened = 1;
-	} else if (epoch % 2 || epoch == 0) {
-		if (!epoch_opened || grace_owed)
-			err = lb_readers_wait();
-		err = err ?: epoch_store(maps, (epoch | 1) + 1);
-		if (!err)
-			epoch_opened = 0;
+	err = epoch_read(maps, &epoch);
+	if (err || (epoch == epoch_ours && epoch % 2))
+		return err;
+	/* Another's odd epoch: its writes are waited for, and the epoch is made ours. */
+	if (epoch % 2) {
+		err = lb_readers_wait();
+		epoch++;
 	}
+	err = err ?: epoch_store(maps, epoch + 1);
+	if (!err)
+		epoch_ours = epoch + 1;
+	return err;
+}
+
+/* After the last VIP write of a change: the next even epoch, once its writes were waited for. */
+static int epoch_close(const struct lb_maps *maps)
+{
+	__u64 epoch;
+	int err;
+
+	if (maps->vip_epoch < 0)
+		return 0;
+	err = epoch_read(maps, &epoch);
+	if (err || (epoch && epoch % 2 == 0))
+		return err;
+	if (epoch == 0 || epoch != epoch_ours || grace_owed)
+		err = lb_readers_wait();
+	err = err ?: epoch_store(maps, (epoch | 1) + 1);
+	if (!err)
+		epoch_ours = 0;
 	return err;
 }
 
@@ -135,7 +170,7 @@ int lb_readers_release(const struct lb_maps *maps)
 {
 	int err = grace_owed ? lb_readers_wait() : 0;
 
-	return err ?: epoch_step(maps, 1);
+	return err ?: epoch_close(maps);
 }
 
 /*
@@ -151,7 +186,7 @@ static int vip_value_set(const struct lb_maps *maps, const struct lb_vip_key *ke
 {
 	int err = grace_owed ? lb_readers_wait() : 0;
 
-	err = err ?: epoch_step(maps, 0);
+	err = err ?: epoch_open(maps);
 	if (err)
 		return err;
 	if (bpf_map_update_elem(maps->vips, key, vip, BPF_ANY))
@@ -196,7 +231,7 @@ static int vip_value_delete(const struct lb_maps *maps, const struct lb_vip_key 
 {
 	int err = grace_owed ? lb_readers_wait() : 0;
 
-	err = err ?: epoch_step(maps, 0);
+	err = err ?: epoch_open(maps);
 	if (err)
 		return err;
 	if (bpf_map_delete_elem(maps->vips, key))

@@ -56,6 +56,19 @@ void harness_cpu_pin(void)
 	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
 }
 
+int harness_cpu_other(void)
+{
+	cpu_set_t allowed;
+	int here = sched_getcpu(), c;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return -1;
+	for (c = 0; c < CPU_SETSIZE; c++)
+		if (c != here && CPU_ISSET(c, &allowed))
+			return c;
+	return -1;
+}
+
 void harness_cpu_unpin(void)
 {
 	sched_setaffinity(0, sizeof(cpus_before), &cpus_before);

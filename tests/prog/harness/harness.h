@@ -45,6 +45,9 @@ void harness_cpu_pin(void);
 /** harness_cpu_unpin() - the thread's CPUs from before harness_cpu_pin() again. */
 void harness_cpu_unpin(void);
 
+/** harness_cpu_other() - a CPU the thread may run on other than the one it is on, or -1. */
+int harness_cpu_other(void);
+
 /** harness_percpu_sum() - word @word of a per-CPU value of @words 64-bit words, summed. */
 __u64 harness_percpu_sum(int map_fd, __u32 key, size_t words, size_t word);
 
