@@ -40,14 +40,6 @@
  */
 static int grace_owed;
 
-/*
- * Wait until every program run that started before this call is done: an
- * update of an array of maps returns only after an RCU grace period
- * (synchronize_rcu() in the kernel's map update), and XDP programs run
- * inside RCU read-side sections. A private outer map with one slot serves,
- * made at the first call and kept for the process; only a successful update
- * waits (Linux 6.8 and later skip the wait when the update fails).
- */
 /* The waits this process made (lb_readers_waits()). */
 static unsigned long waits;
 
@@ -56,6 +48,14 @@ unsigned long lb_readers_waits(void)
 	return waits;
 }
 
+/*
+ * Wait until every program run that started before this call is done: an
+ * update of an array of maps returns only after an RCU grace period
+ * (synchronize_rcu() in the kernel's map update), and XDP programs run
+ * inside RCU read-side sections. A private outer map with one slot serves,
+ * made at the first call and kept for the process; only a successful update
+ * waits (Linux 6.8 and later skip the wait when the update fails).
+ */
 int lb_readers_wait(void)
 {
 	static int outer = -1, inner = -1;
