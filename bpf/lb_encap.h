@@ -436,20 +436,26 @@ static __always_inline int lb_encap(struct xdp_md *ctx, const struct lb_backend 
 
 		if (b->family == LB_FAMILY_IPV4) {
 			struct iphdr *ip = data + sizeof(struct ethhdr);
+			__u32 *word = (__u32 *)ip, w[5];
 
 			if ((void *)(ip + 1) > end)
 				return LB_ENCAP_RET(LB_REASON_DROP_NO_ROOM, XDP_DROP);
-			*(__u16 *)ip = bpf_htons(0x4500 | tos);
-			ip->tot_len = bpf_htons((__u16)(len + overhead));
-			ip->id = 0;
-			/* DF: the balancer did the path MTU check; RFC 6864 allows id 0 with DF. */
-			ip->frag_off = IP_DF_BE;
-			ip->ttl = LB_ENCAP_TTL;
-			ip->protocol = next;
-			ip->check = 0;
-			__builtin_memcpy(&ip->saddr, cfg->source4, 4);
-			__builtin_memcpy(&ip->daddr, b->addr, 4);
-			ip->check = csum_finish(ipv4_header_sum(ip));
+
+			/*
+			 * The header made in registers and written as words,
+			 * its checksum summed from the registers: summed back
+			 * from the frame, each word's load would wait for the
+			 * narrower stores under it.
+			 */
+			w[0] = bpf_htonl((__u32)(0x4500 | tos) << 16 | (__u16)(len + overhead));
+			/* Id 0 and DF: the balancer did the path MTU check; RFC 6864 allows id 0 with DF. */
+			w[1] = bpf_htonl(0x4000);
+			w[2] = bpf_htonl((__u32)LB_ENCAP_TTL << 24 | (__u32)next << 16);
+			w[3] = *(const __u32 *)cfg->source4;
+			w[4] = *(const __u32 *)b->addr;
+			for (i = 0; i < 5; i++)
+				word[i] = w[i];
+			ip->check = csum_finish((__u64)w[0] + w[1] + w[2] + w[3] + w[4]);
 			udp = (void *)(ip + 1);
 		} else {
 			struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
