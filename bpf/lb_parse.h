@@ -326,12 +326,16 @@ static __always_inline void key_settle(struct lb_flow_key *key)
 		word[i] = lo << 32 | hi;
 #endif
 	}
+	/* Octets 32 - 39: the ports, the protocol, the family, two of padding. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	lo = (__u64)key->src_port | (__u64)key->dst_port << 16;
 	hi = (__u64)key->protocol | (__u64)key->family << 8;
 	KEY_OPAQUE(lo);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	word[4] = lo | hi << 32;
 #else
+	lo = (__u64)key->src_port << 16 | key->dst_port;
+	hi = (__u64)key->protocol << 8 | key->family;
+	KEY_OPAQUE(lo);
 	word[4] = lo << 32 | hi << 16;
 #endif
 }

@@ -171,7 +171,7 @@ static __always_inline int bench(struct xdp_md *ctx, enum choice how)
 {
 	struct cursor c = { (void *)(long)ctx->data, (void *)(long)ctx->data_end };
 	struct lb_flow_key key = {};
-	struct lb_vip_key vip_key = {};
+	struct lb_vip_key vip_key __attribute__((aligned(8))) = {};
 	struct lb_backend *backend;
 	struct ethhdr *eth;
 	struct lb_vip *vip;

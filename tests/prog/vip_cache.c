@@ -54,16 +54,15 @@ static __u64 epoch_now(void)
 }
 
 /*
- * A new flow (number @n) of @protocol to V4_VIP (port 80 for TCP, 53 for
- * UDP) through the program, on this CPU, no epoch closed.
+ * A new flow (number @n) of @protocol to V4_VIP port @port through the
+ * program, on this CPU, no epoch closed.
  */
 static enum outcome send_new_flow_of(const struct cache_fixture *f, unsigned int n,
-				     uint8_t protocol)
+				     uint8_t protocol, uint16_t port)
 {
 	struct pkt_spec spec = { .family = LB_FAMILY_IPV4, .protocol = protocol,
 				 .dst = V4_VIP, .sport = (uint16_t)(1024 + n % 60000),
-				 .dport = protocol == IPPROTO_TCP ? VIP_TCP_PORT : VIP_UDP_PORT,
-				 .tcp_flags = protocol == IPPROTO_TCP ? TCP_SYN : 0 };
+				 .dport = port, .tcp_flags = protocol == IPPROTO_TCP ? TCP_SYN : 0 };
 	char src[INET_ADDRSTRLEN];
 	unsigned char out[PKT_MAX];
 	size_t out_len = 0;
@@ -87,7 +86,7 @@ static enum outcome send_new_flow_of(const struct cache_fixture *f, unsigned int
 /* A new TCP flow (number @n) to the test's VIP. */
 static enum outcome send_new_flow(const struct cache_fixture *f, unsigned int n)
 {
-	return send_new_flow_of(f, n, IPPROTO_TCP);
+	return send_new_flow_of(f, n, IPPROTO_TCP, VIP_TCP_PORT);
 }
 
 /* A frame's outcome, @got, checked against @want, for the case @what. */
@@ -226,37 +225,40 @@ static void test_a_change_killed_midway_leaves_no_copy_in_use(void **state)
 	harness_cpu_unpin();
 }
 
+/* A VIP id no harness VIP uses: the UDP twin of the TCP test VIP. */
+#define VIP_UDP_TWIN 40
+
 /*
- * Two VIPs of one address, one TCP on port 80 and one UDP on port 53, each
- * served by its own backend: a CPU keeps a copy of each, told apart by the
- * port, protocol and family, and never serves one with the other's.
+ * Two VIPs of one address and one port, one TCP and one UDP, each served by
+ * its own backend: a CPU keeps a copy of each, told apart by the protocol
+ * (and the port and family), and never serves one with the other's.
  */
 static void test_two_vips_of_one_address_keep_their_own_copies(void **state)
 {
-	struct lb_vip_key udp_key = vip_key_of_test(VIP_V4_UDP);
+	struct lb_vip_key twin = vip_key_of_test(VIP_V4_TCP);
 	struct cache_fixture f;
-	__u32 b_udp;
 	int i;
 
 	(void)state;
 	NEEDS_ROOT();
 	harness_cpu_pin();
 	fixture_make(&f);
-	/* B serves the UDP VIP (a backend is its VIP's), A the TCP one. */
+	/* B serves the UDP twin (a backend is its VIP's), A the TCP VIP. */
 	lb_backend_set_state(maps, f.b, LB_BACKEND_UNUSED);
-	b_udp = backend_new(VIP_V4_UDP);
-	f.b = b_udp;
+	f.b = backend_new(VIP_UDP_TWIN);
 	mac_of_backend(f.b, f.mac_b);
+	twin.protocol = IPPROTO_UDP;
 	state_set(&f, TO_A);
-	check(lb_vip_install(maps, &udp_key, VIP_V4_UDP, f.ring, &b_udp) == 0 &&
-	      lb_readers_release(maps) == 0, "the UDP VIP served by B, the epoch closed");
+	check(lb_vip_install(maps, &twin, VIP_UDP_TWIN, f.ring, &f.b) == 0 &&
+	      lb_readers_release(maps) == 0, "UDP to the same address and port served by B");
 	for (i = 0; i < 8; i++) {
-		outcome_is(send_new_flow_of(&f, 100 + (unsigned int)i, IPPROTO_TCP), TO_A,
-			   "TCP to port 80, the TCP VIP's copy");
-		outcome_is(send_new_flow_of(&f, 200 + (unsigned int)i, IPPROTO_UDP), TO_B,
-			   "UDP to port 53, the UDP VIP's copy");
+		outcome_is(send_new_flow_of(&f, 100 + (unsigned int)i, IPPROTO_TCP, VIP_TCP_PORT),
+			   TO_A, "TCP to port 80, the TCP VIP's copy");
+		outcome_is(send_new_flow_of(&f, 200 + (unsigned int)i, IPPROTO_UDP, VIP_TCP_PORT),
+			   TO_B, "UDP to port 80, the UDP VIP's copy");
 	}
-	check(lb_vip_install(maps, &udp_key, VIP_V4_UDP, NULL, NULL) == 0, "the UDP VIP back");
+	check(lb_vip_remove(maps, &twin) == 0,
+	      "the UDP twin removed");
 	fixture_free(&f);
 	harness_cpu_unpin();
 }
