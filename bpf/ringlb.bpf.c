@@ -186,11 +186,14 @@ struct {
 /* --- the VIP ------------------------------------------------------------------ */
 
 /*
- * vip_find() - the value of VIP @k (8-aligned), no older than map "vips"
- * held when this packet read the epoch: this CPU's copy made under it, else
- * the map's, copied into the key's slot when the epoch is even and the slot
- * holds no copy of another VIP under it (two VIPs of one slot: the first
- * keeps it until the epoch moves, the other is read from the map each time).
+ * vip_find() - the value of the VIP a packet is addressed to, no older than
+ * map "vips" held when the packet read the epoch: this CPU's copy made under
+ * it, else the map's, copied into the VIP's slot when the epoch is even and
+ * the slot holds no copy of another VIP under it (two VIPs of one slot: the
+ * first keeps it until the epoch moves, the other is read from the map each
+ * time).
+ * @key: the packet's flow key, as key_settle() wrote it (the slot's key)
+ * @k: its VIP key, vip_key_of()'s (the map's key)
  * Return: the value, or NULL for no such VIP.
  */
 static __always_inline struct lb_vip *vip_find(const struct lb_flow_key *key,
