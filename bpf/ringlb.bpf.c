@@ -212,14 +212,14 @@ static __always_inline struct lb_vip *vip_find(const struct lb_flow_key *key,
 	e &= -(__u64)(1 - (e & 1));
 	at = lb_vip_cache_slot_of(w[0], w[1], tail);
 	s = bpf_map_lookup_elem(&vip_cache, &at);
-	to = bpf_map_lookup_elem(&vip_cache, &scratch);
-	if (!s || !to)
+	if (!s)
 		return NULL;
 	if (e && s->epoch == e &&
 	    ((s->addr[0] ^ w[0]) | (s->addr[1] ^ w[1]) | (s->tail ^ tail)) == 0)
 		return &s->vip;
 	v = bpf_map_lookup_elem(&vips, k);
-	if (!v)
+	to = bpf_map_lookup_elem(&vip_cache, &scratch);
+	if (!v || !to)
 		return NULL;
 	if (e && s->epoch != e) {
 		s->addr[0] = w[0];

@@ -166,11 +166,21 @@ static int epoch_close(const struct lb_maps *maps)
 	return err;
 }
 
+/* The wait a VIP write owes, if one does. */
+static int readers_owed(void)
+{
+	return grace_owed ? lb_readers_wait() : 0;
+}
+
 int lb_readers_release(const struct lb_maps *maps)
 {
-	int err = grace_owed ? lb_readers_wait() : 0;
+	return readers_owed() ?: epoch_close(maps);
+}
 
-	return err ?: epoch_close(maps);
+/* Before a VIP value is written or deleted: the last write's wait paid, the epoch opened. */
+static int vip_write_begin(const struct lb_maps *maps)
+{
+	return readers_owed() ?: epoch_open(maps);
 }
 
 /*
@@ -184,9 +194,8 @@ int lb_readers_release(const struct lb_maps *maps)
 static int vip_value_set(const struct lb_maps *maps, const struct lb_vip_key *key,
 			 const struct lb_vip *vip)
 {
-	int err = grace_owed ? lb_readers_wait() : 0;
+	int err = vip_write_begin(maps);
 
-	err = err ?: epoch_open(maps);
 	if (err)
 		return err;
 	if (bpf_map_update_elem(maps->vips, key, vip, BPF_ANY))
@@ -229,9 +238,8 @@ int lb_vip_quic_swap(const struct lb_maps *maps, const struct lb_vip_key *key, _
 /* Remove a VIP's value, with the waits of vip_value_set(). */
 static int vip_value_delete(const struct lb_maps *maps, const struct lb_vip_key *key)
 {
-	int err = grace_owed ? lb_readers_wait() : 0;
+	int err = vip_write_begin(maps);
 
-	err = err ?: epoch_open(maps);
 	if (err)
 		return err;
 	if (bpf_map_delete_elem(maps->vips, key))
