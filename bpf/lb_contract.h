@@ -195,10 +195,9 @@ static inline __u32 lb_flow_pinned(__u32 pinned_s, __u32 flags)
  * flow's backend, unless two keys' table hashes collide (2^-32 for keys
  * chosen without the table's key) and a read tears between them; the check
  * is one store. The tag is a filter, not the way's validity: a way holds a
- * flow when its key and check agree (in its home way whatever its tag,
- * elsewhere under its tag), and is emptied by its check's complement first
- * (lb_flow_empty()), then by its tag. An earlier build emptied ways by their
- * tags alone, so its tables are another layout.
+ * flow when its key and check agree, and is emptied by its check's
+ * complement first (lb_flow_empty()), then by its tag. An earlier build
+ * emptied ways by their tags alone, so its tables are another layout.
  */
 
 /** LB_FLOW_WAYS - ways a set holds: its tags and seconds fill one cache line. */
@@ -223,9 +222,7 @@ struct lb_flow_way {
 
 /**
  * struct lb_flow_set - a set of the flow table (an element of map "flow_sets").
- * @tag: per way, lb_flow_tag() of its flow's table hash; 0: the way is empty,
- *       or holds a flow in its home way that lost its tag to a race, which
- *       a new flow may take
+ * @tag: per way, lb_flow_tag() of its flow's table hash; 0: the way is empty
  * @seen: per way, its flow's last_seen_s, with LB_FLOW_SEEN_AGAIN once it was
  *        seen after the second it was pinned in; read to choose a way for a
  *        new flow (the coarse clock's seconds stay below 2^31 for 68 years)

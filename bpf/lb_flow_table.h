@@ -14,12 +14,9 @@
  * whatever its tag, elsewhere only under the flow's tag, and follows the
  * backend it read once and checked again (lb_flow_way_backend()). An
  * emptier breaks the check first, then clears the tag (lb_flow_empty()).
- * Two writers of one way at once (or a writer and an emptier) leave at worst
- * a way whose key, backend and check are one write's and whose tag is
- * another's (or 0): away from the flow's home way no reader takes it, a pin
- * lost as when the table evicts it; in its home way every look takes it (a
- * SYN's, the controller's walks), until it is emptied or written again (a
- * tag of 0 makes it the way a new flow takes). A touch (lb_flow_seen(), the program's marks) racing a
+ * Two writers of one way at once leave at worst a way no reader takes, until
+ * it is written again or chosen for a new flow: a pin lost, as when the
+ * table evicts it. A touch (lb_flow_seen(), the program's marks) racing a
  * rewrite may leave the old flow's marks or second on the new one: never
  * another backend.
  */
@@ -232,9 +229,10 @@ LB_FLOW_INLINE int lb_flow_find_from(const struct lb_flow_set *s, __u32 m,
 
 /**
  * lb_flow_find() - the way of set @s that holds the flow of words @kw and
- * table hash @h, or -1: its home way whatever its tag, else the ways of its
- * tag, its home way first (lb_flow_find_first()), then the lowest. The
- * program's backend_choose() looks in the same order.
+ * table hash @h, or -1: its home way, else the ways of its tag, lowest first.
+ * The program's backend_choose() looks in the same order, or, for a SYN, by
+ * the tags alone (lb_flow_find_first(), its home way first among them), which
+ * finds the same way unless one is half written.
  */
 LB_FLOW_INLINE int lb_flow_find(const struct lb_flow_set *s,
 				const uint64_t kw[SIPHASH_FLOW_WORDS], __u64 h)
@@ -342,12 +340,10 @@ LB_FLOW_INLINE void lb_flow_put(struct lb_flow_set *s, __u32 i,
 /**
  * lb_flow_empty() - empty way @i of set @s if it still holds the flow of
  * table hash @h pinned to @backend (lb_flow_way_backend()'s copy): its check
- * complemented, then its tag cleared if it is still the flow's. The
- * complement is the check of another backend (~(h ^ b * k) is h ^ b' * k for
- * b' = -b - 1/k), which no writer writes: a reader takes the way only if it
- * read that backend. A way written again meanwhile keeps its new flow.
- * Emptying twice writes the same complement, never the check back. Return:
- * 1 when this call broke the check.
+ * complemented, which no reader takes, in the home way or under the tag;
+ * then its tag cleared if it is still the flow's. A way written again
+ * meanwhile keeps its new flow. Emptying twice writes the same complement,
+ * never the check back. Return: 1 when this call broke the check.
  */
 LB_FLOW_INLINE int lb_flow_empty(struct lb_flow_set *s, __u32 i, __u64 h, __u64 backend)
 {

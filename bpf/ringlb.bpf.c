@@ -491,12 +491,11 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	if (set) {
 		/*
 		 * lb_flow_find()'s order, its home way first: one line when the
-		 * flow is there. A SYN too: two writers of one way may leave a
-		 * flow whole in its home way under another tag, which its other
-		 * packets follow, so its SYN must find it (and past the rate
-		 * empty it) where they do.
+		 * flow is there. A SYN, seldom pinned, goes to the tags at once
+		 * (a pin it has is there too, its home way first), so that a
+		 * flood reads one line of the set, not two.
 		 */
-		way = lb_flow_find_home(set, kw, table_hash);
+		way = syn ? -1 : lb_flow_find_home(set, kw, table_hash);
 		if (way < 0) {
 			way = lb_flow_find_first(set, kw, table_hash, &rest);
 			if (rest)

@@ -114,14 +114,10 @@ static __u32 flow_tag_read(const struct lb_flow_set *s, __u32 i)
 }
 
 /*
- * Way @i of set @set_id, copied into @out when it holds a flow whole as the
- * program finds it (lb_flow_find()): its key and check agree, its key belongs
- * in this set, and the way is the flow's home way (whatever its tag: a race
- * of two writers may leave it another's) or has the flow's tag, the same
- * before and after the copy. A way being written as it is read, or emptied,
- * is skipped; in the home way the check refuses a copy of two writes, and
- * the seconds and marks may be another write's, as in a lookup. Return: 1
- * when copied, with the flow's table hash in @h; else 0.
+ * Way @i of set @set_id, copied into @out when it holds a flow whole: its tag
+ * and check agree with its key, and its key belongs in this set. A way being
+ * written as it is read, or emptied, is skipped. Return: 1 when copied, with
+ * the flow's table hash in @h; else 0.
  */
 static int flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
 			 struct lb_flow_way *out, __u64 *h)
@@ -130,16 +126,17 @@ static int flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
 	__u32 tag = flow_tag_read(s, i);
 	uint64_t kw[SIPHASH_FLOW_WORDS];
 
+	if (!tag)
+		return 0;
 	memcpy(out, (const void *)&s->way[i], sizeof(*out));
 	/* Rewritten or emptied while it was copied: the copy may mix two flows. */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (flow_tag_read(s, i) != tag)
+		return 0;
 	lb_flow_words(&out->key, kw);
 	*h = lb_flow_table_hash(kw, v->key);
-	if (lb_flow_set_of(*h, v->count) != set_id || lb_flow_way_differs(out, kw, *h))
-		return 0;
-	if (i == lb_flow_home(*h))
-		return 1;
-	return tag && lb_flow_tag(*h) == tag && flow_tag_read(s, i) == tag;
+	return lb_flow_tag(*h) == tag && lb_flow_set_of(*h, v->count) == set_id &&
+	       !lb_flow_way_differs(out, kw, *h);
 }
 
 /*
@@ -389,28 +386,17 @@ int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *ke
 	return 0;
 }
 
+static int clear_one(struct flow_view *v, __u32 set_id, __u32 i, __u64 h,
+		     const struct lb_flow_way *way, void *arg)
+{
+	(void)arg;
+	lb_flow_empty(flow_set(v, set_id), i, h, way->flow.backend);
+	return 0;
+}
+
 int kernel_flows_clear(const struct lb_maps *maps)
 {
-	uint64_t kw[SIPHASH_FLOW_WORDS];
-	struct lb_flow_way w;
-	struct flow_view v;
-	struct lb_flow_set *s;
-	__u32 set_id, i;
-	int err = flow_view_open_all(maps, &v);
-
-	if (err)
-		return err;
-	/* Every way, whole or not, under its tag or not: its check broken if it holds, its tag 0. */
-	for (set_id = 0; set_id < v.count; set_id++)
-		for (i = 0; i < LB_FLOW_WAYS; i++) {
-			s = flow_set(&v, set_id);
-			memcpy(&w, (const void *)&s->way[i], sizeof(w));
-			lb_flow_words(&w.key, kw);
-			lb_flow_empty(s, i, lb_flow_table_hash(kw, v.key), w.flow.backend);
-			__atomic_store_n(&s->tag[i], 0, __ATOMIC_RELEASE);
-		}
-	flow_view_close(&v);
-	return 0;
+	return flows_walk(maps, 0, clear_one, NULL);
 }
 
 struct expire_walk {
