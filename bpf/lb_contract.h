@@ -181,12 +181,9 @@ static inline __u32 lb_flow_pinned(__u32 pinned_s, __u32 flags)
  * it was pinned in counts LB_FLOW_AGAIN_CREDIT_S more recent: as the kernel's
  * LRU keeps the entries looked up again on an active list, a flood of
  * one-packet flows evicts its own kind first. The set's first cache line holds
- * each way's tag and last-seen second. Each flow also has a home way in its
- * set (LB_FLOW_HOME_SHIFT), which it takes when that way is empty and where
- * it is looked for first: a flow in its home way costs one line read, one
- * elsewhere three (its home way, the tags, its way), and one not in the
- * table two. bpf/lb_flow_table.h reads and writes it, for the program and
- * the controller alike.
+ * each way's tag and last-seen second, so a flow not in the table costs one
+ * line read, and one that is, two. bpf/lb_flow_table.h reads and writes it,
+ * for the program and the controller alike.
  *
  * Every CPU reads and writes the same sets, and a way is written in several
  * stores: a reader may see a way half rewritten. A way is taken only when its
@@ -194,19 +191,11 @@ static inline __u32 lb_flow_pinned(__u32 pinned_s, __u32 flags)
  * backend it holds (lb_flow_check()), so a torn way is a miss, never another
  * flow's backend, unless two keys' table hashes collide (2^-32 for keys
  * chosen without the table's key) and a read tears between them; the check
- * is one store. The tag is a filter, not the way's validity: a way holds a
- * flow when its key and check agree, and is emptied by its check's
- * complement first (lb_flow_empty()), then by its tag. An earlier build
- * emptied ways by their tags alone, so its tables are another layout.
+ * is one store.
  */
 
 /** LB_FLOW_WAYS - ways a set holds: its tags and seconds fill one cache line. */
 #define LB_FLOW_WAYS 8
-/**
- * LB_FLOW_HOME_SHIFT - a flow's home way is the bits of its table hash from
- * this one up (the tag's, less its lowest bit, which a tag forces to 1).
- */
-#define LB_FLOW_HOME_SHIFT 33
 
 /**
  * struct lb_flow_way - one flow of a set, 64 octets.

@@ -10,15 +10,13 @@
  *
  * A writer (a CPU of the program, or the controller) empties the way's tag,
  * writes the way, then its second and tag; a reader takes a way only when the
- * key and the check agree (lb_flow_way_differs()), in the flow's home way
- * whatever its tag, elsewhere only under the flow's tag, and follows the
- * backend it read once and checked again (lb_flow_way_backend()). An
- * emptier breaks the check first, then clears the tag (lb_flow_empty()).
- * Two writers of one way at once leave at worst a way no reader takes, until
- * it is written again or chosen for a new flow: a pin lost, as when the
- * table evicts it. A touch (lb_flow_seen(), the program's marks) racing a
- * rewrite may leave the old flow's marks or second on the new one: never
- * another backend.
+ * tag, the key and the check all agree (lb_flow_way_differs()), and follows
+ * the backend it read once and checked again (lb_flow_way_backend()). Two
+ * writers of one way at once leave at worst a way no reader takes, until it
+ * is written again or chosen for a new flow: a pin lost, as when the table
+ * evicts it. A touch (lb_flow_seen(), the program's marks) racing a rewrite
+ * may leave the old flow's marks or second on the new one: never another
+ * backend.
  */
 #ifndef RINGLB_LB_FLOW_TABLE_H
 #define RINGLB_LB_FLOW_TABLE_H
@@ -102,12 +100,6 @@ LB_FLOW_INLINE __u32 lb_flow_tag(__u64 h)
 	return (__u32)(h >> 32) | 1;
 }
 
-/** lb_flow_home() - the home way of a flow of table hash @h (LB_FLOW_HOME_SHIFT). */
-LB_FLOW_INLINE __u32 lb_flow_home(__u64 h)
-{
-	return (__u32)(h >> LB_FLOW_HOME_SHIFT) & (LB_FLOW_WAYS - 1);
-}
-
 /**
  * lb_flow_check() - struct lb_flow_way.check of a flow of table hash @h
  * pinned to @backend (struct lb_flow.backend). The multiplier is odd, so two
@@ -178,36 +170,19 @@ LB_FLOW_INLINE __u32 lb_flow_tags_of(const struct lb_flow_set *s, __u32 tag)
 }
 
 /**
- * lb_flow_find_home() - the home way of the flow of words @kw and table hash
- * @h when it holds the flow, whatever its tag, else -1; without a branch. One
- * cache line read: the established flow's usual case.
- */
-LB_FLOW_INLINE int lb_flow_find_home(const struct lb_flow_set *s,
-				     const uint64_t kw[SIPHASH_FLOW_WORDS], __u64 h)
-{
-	__u32 i = lb_flow_home(h);
-	__u64 hit = 1 - lb_flow_way_differs(&s->way[i], kw, h);
-
-	return (int)((i + 1) * (__u32)hit) - 1;
-}
-
-/**
  * lb_flow_find_first() - the way of set @s that holds the flow of words @kw
- * and table hash @h when it is the first of the ways of its tag (its home
- * way when that has the tag, else the lowest), else -1; without a branch.
- * @rest: the other ways of that tag when it is not (a second flow of the
- * same 32-bit tag in one set), for lb_flow_find_from().
+ * and table hash @h when it is the lowest of the ways of its tag, else -1;
+ * without a branch. @rest: the other ways of that tag when it is not (a
+ * second flow of the same 32-bit tag in one set), for lb_flow_find_from().
  */
 LB_FLOW_INLINE int lb_flow_find_first(const struct lb_flow_set *s,
 				      const uint64_t kw[SIPHASH_FLOW_WORDS], __u64 h,
 				      __u32 *rest)
 {
-	__u32 m = lb_flow_tags_of(s, lb_flow_tag(h)), at_home = m & (1u << lb_flow_home(h));
-	__u32 first = at_home | (m & -m & ((__u32)lb_flow_nonzero(at_home) - 1));
-	__u32 i = lb_flow_bit_index(first);
+	__u32 m = lb_flow_tags_of(s, lb_flow_tag(h)), i = lb_flow_bit_index(m & -m);
 	__u64 hit = lb_flow_nonzero(m) & (1 - lb_flow_way_differs(&s->way[i], kw, h));
 
-	*rest = m & ~first & ((__u32)hit - 1);
+	*rest = m & (m - 1) & ((__u32)hit - 1);
 	return (int)((i + 1) * (__u32)hit) - 1;
 }
 
@@ -229,20 +204,14 @@ LB_FLOW_INLINE int lb_flow_find_from(const struct lb_flow_set *s, __u32 m,
 
 /**
  * lb_flow_find() - the way of set @s that holds the flow of words @kw and
- * table hash @h, or -1: its home way, else the ways of its tag, lowest first.
- * The program's backend_choose() looks in the same order, or, for a SYN, by
- * the tags alone (lb_flow_find_first(), its home way first among them), which
- * finds the same way unless one is half written.
+ * table hash @h, or -1. Ways of the same tag are tried lowest first.
  */
 LB_FLOW_INLINE int lb_flow_find(const struct lb_flow_set *s,
 				const uint64_t kw[SIPHASH_FLOW_WORDS], __u64 h)
 {
 	__u32 rest;
-	int way = lb_flow_find_home(s, kw, h);
+	int way = lb_flow_find_first(s, kw, h, &rest);
 
-	if (way >= 0)
-		return way;
-	way = lb_flow_find_first(s, kw, h, &rest);
 	return rest ? lb_flow_find_from(s, rest, kw, h) : way;
 }
 
@@ -260,31 +229,21 @@ LB_FLOW_INLINE __u64 lb_flow_way_backend(const struct lb_flow_way *w, __u64 h)
 	return backend & -(1 - lb_flow_nonzero(check ^ lb_flow_check(h, backend)));
 }
 
-/*
- * The age of way @i of set @s for the choice of a new flow's way, lowest
- * first: 0 when empty, else its second + 1, plus LB_FLOW_AGAIN_CREDIT_S when
- * seen again; below 2^33, so a difference's sign is right.
- */
-LB_FLOW_INLINE __u64 lb_flow_victim_score(const struct lb_flow_set *s, __u32 i)
-{
-	return ((__u64)(s->seen[i] & ~LB_FLOW_SEEN_AGAIN) + 1 +
-		(__u64)(s->seen[i] >> 31) * LB_FLOW_AGAIN_CREDIT_S) &
-	       -(1 - lb_flow_zero32((__u64)s->tag[i]));
-}
-
 /**
- * lb_flow_victim() - the way of set @s a new flow of table hash @h takes: its
- * home way when empty, else an empty one, else the least recently seen, a
- * flow seen again LB_FLOW_AGAIN_CREDIT_S seconds more recent than its last
- * second; the lowest of equals.
+ * lb_flow_victim() - the way of set @s a new flow takes: an empty one, else
+ * the least recently seen, a flow seen again LB_FLOW_AGAIN_CREDIT_S seconds
+ * more recent than its last second; the lowest of equals.
  */
-LB_FLOW_INLINE __u32 lb_flow_victim(const struct lb_flow_set *s, __u64 h)
+LB_FLOW_INLINE __u32 lb_flow_victim(const struct lb_flow_set *s)
 {
 	__u64 best = ~0ull, score, lt;
-	__u32 at = 0, i, home = lb_flow_home(h);
+	__u32 at = 0, i;
 
 	for (i = 0; i < LB_FLOW_WAYS; i++) {
-		score = lb_flow_victim_score(s, i);
+		/* 0 for an empty way, else its second + 1 (+ the credit): below 2^33, so the sign is right. */
+		score = ((__u64)(s->seen[i] & ~LB_FLOW_SEEN_AGAIN) + 1 +
+			 (__u64)(s->seen[i] >> 31) * LB_FLOW_AGAIN_CREDIT_S) &
+			-(1 - lb_flow_zero32((__u64)s->tag[i]));
 		lt = (score - best) >> 63;
 		/*
 		 * Way 0 taken as it is: best seeded above every score, or with
@@ -296,7 +255,7 @@ LB_FLOW_INLINE __u32 lb_flow_victim(const struct lb_flow_set *s, __u64 h)
 		best ^= (best ^ score) & -lt;
 		at ^= (at ^ i) & (__u32)-lt;
 	}
-	return at ^ ((at ^ home) & (__u32)-lb_flow_zero32((__u64)s->tag[home]));
+	return at;
 }
 
 /**
@@ -319,42 +278,6 @@ LB_FLOW_INLINE void lb_flow_put(struct lb_flow_set *s, __u32 i,
 	s->seen[i] = f->last_seen_s;
 	LB_FLOW_STORE_FENCE();
 	s->tag[i] = lb_flow_tag(h);
-}
-
-/*
- * LB_FLOW_SWAP64(), LB_FLOW_SWAP32() - *@p = @new if it is @old; 1 when
- * swapped. The controller's compare-and-swap. The program, built for BPF's
- * first instruction set (no compare-and-swap), compares and stores: a write
- * of the way between the two may be undone, a pin lost, as when two writers
- * race.
- */
-#ifdef __bpf__
-#define LB_FLOW_SWAP(p, old, new) (*(p) == (old) ? (*(p) = (new), 1) : 0)
-#define LB_FLOW_SWAP64(p, old, new) LB_FLOW_SWAP((volatile __u64 *)(p), old, new)
-#define LB_FLOW_SWAP32(p, old, new) LB_FLOW_SWAP((volatile __u32 *)(p), old, new)
-#else
-#define LB_FLOW_SWAP64(p, old, new) __sync_bool_compare_and_swap(p, old, new)
-#define LB_FLOW_SWAP32(p, old, new) __sync_bool_compare_and_swap(p, old, new)
-#endif
-
-/**
- * lb_flow_empty() - empty way @i of set @s if it still holds the flow of
- * table hash @h pinned to @backend (lb_flow_way_backend()'s copy): its check
- * complemented, which no reader takes, in the home way or under the tag;
- * then its tag cleared if it is still the flow's. A way written again
- * meanwhile keeps its new flow. Emptying twice writes the same complement,
- * never the check back. Return: 1 when this call broke the check.
- */
-LB_FLOW_INLINE int lb_flow_empty(struct lb_flow_set *s, __u32 i, __u64 h, __u64 backend)
-{
-	__u64 check = lb_flow_check(h, backend);
-
-	i &= LB_FLOW_WAYS - 1;
-	if (!LB_FLOW_SWAP64(&s->way[i].check, check, ~check))
-		return 0;
-	LB_FLOW_STORE_FENCE();
-	LB_FLOW_SWAP32(&s->tag[i], lb_flow_tag(h), 0u);
-	return 1;
 }
 
 /** lb_flow_seen() - way @i of set @s saw a packet at second @now_s. */

@@ -412,22 +412,18 @@ __noinline int flow_find_rest(const struct lb_flow_set *s, __u32 rest,
  */
 __noinline int flow_empty(struct lb_flow_set *s, const struct lb_flow_key *key, __u64 h)
 {
-	int n, way, gone = 0;
-	__u64 backend;
+	int n, way;
 
 	if (!s || !key)
 		return 0;
 	LB_FLOW_KEY_WORDS(kw, key);
-	/* A way another CPU wrote meanwhile is looked for again. */
-	for (n = 0; n < 2 * LB_FLOW_WAYS; n++) {
+	for (n = 0; n < LB_FLOW_WAYS; n++) {
 		way = lb_flow_find(s, kw, h);
 		if (way < 0)
 			break;
-		backend = lb_flow_way_backend(&s->way[way & (LB_FLOW_WAYS - 1)], h);
-		if (backend)
-			gone += lb_flow_empty(s, (__u32)way, h, backend);
+		s->tag[way & (LB_FLOW_WAYS - 1)] = 0;
 	}
-	return gone;
+	return n;
 }
 
 /* The flow table's settings (NULL until the loader has made the table). */
@@ -489,18 +485,9 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 		set = bpf_map_lookup_elem(&flow_sets, &set_id);
 	}
 	if (set) {
-		/*
-		 * lb_flow_find()'s order, its home way first: one line when the
-		 * flow is there. A SYN, seldom pinned, goes to the tags at once
-		 * (a pin it has is there too, its home way first), so that a
-		 * flood reads one line of the set, not two.
-		 */
-		way = syn ? -1 : lb_flow_find_home(set, kw, table_hash);
-		if (way < 0) {
-			way = lb_flow_find_first(set, kw, table_hash, &rest);
-			if (rest)
-				way = flow_find_rest(set, rest, key, table_hash);
-		}
+		way = lb_flow_find_first(set, kw, table_hash, &rest);
+		if (rest)
+			way = flow_find_rest(set, rest, key, table_hash);
 		if (way >= 0 && pin_takes(set, (__u32)way, table_hash, vip_id, tcp_flags,
 					  follow_only, now_s, out, out_id))
 			return 0;
@@ -557,7 +544,7 @@ again:
 			fresh.pinned = lb_flow_pinned(now_s, tcp_flags & LB_TCP_FIN ? LB_FLOW_FIN : 0);
 			/* The tuple's way, else the victim, chosen without a branch. */
 			at = (__u32)way >> 31;
-			at = ((__u32)way & (at - 1)) | (lb_flow_victim(set, table_hash) & -at);
+			at = ((__u32)way & (at - 1)) | (lb_flow_victim(set) & -at);
 			lb_flow_put(set, at, kw, table_hash, &fresh);
 			flow_rate_charge(rate);
 		} else {

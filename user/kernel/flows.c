@@ -7,8 +7,8 @@
  * that are live). The controller maps the table's sets (a lookup copies its
  * one set instead) and reads and writes them in place with the program's own
  * functions (bpf/lb_flow_table.h): a way is read whole only when its tag,
- * key and check agree, and emptied (lb_flow_empty()) only while it still has
- * the check it was read with.
+ * key and check agree, and emptied only while it still has the tag it was
+ * read with.
  */
 #include "kernel.h"
 
@@ -114,17 +114,27 @@ static __u32 flow_tag_read(const struct lb_flow_set *s, __u32 i)
 }
 
 /*
+ * Empty way @i of set @s if it still has tag @tag: a flow the program wrote
+ * there meanwhile (another tag) keeps it. Return: 1 when emptied.
+ */
+static int flow_tag_clear(struct lb_flow_set *s, __u32 i, __u32 tag)
+{
+	return __atomic_compare_exchange_n(&s->tag[i], &tag, 0, 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+/*
  * Way @i of set @set_id, copied into @out when it holds a flow whole: its tag
  * and check agree with its key, and its key belongs in this set. A way being
- * written as it is read, or emptied, is skipped. Return: 1 when copied, with
- * the flow's table hash in @h; else 0.
+ * written as it is read, or emptied, is skipped. Return: its tag, or 0.
  */
-static int flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
-			 struct lb_flow_way *out, __u64 *h)
+static __u32 flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
+			   struct lb_flow_way *out)
 {
 	const struct lb_flow_set *s = flow_set(v, set_id);
 	__u32 tag = flow_tag_read(s, i);
 	uint64_t kw[SIPHASH_FLOW_WORDS];
+	__u64 h;
 
 	if (!tag)
 		return 0;
@@ -134,53 +144,41 @@ static int flow_way_copy(const struct flow_view *v, __u32 set_id, __u32 i,
 	if (flow_tag_read(s, i) != tag)
 		return 0;
 	lb_flow_words(&out->key, kw);
-	*h = lb_flow_table_hash(kw, v->key);
-	return lb_flow_tag(*h) == tag && lb_flow_set_of(*h, v->count) == set_id &&
-	       !lb_flow_way_differs(out, kw, *h);
+	h = lb_flow_table_hash(kw, v->key);
+	if (lb_flow_tag(h) != tag || lb_flow_set_of(h, v->count) != set_id ||
+	    lb_flow_way_differs(out, kw, h))
+		return 0;
+	return tag;
 }
 
 /*
- * Of two ways @i and @j of one set holding copies of a flow of table hash
- * @h, is @j the one packets find (lb_flow_find(): the home way, else the
- * lowest)?
- */
-static int flow_copy_found_first(__u32 j, __u32 i, __u64 h)
-{
-	__u32 home = lb_flow_home(h);
-
-	return j == home || (i != home && j < i);
-}
-
-/*
- * Call @fn for every flow of the table, with where it is (set, way) and its
- * table hash, in the order of the sets; a flow made or evicted meanwhile may
- * or may not be seen. With @once, a flow two CPUs pinned at once (in two
- * ways of its set) is passed once, in the way packets find; without, every
- * way, as the expiry needs (each copy is idle by its own second). @fn returns
- * 0 to go on, or -errno to stop.
+ * Call @fn for every flow of the table, with where it is (set, way, tag), in
+ * the order of the sets; a flow made or evicted meanwhile may or may not be
+ * seen. With @once, a flow two CPUs pinned at once (in two ways of its set)
+ * is passed once, its lowest way (the one packets find); without, every way,
+ * as the expiry needs (each copy is idle by its own second). @fn returns 0
+ * to go on, or -errno to stop.
  */
 static int flows_walk(const struct lb_maps *maps, int once,
-		      int (*fn)(struct flow_view *v, __u32 set_id, __u32 i, __u64 h,
+		      int (*fn)(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
 				const struct lb_flow_way *w, void *arg),
 		      void *arg)
 {
 	struct flow_view v;
 	struct lb_flow_way w[LB_FLOW_WAYS];
-	__u64 h[LB_FLOW_WAYS];
-	__u32 set_id, i, j;
-	int err = flow_view_open_all(maps, &v), held[LB_FLOW_WAYS];
+	__u32 set_id, i, j, tag[LB_FLOW_WAYS];
+	int err = flow_view_open_all(maps, &v);
 
 	for (set_id = 0; !err && set_id < v.count; set_id++) {
-		for (i = 0; i < LB_FLOW_WAYS; i++)
-			held[i] = flow_way_copy(&v, set_id, i, &w[i], &h[i]);
-		for (i = 0; !err && i < LB_FLOW_WAYS; i++) {
-			for (j = 0; once && held[i] && j < LB_FLOW_WAYS; j++)
-				if (j != i && held[j] && flow_copy_found_first(j, i, h[i]) &&
-				    !memcmp(&w[j].key, &w[i].key, sizeof(w[i].key)))
-					held[i] = 0;
-			if (held[i])
-				err = fn(&v, set_id, i, h[i], &w[i], arg);
+		for (i = 0; i < LB_FLOW_WAYS; i++) {
+			tag[i] = flow_way_copy(&v, set_id, i, &w[i]);
+			for (j = 0; once && tag[i] && j < i; j++)
+				if (tag[j] && !memcmp(&w[j].key, &w[i].key, sizeof(w[i].key)))
+					tag[i] = 0;
 		}
+		for (i = 0; !err && i < LB_FLOW_WAYS; i++)
+			if (tag[i])
+				err = fn(&v, set_id, i, tag[i], &w[i], arg);
 	}
 	flow_view_close(&v);
 	return err;
@@ -207,14 +205,14 @@ struct tally_walk {
 	struct kernel_tally *t;
 };
 
-static int tally_one(struct flow_view *v, __u32 set_id, __u32 i, __u64 h,
+static int tally_one(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
 		     const struct lb_flow_way *way, void *arg)
 {
 	struct tally_walk *w = arg;
 	const struct lb_flow *f = &way->flow;
 	__u32 id = lb_flow_slot(f);
 
-	(void)v, (void)set_id, (void)i, (void)h;
+	(void)v, (void)set_id, (void)i, (void)tag;
 	w->t->entries++;
 	/* Only the backend it was pinned to; cookies are never 0. */
 	if (id >= LB_BACKENDS_MAX || !w->cookie_of[id] || !lb_flow_cookie_is(f, w->cookie_of[id]))
@@ -253,14 +251,14 @@ struct read_walk {
 	size_t count, room;
 };
 
-static int read_one(struct flow_view *v, __u32 set_id, __u32 i, __u64 h,
+static int read_one(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
 		    const struct lb_flow_way *way, void *arg)
 {
 	struct read_walk *w = arg;
 	struct kernel_flow *grown;
 	size_t room;
 
-	(void)v, (void)set_id, (void)i, (void)h;
+	(void)v, (void)set_id, (void)i, (void)tag;
 	if (w->count == w->room) {
 		room = w->room ? 2 * w->room : FLOW_READ_FIRST;
 		grown = realloc(w->all, room * sizeof(*grown));
@@ -345,7 +343,7 @@ int kernel_flow_put(const struct lb_maps *maps, const struct lb_flow_key *key,
 		return err;
 	s = flow_set(&v, set_id);
 	i = lb_flow_find(s, kw, h);
-	lb_flow_put(s, i >= 0 ? (__u32)i : lb_flow_victim(s, h), kw, h, f);
+	lb_flow_put(s, i >= 0 ? (__u32)i : lb_flow_victim(s), kw, h, f);
 	flow_view_close(&v);
 	return 0;
 }
@@ -359,8 +357,6 @@ int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *ke
 	__u64 h;
 	size_t k;
 	int err = flow_view_open_all(maps, &v), i, gone;
-	struct lb_flow_set *s;
-	__u64 backend;
 
 	*deleted = 0;
 	if (err)
@@ -371,14 +367,11 @@ int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *ke
 		 * Every copy (two CPUs may have pinned the flow at once); a way the
 		 * program gave to another flow meanwhile is looked for again.
 		 */
-		s = flow_set(&v, set_id);
 		for (n = 0, gone = 0; n < 2 * LB_FLOW_WAYS; n++) {
-			i = lb_flow_find(s, kw, h);
+			i = lb_flow_find(flow_set(&v, set_id), kw, h);
 			if (i < 0)
 				break;
-			backend = lb_flow_way_backend(&s->way[i], h);
-			if (backend)
-				gone |= lb_flow_empty(s, (__u32)i, h, backend);
+			gone |= flow_tag_clear(flow_set(&v, set_id), (__u32)i, lb_flow_tag(h));
 		}
 		*deleted += (size_t)gone;
 	}
@@ -386,17 +379,19 @@ int kernel_flows_delete(const struct lb_maps *maps, const struct lb_flow_key *ke
 	return 0;
 }
 
-static int clear_one(struct flow_view *v, __u32 set_id, __u32 i, __u64 h,
-		     const struct lb_flow_way *way, void *arg)
-{
-	(void)arg;
-	lb_flow_empty(flow_set(v, set_id), i, h, way->flow.backend);
-	return 0;
-}
-
 int kernel_flows_clear(const struct lb_maps *maps)
 {
-	return flows_walk(maps, 0, clear_one, NULL);
+	struct flow_view v;
+	__u32 set_id, i;
+	int err = flow_view_open_all(maps, &v);
+
+	if (err)
+		return err;
+	for (set_id = 0; set_id < v.count; set_id++)
+		for (i = 0; i < LB_FLOW_WAYS; i++)
+			__atomic_store_n(&flow_set(&v, set_id)->tag[i], 0, __ATOMIC_RELEASE);
+	flow_view_close(&v);
+	return 0;
 }
 
 struct expire_walk {
@@ -404,7 +399,7 @@ struct expire_walk {
 	size_t seen, removed;
 };
 
-static int expire_one(struct flow_view *v, __u32 set_id, __u32 i, __u64 h,
+static int expire_one(struct flow_view *v, __u32 set_id, __u32 i, __u32 tag,
 		      const struct lb_flow_way *way, void *arg)
 {
 	struct expire_walk *w = arg;
@@ -415,7 +410,7 @@ static int expire_one(struct flow_view *v, __u32 set_id, __u32 i, __u64 h,
 	/* Touched at most once a second, so allow that much slack. */
 	if (w->now_ns <= flow_last_seen_ns(f) + timeout + LB_FLOW_TOUCH_NS)
 		return 0;
-	w->removed += (size_t)lb_flow_empty(flow_set(v, set_id), i, h, f->backend);
+	w->removed += (size_t)flow_tag_clear(flow_set(v, set_id), i, tag);
 	return 0;
 }
 
