@@ -426,6 +426,56 @@ __noinline int flow_empty(struct lb_flow_set *s, const struct lb_flow_key *key, 
 	return n;
 }
 
+/*
+ * RING_TOUCH_BITS - the smallest bucket index (2^bits buckets of 8 octets, 1
+ * MiB and more) whose bucket a SYN reads before the flow table's line. A
+ * smaller index stays in the caches, where the early read is only a cost.
+ */
+#define RING_TOUCH_BITS 17
+
+/*
+ * ring_touch() - begin the read of the ring bucket @hash falls in, for @vip:
+ * a SYN's ring search then finds it on its way, its miss and the flow table's
+ * at once, not one after the other (the profile put a third of a SYN's own
+ * time on that bucket's read and a quarter on the table's). Reads only; a
+ * global function, verified once. Return: 0.
+ */
+__noinline int ring_touch(const struct lb_vip *vip, __u64 hash)
+{
+	const union lb_ring_slot *s;
+	__u32 slot, bits;
+	void *ring;
+
+	if (!vip)
+		return 0;
+	slot = vip->vip_id * LB_RING_SLOTS_PER_VIP + (vip->ring_parity & 1);
+	bits = vip->index_bits;
+	if (bits < LB_RING_BITS_MIN || bits > LB_RING_BITS_MAX)
+		return 0;
+	switch (vip->ring_class) {
+	case 0:
+		ring = bpf_map_lookup_elem(&rings_0, &slot);
+		break;
+	case 1:
+		ring = bpf_map_lookup_elem(&rings_1, &slot);
+		break;
+	case 2:
+		ring = bpf_map_lookup_elem(&rings_2, &slot);
+		break;
+	case 3:
+		ring = bpf_map_lookup_elem(&rings_3, &slot);
+		break;
+	default:
+		return 0;
+	}
+	if (!ring)
+		return 0;
+	s = ring_slot(ring, LB_RING_BUCKET_SLOT((__u32)(hash >> (64 - bits))));
+	if (s)
+		asm volatile("" ::"r"(*(const volatile __u64 *)&s->entry));
+	return 0;
+}
+
 /* The flow table's settings (NULL until the loader has made the table). */
 static __always_inline const struct lb_flow_table *flow_table_get(void)
 {
@@ -477,6 +527,12 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 	 * pin, while it holds, takes it (a retransmitted SYN, or a tuple reused,
 	 * stays where its connection lives).
 	 */
+	/* A SYN is seldom pinned: the read of its ring bucket begins before the table's. */
+	if (syn) {
+		hash = siphash13_flow(kw, flow_secret[0], flow_secret[1]);
+		if (vip->index_bits >= RING_TOUCH_BITS)
+			ring_touch(vip, hash);
+	}
 	if (lb_vip_pins(vip))
 		table = flow_table_get();
 	if (table) {
@@ -492,7 +548,8 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 					  follow_only, now_s, out, out_id))
 			return 0;
 	}
-	hash = siphash13_flow(kw, flow_secret[0], flow_secret[1]);
+	if (!syn)
+		hash = siphash13_flow(kw, flow_secret[0], flow_secret[1]);
 	/*
 	 * A goto, not a loop: the verifier then sees one copy of the four
 	 * inlined searches and prunes the second pass, where a counted loop
