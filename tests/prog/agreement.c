@@ -31,7 +31,7 @@
 
 /* --- agreement ------------------------------------------------------------------ */
 
-/* @flows random flows of @pool's VIP go where its ring says, SYNs among them. */
+/* @flows random flows of @pool's VIP go where its ring says, SYNs and ACKs alike. */
 static void flows_agree(const struct pool *pool, struct test_rng *rng, int flows,
 			const char *name)
 {
@@ -46,9 +46,13 @@ static void flows_agree(const struct pool *pool, struct test_rng *rng, int flows
 		__u32 want, got;
 
 		random_flow(rng, pool->vip, &spec, client, sizeof(client));
-		/* Every other TCP flow opens with a SYN: its ring bucket is read early. */
-		if (spec.protocol == IPPROTO_TCP && (f & 1))
-			spec.tcp_flags = 0x02;
+		/*
+		 * Every other TCP flow an ACK of a connection not seen (its ring
+		 * read after its set), the others SYNs (pkt_build()'s default:
+		 * their SipHash first, their ring bucket read early).
+		 */
+		if (spec.protocol == IPPROTO_TCP && !(f & 1))
+			spec.tcp_flags = 0x10;
 		pkt_build(&pkt, &spec);
 		want = expected_backend(pool, &spec);
 		got = forward(&pkt);
