@@ -529,17 +529,17 @@ static __always_inline int backend_choose(struct lb_flow_key *key,
 
 	*hops = 0;
 	*now_out = now;
-	/*
-	 * The flow's set, and its way there if it has one: a SYN too, whose
-	 * pin, while it holds, takes it (a retransmitted SYN, or a tuple reused,
-	 * stays where its connection lives).
-	 */
 	/* A SYN is seldom pinned: the read of its ring bucket begins before the table's. */
 	if (syn) {
 		hash = siphash13_flow(kw, flow_secret[0], flow_secret[1]);
 		if (vip->index_bits >= RING_TOUCH_BITS)
 			ring_touch(vip, hash);
 	}
+	/*
+	 * The flow's set, and its way there if it has one: a SYN too, whose
+	 * pin, while it holds, takes it (a retransmitted SYN, or a tuple reused,
+	 * stays where its connection lives).
+	 */
 	if (lb_vip_pins(vip))
 		table = flow_table_get();
 	if (table) {
