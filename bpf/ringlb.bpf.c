@@ -434,13 +434,6 @@ __noinline int flow_empty(struct lb_flow_set *s, const struct lb_flow_key *key, 
 #define RING_TOUCH_BITS 17
 
 /*
- * ring_touch() - begin the read of the ring bucket @hash falls in, for @vip:
- * a SYN's ring search then finds it on its way, its miss and the flow table's
- * at once, not one after the other (the profile put a third of a SYN's own
- * time on that bucket's read and a quarter on the table's). Reads only; a
- * global function, verified once. Return: 0.
- */
-/*
  * Read the entry of bucket @j of @ring (of class @class): each class's reads
  * end in an instruction of their own (the class as an operand), so clang
  * cannot merge the four into one call site, where the verifier, seeing four
@@ -454,6 +447,13 @@ __noinline int flow_empty(struct lb_flow_set *s, const struct lb_flow_key *key, 
 			asm volatile("" ::"r"(*(const volatile __u64 *)&s_->entry), "i"(class));  \
 	} while (0)
 
+/*
+ * ring_touch() - begin the read of the ring bucket @hash falls in, for @vip:
+ * a SYN's ring search then finds it on its way, its miss and the flow table's
+ * at once, not one after the other (the profile put a third of a SYN's own
+ * time on that bucket's read and a quarter on the table's). Reads only; a
+ * global function, verified once. Return: 0.
+ */
 __noinline int ring_touch(const struct lb_vip *vip, __u64 hash)
 {
 	__u32 slot, bits, j;
