@@ -101,6 +101,12 @@ static __always_inline int ring_pick(void *ring, const struct lb_vip *vip, __u64
 	return 0;
 }
 
+/* The slot of @vip's serving ring in its class's rings_<class> map. */
+static __always_inline __u32 ring_vip_slot(const struct lb_vip *vip)
+{
+	return vip->vip_id * LB_RING_SLOTS_PER_VIP + (vip->ring_parity & 1);
+}
+
 /*
  * The ring owner of @hash for @vip: 0 and the backend id, RING_STALE or
  * RING_MISSING, or -(reason). Each class gets its own inlined copy of the
@@ -108,7 +114,7 @@ static __always_inline int ring_pick(void *ring, const struct lb_vip *vip, __u64
  */
 static __always_inline int ring_choose(const struct lb_vip *vip, __u64 hash, __u32 *backend_id)
 {
-	__u32 slot = vip->vip_id * LB_RING_SLOTS_PER_VIP + (vip->ring_parity & 1);
+	__u32 slot = ring_vip_slot(vip);
 
 	if (vip->points == 0)
 		return PARSE_FAIL(LB_REASON_DROP_NO_BACKEND);

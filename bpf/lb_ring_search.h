@@ -31,6 +31,12 @@ static __always_inline __u32 ring_below(__u64 a, __u64 b)
 	return (__u32)0 - (__u32)(((~a & b) | ((~a | b) & (a - b))) >> 63);
 }
 
+/** ring_bucket_of() - the bucket of @hash in an index of 2^@bits buckets (@bits in range). */
+static __always_inline __u32 ring_bucket_of(__u64 hash, __u32 bits)
+{
+	return (__u32)(hash >> (64 - bits));
+}
+
 /**
  * ring_search() - the owner of @hash: the backend of the first point at or
  * after @hash, going round the circle.
@@ -54,7 +60,7 @@ static __always_inline int ring_search(void *ring, __u32 bits, __u64 hash, __u32
 
 	if (bits < LB_RING_BITS_MIN || bits > LB_RING_BITS_MAX)
 		return RING_SEARCH_BAD;
-	j = (__u32)(hash >> (64 - bits));
+	j = ring_bucket_of(hash, bits);
 	/* The hash's offset in its bucket, as entries hold positions (contract). */
 	key = hash << bits;
 	slot = ring_slot(ring, LB_RING_BUCKET_SLOT(j));

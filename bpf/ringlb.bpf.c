@@ -460,11 +460,11 @@ __noinline int ring_touch(const struct lb_vip *vip, __u64 hash)
 
 	if (!vip)
 		return 0;
-	slot = vip->vip_id * LB_RING_SLOTS_PER_VIP + (vip->ring_parity & 1);
+	slot = ring_vip_slot(vip);
 	bits = vip->index_bits;
 	if (bits < LB_RING_BITS_MIN || bits > LB_RING_BITS_MAX)
 		return 0;
-	j = (__u32)(hash >> (64 - bits));
+	j = ring_bucket_of(hash, bits);
 	switch (vip->ring_class) {
 	case 0:
 		RING_TOUCH_IN(bpf_map_lookup_elem(&rings_0, &slot), j, 0);
