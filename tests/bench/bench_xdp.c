@@ -64,7 +64,7 @@
 #define KEYS 1000000
 #define SEED 0x62656e6368ULL
 #define FORWARD_SECONDS 3
-#define FORWARD_ROUNDS 3
+#define FORWARD_ROUNDS 5
 #define FORWARD_PREFIX "rlbfw"
 
 static const __u64 secret[2] = { 0x1111111111111111ULL, 0x2222222222222222ULL };
@@ -1680,6 +1680,58 @@ static void reference_per_packet(void)
 #define FORWARD_TRIES 5
 static unsigned int forward_retried;
 
+/* The runs of a round of part 2, in their order (every other round backwards). */
+enum forward_run {
+	RUN_FLOOR,
+	RUN_L2,
+	RUN_GUE,
+	RUN_FLOOR_FLOOD,
+	RUN_FLOOD,
+	RUN_STATELESS,
+	FORWARD_RUNS
+};
+
+/* Each run's row of part 2: its name, its floor's run (its own: a floor) and its goal. */
+static const struct {
+	const char *name;
+	int floor; /* an enum forward_run */
+	const char *goal;
+} forward_rows[FORWARD_RUNS] = {
+	[RUN_FLOOR] = { "floor", RUN_FLOOR, NULL },
+	[RUN_L2] = { "ringlb (l2)", RUN_FLOOR, ">= 0.90" },
+	[RUN_GUE] = { "gue", RUN_FLOOR, ">= 0.85" },
+	[RUN_FLOOR_FLOOD] = { "floor flood", RUN_FLOOR_FLOOD, NULL },
+	[RUN_FLOOD] = { "SYN flood", RUN_FLOOR_FLOOD, ">= 0.85" },
+	[RUN_STATELESS] = { "stateless flood", RUN_FLOOR_FLOOD, ">= 0.80" },
+};
+
+/*
+ * One row of part 2 (nothing unless @on): @name's rate against the floor's (medians of the rounds),
+ * and the ratio as the median of the rounds' own (each run next to its floor's,
+ * so a drift of the machine between rounds cancels), with their range.
+ */
+static void forward_row(const char *name, const double floor[FORWARD_ROUNDS],
+			const double rate[FORWARD_ROUNDS], const char *goal, int on)
+{
+	double f[FORWARD_ROUNDS], p[FORWARD_ROUNDS], ratio[FORWARD_ROUNDS];
+	char range[32];
+	int i;
+
+	if (!on)
+		return;
+	for (i = 0; i < FORWARD_ROUNDS; i++) {
+		f[i] = floor[i];
+		p[i] = rate[i];
+		ratio[i] = floor[i] > 0 ? rate[i] / floor[i] : 0;
+	}
+	qsort(f, FORWARD_ROUNDS, sizeof(double), cmp_double);
+	qsort(p, FORWARD_ROUNDS, sizeof(double), cmp_double);
+	qsort(ratio, FORWARD_ROUNDS, sizeof(double), cmp_double);
+	snprintf(range, sizeof(range), "%.3f - %.3f", ratio[0], ratio[FORWARD_ROUNDS - 1]);
+	printf("   %-15s %12.0f %12.0f %9.3f %15s %8s\n", name, f[FORWARD_ROUNDS / 2],
+	       p[FORWARD_ROUNDS / 2], ratio[FORWARD_ROUNDS / 2], range, goal);
+}
+
 /* Attach @prog_fd natively, blast for FORWARD_SECONDS, return frames sent per second. */
 static double forward_pps(int ifindex, int prog_fd, int counter_fd, __u32 key, size_t words,
 			  size_t word, const char *trafgen_conf)
@@ -1738,7 +1790,7 @@ static void forwarding(void)
 		"  ipv4(sa=drnd(), da=198.18.0.101, ttl=64),\n"
 		"  tcp(sp=drnd(), dp=80, ack), fill(0x61, 6) }\n";
 	char dir[] = "/tmp/ringlb-bench-XXXXXX", conf[256], flood[256], flood_gue[256], cmd[512];
-	double floor_flood[FORWARD_ROUNDS], ring_flood[FORWARD_ROUNDS], gue_flood[FORWARD_ROUNDS];
+	double pps[FORWARD_RUNS][FORWARD_ROUNDS];
 	struct lb_vip_key stateless_key = bench_vip_key(IPPROTO_TCP, 80);
 	struct lb_vip_key tcp_key = bench_vip_key(IPPROTO_TCP, 80);
 	__u64 refused;
@@ -1746,25 +1798,35 @@ static void forwarding(void)
 				     .iface_mac = { 2, 0, 0, 0, 0, 2 } };
 	struct lb_vip_key key = bench_vip_key(IPPROTO_UDP, 53);
 	struct lb_maps bench_maps;
-	double floor_pps[FORWARD_ROUNDS], ring_pps[FORWARD_ROUNDS], gue_pps[FORWARD_ROUNDS];
 	__u32 gue_ids[2] = { 3, 4 };
 	struct bench_xdp_bpf *skel;
 	struct lb_prog *shipped;
 	struct ring *r;
 	__u32 ids[2] = { 1, 2 }, id;
-	int netns, ifindex, round, self;
+	const char *only = getenv("BENCH_2_ONLY");
+	int netns, ifindex, round, step, row, self, run_on[FORWARD_RUNS];
 	FILE *f;
 
 	printf("\n2. Forwarding rate, veth topology: trafgen UDP over 4,096 flows (source ports\n"
-	       "   1024-5119 in turn) from a client namespace, one CPU, %d s per run, median of\n"
-	       "   %d runs alternating programs; frames forwarded with native XDP_TX per second.\n"
-	       "   floor: parse+hash, no choice; ringlb: the shipped program, the VIP l2; gue:\n"
+	       "   1024-5119 in turn) from a client namespace, one CPU, %d s per run, %d rounds\n"
+	       "   of every run, every other round backwards; frames forwarded with native\n"
+	       "   XDP_TX per second, medians; ratio: the median of the rounds' own ratios.\n"
+	       "   floor: parse+hash, no choice; ringlb (l2): the shipped program, the VIP l2; gue:\n"
 	       "   the shipped program, the VIP's backends reached by GUE (FIB lookup, 36 more\n"
-	       "   bytes per frame). flood: TCP SYNs from random sources and ports, every frame\n"
+	       "   bytes per frame). SYN flood: TCP SYNs from random sources and ports, every frame\n"
 	       "   a new flow, to an l2 VIP with a flow table (new flows pinned up to the rate);\n"
-	       "   stateless: TCP ACKs from random sources to a stateless gue VIP with one\n"
+	       "   stateless flood: TCP ACKs from random sources to a stateless gue VIP with one\n"
 	       "   previous ring (of other points: a hop list for each flow whose owner it changed)\n",
 	       FORWARD_SECONDS, FORWARD_ROUNDS);
+	/* For a developer's diagnosis (a profile of one run): one row alone, and its floor. */
+	for (row = 0; row < FORWARD_RUNS; row++)
+		run_on[row] = !only || !*only;
+	for (row = 0; row < FORWARD_RUNS; row++)
+		if (only && forward_rows[row].floor != row && strcmp(only, forward_rows[row].name) == 0)
+			run_on[row] = run_on[forward_rows[row].floor] = 1;
+	if (!run_on[RUN_FLOOR] && !run_on[RUN_FLOOR_FLOOD])
+		die("BENCH_2_ONLY: none of 'ringlb (l2)', 'gue', 'SYN flood', 'stateless flood'",
+		    -EINVAL);
 	if (!mkdtemp(dir))
 		die("mkdtemp", -errno);
 	snprintf(conf, sizeof(conf), "%s/udp.trafgen", dir);
@@ -1851,54 +1913,56 @@ static void forwarding(void)
 			die("GUE set-up", -EIO);
 	}
 	for (round = 0; round < FORWARD_ROUNDS; round++) {
-		floor_pps[round] = forward_pps(ifindex, bpf_program__fd(skel->progs.bench_floor),
-					       bpf_map__fd(skel->maps.sent), 0, 1, 0, conf);
-		if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids))
-			die("swap", -errno);
-		vips_settled(lb_prog_maps(shipped));
-		ring_pps[round] = forward_pps(ifindex, lb_prog_fd(shipped),
-					      lb_prog_maps(shipped)->reason_stats,
-					      LB_REASON_FORWARDED, 2, 0, conf);
-		if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, gue_ids))
-			die("swap", -errno);
-		vips_settled(lb_prog_maps(shipped));
-		gue_pps[round] = forward_pps(ifindex, lb_prog_fd(shipped),
-					     lb_prog_maps(shipped)->reason_stats,
-					     LB_REASON_FORWARDED, 2, 0, conf);
-		floor_flood[round] = forward_pps(ifindex, bpf_program__fd(skel->progs.bench_floor),
-						 bpf_map__fd(skel->maps.sent), 0, 1, 0, flood);
-		ring_flood[round] = forward_pps(ifindex, lb_prog_fd(shipped),
-						lb_prog_maps(shipped)->reason_stats,
-						LB_REASON_FORWARDED, 2, 0, flood);
-		/* Counted by the ring's verdict: forwarded, with or without a hop list. */
-		gue_flood[round] =
-			forward_pps(ifindex, lb_prog_fd(shipped), lb_prog_maps(shipped)->vip_stats, 1,
-				    2, 0, flood_gue);
+		/* Every other round backwards: each pair's order flips, and drifts cancel. */
+		for (step = 0; step < FORWARD_RUNS; step++) {
+			int run = round % 2 ? FORWARD_RUNS - 1 - step : step;
+
+			if (!run_on[run])
+				continue;
+			switch (run) {
+			case RUN_FLOOR:
+			case RUN_FLOOR_FLOOD:
+				pps[run][round] = forward_pps(ifindex, bpf_program__fd(skel->progs.bench_floor),
+							      bpf_map__fd(skel->maps.sent), 0, 1, 0,
+							      run == RUN_FLOOR ? conf : flood);
+				break;
+			case RUN_L2:
+			case RUN_GUE:
+				if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r,
+						   run == RUN_L2 ? ids : gue_ids))
+					die("swap", -errno);
+				vips_settled(lb_prog_maps(shipped));
+				pps[run][round] = forward_pps(ifindex, lb_prog_fd(shipped),
+							      lb_prog_maps(shipped)->reason_stats,
+							      LB_REASON_FORWARDED, 2, 0, conf);
+				break;
+			case RUN_FLOOD:
+				pps[run][round] = forward_pps(ifindex, lb_prog_fd(shipped),
+							      lb_prog_maps(shipped)->reason_stats,
+							      LB_REASON_FORWARDED, 2, 0, flood);
+				break;
+			case RUN_STATELESS:
+				/* Counted by the ring's verdict: forwarded, with or without a hop list. */
+				pps[run][round] = forward_pps(ifindex, lb_prog_fd(shipped),
+							      lb_prog_maps(shipped)->vip_stats, 1, 2, 0,
+							      flood_gue);
+				break;
+			}
+		}
 	}
 	/* The maps are new: every refusal they counted is the floods'. */
 	refused = harness_percpu_sum(lb_prog_maps(shipped)->flow_rate, 0, 3, 2);
-	qsort(floor_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
-	qsort(ring_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
-	qsort(gue_pps, FORWARD_ROUNDS, sizeof(double), cmp_double);
-	qsort(floor_flood, FORWARD_ROUNDS, sizeof(double), cmp_double);
-	qsort(ring_flood, FORWARD_ROUNDS, sizeof(double), cmp_double);
-	qsort(gue_flood, FORWARD_ROUNDS, sizeof(double), cmp_double);
-	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor pps", "ringlb pps",
-	       "ratio", "goal", floor_pps[FORWARD_ROUNDS / 2], ring_pps[FORWARD_ROUNDS / 2],
-	       ring_pps[FORWARD_ROUNDS / 2] / floor_pps[FORWARD_ROUNDS / 2], ">= 0.90");
-	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor pps", "gue pps",
-	       "ratio", "goal", floor_pps[FORWARD_ROUNDS / 2], gue_pps[FORWARD_ROUNDS / 2],
-	       gue_pps[FORWARD_ROUNDS / 2] / floor_pps[FORWARD_ROUNDS / 2], ">= 0.85");
-	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor flood pps",
-	       "ringlb pps", "ratio", "goal", floor_flood[FORWARD_ROUNDS / 2],
-	       ring_flood[FORWARD_ROUNDS / 2],
-	       ring_flood[FORWARD_ROUNDS / 2] / floor_flood[FORWARD_ROUNDS / 2], ">= 0.80");
-	printf("   (flood: %llu new flows not pinned, past %u per CPU per second)\n",
-	       (unsigned long long)refused, LB_NEW_FLOWS_MAX_DEFAULT);
-	printf("   %14s %14s %9s %8s\n   %14.0f %14.0f %9.3f %8s\n", "floor flood pps",
-	       "stateless pps", "ratio", "goal", floor_flood[FORWARD_ROUNDS / 2],
-	       gue_flood[FORWARD_ROUNDS / 2],
-	       gue_flood[FORWARD_ROUNDS / 2] / floor_flood[FORWARD_ROUNDS / 2], ">= 0.80");
+	printf("   %-15s %12s %12s %9s %15s %8s\n", "", "floor pps", "pps", "ratio", "rounds' range",
+	       "goal");
+	for (row = RUN_L2; row < FORWARD_RUNS; row++) {
+		if (forward_rows[row].floor == row)
+			continue;
+		forward_row(forward_rows[row].name, pps[forward_rows[row].floor], pps[row],
+			    forward_rows[row].goal, run_on[row]);
+		if (row == RUN_FLOOD && run_on[row])
+			printf("   (SYN flood: %llu new flows not pinned, past %u per CPU per second)\n",
+			       (unsigned long long)refused, LB_NEW_FLOWS_MAX_DEFAULT);
+	}
 	printf("   (trafgen runs that stopped early and were run again: %u)\n", forward_retried);
 	ring_free(r);
 	lb_prog_close(shipped);
