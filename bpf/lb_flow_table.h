@@ -172,7 +172,8 @@ LB_FLOW_INLINE __u32 lb_flow_tags_of(const struct lb_flow_set *s, __u32 tag)
 /**
  * lb_flow_find_first() - the way of set @s that holds the flow of words @kw
  * and table hash @h when it is the lowest of the ways of its tag, else -1;
- * without a branch. @rest: the other ways of that tag when it is not (a
+ * no way line read when no way has its tag (a new flow), and no branch on
+ * the way's index. @rest: the other ways of that tag when it is not (a
  * second flow of the same 32-bit tag in one set), for lb_flow_find_from().
  */
 LB_FLOW_INLINE int lb_flow_find_first(const struct lb_flow_set *s,
@@ -180,7 +181,14 @@ LB_FLOW_INLINE int lb_flow_find_first(const struct lb_flow_set *s,
 				      __u32 *rest)
 {
 	__u32 m = lb_flow_tags_of(s, lb_flow_tag(h)), i = lb_flow_bit_index(m & -m);
-	__u64 hit = lb_flow_nonzero(m) & (1 - lb_flow_way_differs(&s->way[i], kw, h));
+	__u64 hit;
+
+	/* A branch, not a mask: a new flow's lookup would read way 0's line for nothing. */
+	if (!m) {
+		*rest = 0;
+		return -1;
+	}
+	hit = 1 - lb_flow_way_differs(&s->way[i], kw, h);
 
 	*rest = m & (m - 1) & ((__u32)hit - 1);
 	return (int)((i + 1) * (__u32)hit) - 1;
