@@ -1912,6 +1912,8 @@ static void forwarding(void)
 			   "ip neigh replace 198.18.0.12 lladdr 02:00:00:00:00:12 dev eth0 nud permanent"))
 			die("GUE set-up", -EIO);
 	}
+	/* Settled as a controller leaves them: a flood run first (BENCH_2_ONLY) too. */
+	vips_settled(lb_prog_maps(shipped));
 	for (round = 0; round < FORWARD_ROUNDS; round++) {
 		/* Every other round backwards: each pair's order flips, and drifts cancel. */
 		for (step = 0; step < FORWARD_RUNS; step++) {
