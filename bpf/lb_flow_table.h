@@ -180,7 +180,7 @@ LB_FLOW_INLINE int lb_flow_find_first(const struct lb_flow_set *s,
 				      const uint64_t kw[SIPHASH_FLOW_WORDS], __u64 h,
 				      __u32 *rest)
 {
-	__u32 m = lb_flow_tags_of(s, lb_flow_tag(h)), i = lb_flow_bit_index(m & -m);
+	__u32 m = lb_flow_tags_of(s, lb_flow_tag(h)), i;
 	__u64 hit;
 
 	/* A branch, not a mask: a new flow's lookup would read way 0's line for nothing. */
@@ -188,6 +188,7 @@ LB_FLOW_INLINE int lb_flow_find_first(const struct lb_flow_set *s,
 		*rest = 0;
 		return -1;
 	}
+	i = lb_flow_bit_index(m & -m);
 	hit = 1 - lb_flow_way_differs(&s->way[i], kw, h);
 
 	*rest = m & (m - 1) & ((__u32)hit - 1);

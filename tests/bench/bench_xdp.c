@@ -64,7 +64,8 @@
 #define KEYS 1000000
 #define SEED 0x62656e6368ULL
 #define FORWARD_SECONDS 3
-#define FORWARD_ROUNDS 5
+/* Even: as many rounds backwards as forwards (forwarding()), so the order's own effect cancels. */
+#define FORWARD_ROUNDS 6
 #define FORWARD_PREFIX "rlbfw"
 
 static const __u64 secret[2] = { 0x1111111111111111ULL, 0x2222222222222222ULL };
@@ -1705,31 +1706,36 @@ static const struct {
 	[RUN_STATELESS] = { "stateless flood", RUN_FLOOR_FLOOD, ">= 0.80" },
 };
 
+/* The median of @n sorted values: the mean of the middle two for an even @n. */
+static double sorted_median(const double *v, int n)
+{
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /*
- * One row of part 2 (nothing unless @on): @name's rate against the floor's (medians of the rounds),
- * and the ratio as the median of the rounds' own (each run next to its floor's,
- * so a drift of the machine between rounds cancels), with their range.
+ * One row of part 2: @name's rate against its floor's (@base; medians of the
+ * rounds), and the ratio as the median of the rounds' own (each run against
+ * its floor in the same round, so that a drift of the machine between rounds
+ * cancels), with their range.
  */
-static void forward_row(const char *name, const double floor[FORWARD_ROUNDS],
-			const double rate[FORWARD_ROUNDS], const char *goal, int on)
+static void forward_row(const char *name, const double base[FORWARD_ROUNDS],
+			const double rate[FORWARD_ROUNDS], const char *goal)
 {
 	double f[FORWARD_ROUNDS], p[FORWARD_ROUNDS], ratio[FORWARD_ROUNDS];
 	char range[32];
 	int i;
 
-	if (!on)
-		return;
 	for (i = 0; i < FORWARD_ROUNDS; i++) {
-		f[i] = floor[i];
+		f[i] = base[i];
 		p[i] = rate[i];
-		ratio[i] = floor[i] > 0 ? rate[i] / floor[i] : 0;
+		ratio[i] = base[i] > 0 ? rate[i] / base[i] : 0;
 	}
 	qsort(f, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	qsort(p, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	qsort(ratio, FORWARD_ROUNDS, sizeof(double), cmp_double);
 	snprintf(range, sizeof(range), "%.3f - %.3f", ratio[0], ratio[FORWARD_ROUNDS - 1]);
-	printf("   %-15s %12.0f %12.0f %9.3f %15s %8s\n", name, f[FORWARD_ROUNDS / 2],
-	       p[FORWARD_ROUNDS / 2], ratio[FORWARD_ROUNDS / 2], range, goal);
+	printf("   %-15s %12.0f %12.0f %9.3f %15s %8s\n", name, sorted_median(f, FORWARD_ROUNDS),
+	       sorted_median(p, FORWARD_ROUNDS), sorted_median(ratio, FORWARD_ROUNDS), range, goal);
 }
 
 /* Attach @prog_fd natively, blast for FORWARD_SECONDS, return frames sent per second. */
@@ -1790,7 +1796,7 @@ static void forwarding(void)
 		"  ipv4(sa=drnd(), da=198.18.0.101, ttl=64),\n"
 		"  tcp(sp=drnd(), dp=80, ack), fill(0x61, 6) }\n";
 	char dir[] = "/tmp/ringlb-bench-XXXXXX", conf[256], flood[256], flood_gue[256], cmd[512];
-	double pps[FORWARD_RUNS][FORWARD_ROUNDS];
+	double pps[FORWARD_RUNS][FORWARD_ROUNDS] = { { 0 } };
 	struct lb_vip_key stateless_key = bench_vip_key(IPPROTO_TCP, 80);
 	struct lb_vip_key tcp_key = bench_vip_key(IPPROTO_TCP, 80);
 	__u64 refused;
@@ -1802,7 +1808,7 @@ static void forwarding(void)
 	struct bench_xdp_bpf *skel;
 	struct lb_prog *shipped;
 	struct ring *r;
-	__u32 ids[2] = { 1, 2 }, id;
+	__u32 ids[2] = { 1, 2 }, flood_ids[2] = { 7, 8 }, id;
 	const char *only = getenv("BENCH_2_ONLY");
 	int netns, ifindex, round, step, row, self, run_on[FORWARD_RUNS];
 	FILE *f;
@@ -1827,6 +1833,8 @@ static void forwarding(void)
 	if (!run_on[RUN_FLOOR] && !run_on[RUN_FLOOR_FLOOD])
 		die("BENCH_2_ONLY: none of 'ringlb (l2)', 'gue', 'SYN flood', 'stateless flood'",
 		    -EINVAL);
+	if (only && *only)
+		printf("   BENCH_2_ONLY: the row '%s' and its floor alone.\n", only);
 	if (!mkdtemp(dir))
 		die("mkdtemp", -errno);
 	snprintf(conf, sizeof(conf), "%s/udp.trafgen", dir);
@@ -1867,12 +1875,24 @@ static void forwarding(void)
 		bpf_map_update_elem(bpf_map__fd(skel->maps.backends), &id, &b, BPF_ANY);
 		bpf_map_update_elem(lb_prog_maps(shipped)->backends, &id, &b, BPF_ANY);
 	}
+	/*
+	 * The SYN flood's VIP (2) has l2 backends of its own, slots 7 and 8 (the
+	 * same MACs): sharing VIP 0's ring slots, it was served by whatever ring
+	 * the last l2 or gue run had installed there (GUE's, in each round).
+	 */
+	for (id = 7; id <= 8; id++) {
+		struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
+					.cookie = id, .vip_id = 2,
+					.mac = { 2, 0, 0, 0, 0, (__u8)(0x10 + id - 6) } };
+
+		bpf_map_update_elem(lb_prog_maps(shipped)->backends, &id, &b, BPF_ANY);
+	}
 	r = ring_sized(2, RING_VNODES_DEFAULT);
 	bench_maps_of(skel, &bench_maps);
 	if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r, ids) ||
 	    lb_vip_install(&bench_maps, &key, 0, r, ids) ||
-	    lb_vip_install(lb_prog_maps(shipped), &tcp_key, 0, r, ids) ||
-	    lb_vip_install(&bench_maps, &tcp_key, 0, r, ids))
+	    lb_vip_install(lb_prog_maps(shipped), &tcp_key, 2, r, flood_ids) ||
+	    lb_vip_install(&bench_maps, &tcp_key, 2, r, ids))
 		die("swap", -errno);
 	/* The same backends reached by GUE: slots 3 and 4, the balancer's FIB, backend neighbours. */
 	{
@@ -1915,7 +1935,7 @@ static void forwarding(void)
 	/* Settled as a controller leaves them: a flood run first (BENCH_2_ONLY) too. */
 	vips_settled(lb_prog_maps(shipped));
 	for (round = 0; round < FORWARD_ROUNDS; round++) {
-		/* Every other round backwards: each pair's order flips, and drifts cancel. */
+		/* Every other round backwards, as many each way: the order's effect cancels. */
 		for (step = 0; step < FORWARD_RUNS; step++) {
 			int run = round % 2 ? FORWARD_RUNS - 1 - step : step;
 
@@ -1959,11 +1979,14 @@ static void forwarding(void)
 	for (row = RUN_L2; row < FORWARD_RUNS; row++) {
 		if (forward_rows[row].floor == row)
 			continue;
+		if (!run_on[row])
+			continue;
 		forward_row(forward_rows[row].name, pps[forward_rows[row].floor], pps[row],
-			    forward_rows[row].goal, run_on[row]);
-		if (row == RUN_FLOOD && run_on[row])
-			printf("   (SYN flood: %llu new flows not pinned, past %u per CPU per second)\n",
-			       (unsigned long long)refused, LB_NEW_FLOWS_MAX_DEFAULT);
+			    forward_rows[row].goal);
+		if (row == RUN_FLOOD)
+			printf("   (SYN flood: %llu new flows not pinned over its %d runs, past %u per "
+			       "CPU per second)\n",
+			       (unsigned long long)refused, FORWARD_ROUNDS, LB_NEW_FLOWS_MAX_DEFAULT);
 	}
 	printf("   (trafgen runs that stopped early and were run again: %u)\n", forward_retried);
 	ring_free(r);

@@ -113,6 +113,17 @@ static void test_a_flow_is_found_in_the_way_it_was_put(void **state)
 	s.tag[3] = 0;
 	for (i = 0; i < LB_FLOW_WAYS; i++)
 		check_eq(find(&s, &k[i]), (i * 5) % LB_FLOW_WAYS == 3 ? -1 : (int)((i * 5) % LB_FLOW_WAYS));
+	/* No way of its tag: not found, and no other way of it left to try. */
+	for (i = 0; i < LB_FLOW_WAYS; i++) {
+		uint64_t w[SIPHASH_FLOW_WORDS];
+		__u32 rest = 0xdead;
+
+		if ((i * 5) % LB_FLOW_WAYS != 3)
+			continue;
+		lb_flow_words(&k[i], w);
+		check_eq(lb_flow_find_first(&s, w, hash_of(&k[i]), &rest), -1);
+		check_eq(rest, 0);
+	}
 }
 
 /* Flows of one tag in a set: the lowest first, then the others (lb_flow_find_from()). */
