@@ -1738,6 +1738,74 @@ static void forward_row(const char *name, const double base[FORWARD_ROUNDS],
 	       sorted_median(p, FORWARD_ROUNDS), sorted_median(ratio, FORWARD_ROUNDS), range, goal);
 }
 
+/*
+ * Part 2's scratch directory while its topology is up, and the namespace the
+ * bench came from (for forward_teardown(), which must not run inside the
+ * namespaces it removes: topology.sh kills what runs there).
+ */
+static char forward_dir[64];
+static int forward_home = -1;
+
+/* Part 2's namespaces and files gone: at its end, and at exit when a run dies. */
+static void forward_teardown(void)
+{
+	char cmd[256];
+
+	if (!forward_dir[0])
+		return;
+	if (forward_home >= 0 && setns(forward_home, CLONE_NEWNET))
+		fprintf(stderr, "bench: back to the first namespace: %s\n", strerror(errno));
+	snprintf(cmd, sizeof(cmd), "scripts/topology.sh down " FORWARD_PREFIX " %s; rm -rf %s",
+		 forward_dir, forward_dir);
+	forward_dir[0] = 0;
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench: topology teardown failed\n");
+}
+
+/* FORWARD_BACKENDS - the backend slots part 2 uses (1 .. 8). */
+#define FORWARD_BACKENDS 8
+
+/* Frames each backend slot of part 2 was sent, summed over the CPUs. */
+struct backends_sent_at {
+	__u64 packets[FORWARD_BACKENDS + 1];
+};
+
+static struct backends_sent_at backends_sent(const struct lb_maps *maps)
+{
+	struct backends_sent_at at = { { 0 } };
+	__u32 id;
+
+	for (id = 1; id <= FORWARD_BACKENDS; id++)
+		at.packets[id] = harness_percpu_sum(maps->backend_stats, id, 3, 0);
+	return at;
+}
+
+/*
+ * A run of @name went where its VIP sends it: its backends @ids got frames,
+ * and at least 99 % of every backend's since @before (the program's counters
+ * are its own). Else the bench stops: the row would measure another path.
+ */
+static void forward_check(const struct lb_maps *maps, struct backends_sent_at before,
+			  const char *name, const __u32 ids[2])
+{
+	struct backends_sent_at after = backends_sent(maps);
+	__u64 own = 0, all = 0;
+	__u32 id;
+
+	for (id = 1; id <= FORWARD_BACKENDS; id++) {
+		__u64 d = after.packets[id] - before.packets[id];
+
+		all += d;
+		if (id == ids[0] || id == ids[1])
+			own += d;
+	}
+	if (!own || own * 100 < all * 99) {
+		fprintf(stderr, "bench: part 2's %s sent %llu of %llu frames to its backends %u, %u\n",
+			name, (unsigned long long)own, (unsigned long long)all, ids[0], ids[1]);
+		die("a forwarding run served by other backends", -EPROTO);
+	}
+}
+
 /* Attach @prog_fd natively, blast for FORWARD_SECONDS, return frames sent per second. */
 static double forward_pps(int ifindex, int prog_fd, int counter_fd, __u32 key, size_t words,
 			  size_t word, const char *trafgen_conf)
@@ -1785,6 +1853,11 @@ static void forwarding(void)
 		"{ eth(da=02:00:00:00:00:02, sa=02:00:00:00:00:21, type=0x0800),\n"
 		"  ipv4(sa=198.18.0.21, da=198.18.0.100, ttl=64),\n"
 		"  udp(sp=dinc(1024, 5119), dp=53), fill(0x61, 18) }\n";
+	/* The same flows to the gue VIP, one address up (its own VIP: its own pins and ring). */
+	static const char conf_gue_text[] =
+		"{ eth(da=02:00:00:00:00:02, sa=02:00:00:00:00:21, type=0x0800),\n"
+		"  ipv4(sa=198.18.0.21, da=198.18.0.102, ttl=64),\n"
+		"  udp(sp=dinc(1024, 5119), dp=53), fill(0x61, 18) }\n";
 	/* A flood of new flows: SYNs from random sources and ports, each a flow never seen. */
 	static const char flood_text[] =
 		"{ eth(da=02:00:00:00:00:02, sa=02:00:00:00:00:21, type=0x0800),\n"
@@ -1795,7 +1868,8 @@ static void forwarding(void)
 		"{ eth(da=02:00:00:00:00:02, sa=02:00:00:00:00:21, type=0x0800),\n"
 		"  ipv4(sa=drnd(), da=198.18.0.101, ttl=64),\n"
 		"  tcp(sp=drnd(), dp=80, ack), fill(0x61, 6) }\n";
-	char dir[] = "/tmp/ringlb-bench-XXXXXX", conf[256], flood[256], flood_gue[256], cmd[512];
+	char dir[] = "/tmp/ringlb-bench-XXXXXX", conf[256], conf_gue[256], flood[256], flood_gue[256];
+	char cmd[512];
 	double pps[FORWARD_RUNS][FORWARD_ROUNDS] = { { 0 } };
 	struct lb_vip_key stateless_key = bench_vip_key(IPPROTO_TCP, 80);
 	struct lb_vip_key tcp_key = bench_vip_key(IPPROTO_TCP, 80);
@@ -1803,13 +1877,15 @@ static void forwarding(void)
 	struct lb_load_opts opts = { .secret = { secret[0], secret[1] },
 				     .iface_mac = { 2, 0, 0, 0, 0, 2 } };
 	struct lb_vip_key key = bench_vip_key(IPPROTO_UDP, 53);
+	struct lb_vip_key gue_key = bench_vip_key(IPPROTO_UDP, 53);
 	struct lb_maps bench_maps;
-	__u32 gue_ids[2] = { 3, 4 };
+	__u32 gue_ids[2] = { 3, 4 }, stateless_ids[2] = { 5, 6 };
 	struct bench_xdp_bpf *skel;
 	struct lb_prog *shipped;
 	struct ring *r;
 	__u32 ids[2] = { 1, 2 }, flood_ids[2] = { 7, 8 }, id;
 	const char *only = getenv("BENCH_2_ONLY");
+	struct backends_sent_at sent;
 	int netns, ifindex, round, step, row, self, run_on[FORWARD_RUNS];
 	FILE *f;
 
@@ -1818,11 +1894,14 @@ static void forwarding(void)
 	       "   of every run, every other round backwards; frames forwarded with native\n"
 	       "   XDP_TX per second, medians; ratio: the median of the rounds' own ratios.\n"
 	       "   floor: parse+hash, no choice; ringlb (l2): the shipped program, the VIP l2; gue:\n"
-	       "   the shipped program, the VIP's backends reached by GUE (FIB lookup, 36 more\n"
-	       "   bytes per frame). SYN flood: TCP SYNs from random sources and ports, every frame\n"
-	       "   a new flow, to an l2 VIP with a flow table (new flows pinned up to the rate);\n"
+	       "   the same flows to a VIP one address up whose backends are reached by GUE (FIB\n"
+	       "   lookup, 36 more bytes per frame). SYN flood: TCP SYNs from random sources and\n"
+	       "   ports, every frame a new flow, to an l2 VIP with a flow table (new flows pinned\n"
+	       "   up to the rate);\n"
 	       "   stateless flood: TCP ACKs from random sources to a stateless gue VIP with one\n"
-	       "   previous ring (of other points: a hop list for each flow whose owner it changed)\n",
+	       "   previous ring (of other points: a hop list for each flow whose owner it changed).\n"
+	       "   Every row's VIP has backends of its own; a run whose frames went to others stops\n"
+	       "   the bench.\n",
 	       FORWARD_SECONDS, FORWARD_ROUNDS);
 	/* For a developer's diagnosis (a profile of one run): one row alone, and its floor. */
 	for (row = 0; row < FORWARD_RUNS; row++)
@@ -1837,6 +1916,8 @@ static void forwarding(void)
 		printf("   BENCH_2_ONLY: the row '%s' and its floor alone.\n", only);
 	if (!mkdtemp(dir))
 		die("mkdtemp", -errno);
+	snprintf(forward_dir, sizeof(forward_dir), "%s", dir);
+	atexit(forward_teardown);
 	snprintf(conf, sizeof(conf), "%s/udp.trafgen", dir);
 	f = fopen(conf, "w");
 	fputs(conf_text, f);
@@ -1850,6 +1931,11 @@ static void forwarding(void)
 	fputs(flood_gue_text, f);
 	fclose(f);
 	stateless_key.addr[3] = 101;
+	gue_key.addr[3] = 102;
+	snprintf(conf_gue, sizeof(conf_gue), "%s/udp-gue.trafgen", dir);
+	f = fopen(conf_gue, "w");
+	fputs(conf_gue_text, f);
+	fclose(f);
 	snprintf(cmd, sizeof(cmd), "scripts/topology.sh down " FORWARD_PREFIX " %s; "
 		 "scripts/topology.sh up " FORWARD_PREFIX " %s 2 && "
 		 "for b in 1 2; do ip -n " FORWARD_PREFIX "b$b link set dev eth0 xdp obj "
@@ -1857,6 +1943,7 @@ static void forwarding(void)
 	if (system(cmd) != 0)
 		die("topology", -EIO);
 	self = open("/proc/self/ns/net", O_RDONLY);
+	forward_home = self;
 	netns = open("/run/netns/" FORWARD_PREFIX "lb", O_RDONLY);
 	if (self < 0 || netns < 0 || setns(netns, CLONE_NEWNET))
 		die("entering the balancer's namespace", -errno);
@@ -1876,9 +1963,11 @@ static void forwarding(void)
 		bpf_map_update_elem(lb_prog_maps(shipped)->backends, &id, &b, BPF_ANY);
 	}
 	/*
-	 * The SYN flood's VIP (2) has l2 backends of its own, slots 7 and 8 (the
-	 * same MACs): sharing VIP 0's ring slots, it was served by whatever ring
-	 * the last l2 or gue run had installed there (GUE's, in each round).
+	 * Each row's VIP has its own id and backends, checked after each run
+	 * (forward_check()): the SYN flood's (2), l2 in slots 7 and 8 (the same
+	 * MACs), once shared VIP 0's ring slots and was served by the GUE ring
+	 * the gue run had installed there; the gue run, on VIP 0's flows, was
+	 * served by their l2 pins.
 	 */
 	for (id = 7; id <= 8; id++) {
 		struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
@@ -1894,7 +1983,7 @@ static void forwarding(void)
 	    lb_vip_install(lb_prog_maps(shipped), &tcp_key, 2, r, flood_ids) ||
 	    lb_vip_install(&bench_maps, &tcp_key, 2, r, ids))
 		die("swap", -errno);
-	/* The same backends reached by GUE: slots 3 and 4, the balancer's FIB, backend neighbours. */
+	/* VIP 3: 198.18.0.102:53, the same backends reached by GUE: slots 3 and 4, the FIB. */
 	{
 		struct lb_config c = { .source4 = { 198, 18, 0, 2 },
 				       .gue_port = htons(LB_GUE_PORT_DEFAULT),
@@ -1902,11 +1991,13 @@ static void forwarding(void)
 
 		for (id = 3; id <= 4; id++) {
 			struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
-						.cookie = id, .forward = LB_FORWARD_GUE,
+						.cookie = id, .forward = LB_FORWARD_GUE, .vip_id = 3,
 						.addr = { 198, 18, 0, (__u8)(10 + id - 2) } };
 
 			bpf_map_update_elem(lb_prog_maps(shipped)->backends, &id, &b, BPF_ANY);
 		}
+		if (lb_vip_install(lb_prog_maps(shipped), &gue_key, 3, r, gue_ids))
+			die("the gue VIP", -errno);
 		/* VIP 1: 198.18.0.101:80, stateless, served by them, one previous ring. */
 		for (id = 5; id <= 6; id++) {
 			struct lb_backend b = { .state = LB_BACKEND_ACTIVE, .family = LB_FAMILY_IPV4,
@@ -1916,7 +2007,7 @@ static void forwarding(void)
 			bpf_map_update_elem(lb_prog_maps(shipped)->backends, &id, &b, BPF_ANY);
 		}
 		{
-			__u32 stateless_ids[2] = { 5, 6 }, *past_ids[1] = { stateless_ids };
+			__u32 *past_ids[1] = { stateless_ids };
 			struct ring *past[1] = { ring_sized(2, RING_VNODES_DEFAULT / 2) };
 
 			if (lb_vip_install_as(lb_prog_maps(shipped), &stateless_key, 1, r,
@@ -1950,24 +2041,24 @@ static void forwarding(void)
 				break;
 			case RUN_L2:
 			case RUN_GUE:
-				if (lb_vip_install(lb_prog_maps(shipped), &key, 0, r,
-						   run == RUN_L2 ? ids : gue_ids))
-					die("swap", -errno);
-				vips_settled(lb_prog_maps(shipped));
-				pps[run][round] = forward_pps(ifindex, lb_prog_fd(shipped),
-							      lb_prog_maps(shipped)->reason_stats,
-							      LB_REASON_FORWARDED, 2, 0, conf);
-				break;
 			case RUN_FLOOD:
+				sent = backends_sent(lb_prog_maps(shipped));
 				pps[run][round] = forward_pps(ifindex, lb_prog_fd(shipped),
 							      lb_prog_maps(shipped)->reason_stats,
-							      LB_REASON_FORWARDED, 2, 0, flood);
+							      LB_REASON_FORWARDED, 2, 0,
+							      run == RUN_L2 ? conf :
+							      run == RUN_GUE ? conf_gue : flood);
+				forward_check(lb_prog_maps(shipped), sent, forward_rows[run].name,
+					      run == RUN_L2 ? ids : run == RUN_GUE ? gue_ids : flood_ids);
 				break;
 			case RUN_STATELESS:
 				/* Counted by the ring's verdict: forwarded, with or without a hop list. */
+				sent = backends_sent(lb_prog_maps(shipped));
 				pps[run][round] = forward_pps(ifindex, lb_prog_fd(shipped),
 							      lb_prog_maps(shipped)->vip_stats, 1, 2, 0,
 							      flood_gue);
+				forward_check(lb_prog_maps(shipped), sent, forward_rows[run].name,
+					      stateless_ids);
 				break;
 			}
 		}
@@ -1992,14 +2083,10 @@ static void forwarding(void)
 	ring_free(r);
 	lb_prog_close(shipped);
 	bench_xdp_bpf__destroy(skel);
-	if (setns(self, CLONE_NEWNET))
-		die("leaving the namespace", -errno);
+	forward_teardown();
+	forward_home = -1;
 	close(self);
 	close(netns);
-	snprintf(cmd, sizeof(cmd), "scripts/topology.sh down " FORWARD_PREFIX " %s; rm -rf %s", dir,
-		 dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "bench: topology teardown failed\n");
 }
 
 /* --- 3. control plane --------------------------------------------------------------- */
