@@ -4,9 +4,10 @@
  * by the XDP program (ringlb.bpf.c) and by the controller through the map's
  * memory (user/kernel/flows.c), with the same functions: which set a flow
  * lives in, which of its ways holds it, which way a new flow takes, how a
- * way is written and emptied. The reads are branch-free where they can be:
- * in the program every branch on a way's index is a path the verifier walks
- * to the program's end, once per index.
+ * way is written and emptied. The reads have no branch on a way's index:
+ * in the program each would be a path the verifier walks to the program's
+ * end, once per index. A set with no way of the flow's tag is the one
+ * branch: without it a new flow read a way's line for nothing.
  *
  * A writer (a CPU of the program, or the controller) empties the way's tag,
  * writes the way, then its second and tag; a reader takes a way only when the
