@@ -6,8 +6,9 @@
  * lives in, which of its ways holds it, which way a new flow takes, how a
  * way is written and emptied. The reads have no branch on a way's index:
  * in the program each would be a path the verifier walks to the program's
- * end, once per index. A set with no way of the flow's tag is the one
- * branch: without it a new flow read a way's line for nothing.
+ * end, once per index. The first lookup's one branch is on a set with no
+ * way of the flow's tag (without it a new flow read a way's line for
+ * nothing); a second way of the same tag is looked for in a global function.
  *
  * A writer (a CPU of the program, or the controller) empties the way's tag,
  * writes the way, then its second and tag; a reader takes a way only when the

@@ -1753,8 +1753,13 @@ static void forward_teardown(void)
 
 	if (!forward_dir[0])
 		return;
-	if (forward_home >= 0 && setns(forward_home, CLONE_NEWNET))
-		fprintf(stderr, "bench: back to the first namespace: %s\n", strerror(errno));
+	if (forward_home >= 0 && setns(forward_home, CLONE_NEWNET)) {
+		/* topology.sh would kill this process where it stands: leave them. */
+		fprintf(stderr, "bench: back to the first namespace: %s; namespaces " FORWARD_PREFIX
+			"* and %s left\n", strerror(errno), forward_dir);
+		forward_dir[0] = 0;
+		return;
+	}
 	snprintf(cmd, sizeof(cmd), "scripts/topology.sh down " FORWARD_PREFIX " %s; rm -rf %s",
 		 forward_dir, forward_dir);
 	forward_dir[0] = 0;
@@ -1799,6 +1804,8 @@ static void forward_check(const struct lb_maps *maps, struct backends_sent_at be
 		if (id == ids[0] || id == ids[1])
 			own += d;
 	}
+	if (!all)
+		die("a forwarding run that forwarded nothing to any backend", -EPROTO);
 	if (!own || own * 100 < all * 99) {
 		fprintf(stderr, "bench: part 2's %s sent %llu of %llu frames to its backends %u, %u\n",
 			name, (unsigned long long)own, (unsigned long long)all, ids[0], ids[1]);
@@ -1853,7 +1860,7 @@ static void forwarding(void)
 		"{ eth(da=02:00:00:00:00:02, sa=02:00:00:00:00:21, type=0x0800),\n"
 		"  ipv4(sa=198.18.0.21, da=198.18.0.100, ttl=64),\n"
 		"  udp(sp=dinc(1024, 5119), dp=53), fill(0x61, 18) }\n";
-	/* The same flows to the gue VIP, one address up (its own VIP: its own pins and ring). */
+	/* The same flows to the gue VIP, 198.18.0.102 (its own VIP: its own pins and ring). */
 	static const char conf_gue_text[] =
 		"{ eth(da=02:00:00:00:00:02, sa=02:00:00:00:00:21, type=0x0800),\n"
 		"  ipv4(sa=198.18.0.21, da=198.18.0.102, ttl=64),\n"
@@ -1893,15 +1900,14 @@ static void forwarding(void)
 	       "   1024-5119 in turn) from a client namespace, one CPU, %d s per run, %d rounds\n"
 	       "   of every run, every other round backwards; frames forwarded with native\n"
 	       "   XDP_TX per second, medians; ratio: the median of the rounds' own ratios.\n"
-	       "   floor: parse+hash, no choice; ringlb (l2): the shipped program, the VIP l2; gue:\n"
-	       "   the same flows to a VIP one address up whose backends are reached by GUE (FIB\n"
-	       "   lookup, 36 more bytes per frame). SYN flood: TCP SYNs from random sources and\n"
-	       "   ports, every frame a new flow, to an l2 VIP with a flow table (new flows pinned\n"
-	       "   up to the rate);\n"
-	       "   stateless flood: TCP ACKs from random sources to a stateless gue VIP with one\n"
-	       "   previous ring (of other points: a hop list for each flow whose owner it changed).\n"
-	       "   Every row's VIP has backends of its own; a run whose frames went to others stops\n"
-	       "   the bench.\n",
+	       "   floor: parse+hash, no choice; ringlb (l2): the shipped program, the VIP l2;\n"
+	       "   gue: the same flows to another VIP (198.18.0.102) whose backends are reached\n"
+	       "   by GUE (FIB lookup, 36 more bytes per frame). SYN flood: TCP SYNs from random\n"
+	       "   sources and ports, every frame a new flow, to an l2 VIP with a flow table (new\n"
+	       "   flows pinned up to the rate); stateless flood: TCP ACKs from random sources to\n"
+	       "   a stateless gue VIP with one previous ring (of other points: a hop list for\n"
+	       "   each flow whose owner it changed). Every row's VIP has backends of its own; a\n"
+	       "   run whose frames went to others stops the bench.\n",
 	       FORWARD_SECONDS, FORWARD_ROUNDS);
 	/* For a developer's diagnosis (a profile of one run): one row alone, and its floor. */
 	for (row = 0; row < FORWARD_RUNS; row++)
