@@ -1813,6 +1813,20 @@ static void forward_check(const struct lb_maps *maps, struct backends_sent_at be
 	}
 }
 
+/*
+ * How a run of part 2 is made: its trafgen config, its program, the counter
+ * it is measured by (forward_pps()'s @counter_fd, @key, @words) and, for the
+ * shipped program, the two backends its frames must reach (forward_check()).
+ */
+struct forward_spec {
+	const char *conf;
+	int prog_fd;
+	int counter_fd;
+	__u32 key;
+	size_t words;
+	const __u32 *ids;
+};
+
 /* Attach @prog_fd natively, blast for FORWARD_SECONDS, return frames sent per second. */
 static double forward_pps(int ifindex, int prog_fd, int counter_fd, __u32 key, size_t words,
 			  size_t word, const char *trafgen_conf)
@@ -1892,7 +1906,8 @@ static void forwarding(void)
 	struct ring *r;
 	__u32 ids[2] = { 1, 2 }, flood_ids[2] = { 7, 8 }, id;
 	const char *only = getenv("BENCH_2_ONLY");
-	struct backends_sent_at sent;
+	struct forward_spec spec[FORWARD_RUNS];
+	struct backends_sent_at sent = { { 0 } };
 	int netns, ifindex, round, step, row, self, run_on[FORWARD_RUNS];
 	FILE *f;
 
@@ -2031,42 +2046,39 @@ static void forwarding(void)
 	}
 	/* Settled as a controller leaves them: a flood run first (BENCH_2_ONLY) too. */
 	vips_settled(lb_prog_maps(shipped));
+	{
+		int floor_fd = bpf_program__fd(skel->progs.bench_floor);
+		int sent_fd = bpf_map__fd(skel->maps.sent);
+		int reasons_fd = lb_prog_maps(shipped)->reason_stats;
+
+		spec[RUN_FLOOR] = (struct forward_spec){ conf, floor_fd, sent_fd, 0, 1, NULL };
+		spec[RUN_L2] = (struct forward_spec){ conf, lb_prog_fd(shipped), reasons_fd,
+						      LB_REASON_FORWARDED, 2, ids };
+		spec[RUN_GUE] = (struct forward_spec){ conf_gue, lb_prog_fd(shipped), reasons_fd,
+						       LB_REASON_FORWARDED, 2, gue_ids };
+		spec[RUN_FLOOR_FLOOD] = (struct forward_spec){ flood, floor_fd, sent_fd, 0, 1, NULL };
+		spec[RUN_FLOOD] = (struct forward_spec){ flood, lb_prog_fd(shipped), reasons_fd,
+							 LB_REASON_FORWARDED, 2, flood_ids };
+		/* Counted by the ring's verdict: forwarded, with or without a hop list. */
+		spec[RUN_STATELESS] = (struct forward_spec){ flood_gue, lb_prog_fd(shipped),
+							     lb_prog_maps(shipped)->vip_stats, 1, 2,
+							     stateless_ids };
+	}
 	for (round = 0; round < FORWARD_ROUNDS; round++) {
 		/* Every other round backwards, as many each way: the order's effect cancels. */
 		for (step = 0; step < FORWARD_RUNS; step++) {
 			int run = round % 2 ? FORWARD_RUNS - 1 - step : step;
+			const struct forward_spec *w = &spec[run];
 
 			if (!run_on[run])
 				continue;
-			switch (run) {
-			case RUN_FLOOR:
-			case RUN_FLOOR_FLOOD:
-				pps[run][round] = forward_pps(ifindex, bpf_program__fd(skel->progs.bench_floor),
-							      bpf_map__fd(skel->maps.sent), 0, 1, 0,
-							      run == RUN_FLOOR ? conf : flood);
-				break;
-			case RUN_L2:
-			case RUN_GUE:
-			case RUN_FLOOD:
+			if (w->ids)
 				sent = backends_sent(lb_prog_maps(shipped));
-				pps[run][round] = forward_pps(ifindex, lb_prog_fd(shipped),
-							      lb_prog_maps(shipped)->reason_stats,
-							      LB_REASON_FORWARDED, 2, 0,
-							      run == RUN_L2 ? conf :
-							      run == RUN_GUE ? conf_gue : flood);
+			pps[run][round] = forward_pps(ifindex, w->prog_fd, w->counter_fd, w->key,
+						      w->words, 0, w->conf);
+			if (w->ids)
 				forward_check(lb_prog_maps(shipped), sent, forward_rows[run].name,
-					      run == RUN_L2 ? ids : run == RUN_GUE ? gue_ids : flood_ids);
-				break;
-			case RUN_STATELESS:
-				/* Counted by the ring's verdict: forwarded, with or without a hop list. */
-				sent = backends_sent(lb_prog_maps(shipped));
-				pps[run][round] = forward_pps(ifindex, lb_prog_fd(shipped),
-							      lb_prog_maps(shipped)->vip_stats, 1, 2, 0,
-							      flood_gue);
-				forward_check(lb_prog_maps(shipped), sent, forward_rows[run].name,
-					      stateless_ids);
-				break;
-			}
+					      w->ids);
 		}
 	}
 	/* The maps are new: every refusal they counted is the floods'. */
